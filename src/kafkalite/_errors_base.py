@@ -1,0 +1,185 @@
+"""The root of kafkalite's exception tree.
+
+Everything kafkalite raises on purpose is a :class:`KafkaError`. Broker error codes map
+to :class:`ApiError` subclasses (generated, one per code, in ``_errors_gen``); the
+intermediate classes below mirror the Java client's grouping so that callers can catch
+by intent: ``InvalidMetadataError`` means "refresh metadata and retry",
+``RetriableError`` means "the same request may succeed later".
+
+Import these names from :mod:`kafkalite.errors`, not from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class KafkaError(Exception):
+    """Base class of every error kafkalite raises.
+
+    Attributes:
+        retriable: the same operation may succeed if tried again later.
+        fatal: the client that raised it cannot continue (e.g. a fenced producer);
+            close it.
+        abortable: the current transaction must be aborted, then work can go on.
+        topic, partition, group_id, transactional_id: the resource concerned, when
+            known, so the message can name it.
+    """
+
+    retriable: ClassVar[bool] = False
+    fatal_default: ClassVar[bool] = False
+    abortable_default: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        group_id: str | None = None,
+        transactional_id: str | None = None,
+        fatal: bool | None = None,
+        abortable: bool | None = None,
+        **context: Any,
+    ) -> None:
+        self.message = message or (self.__doc__ or type(self).__name__).strip().splitlines()[0]
+        self.topic = topic
+        self.partition = partition
+        self.group_id = group_id
+        self.transactional_id = transactional_id
+        self.fatal = self.fatal_default if fatal is None else fatal
+        self.abortable = self.abortable_default if abortable is None else abortable
+        self.context = context
+        super().__init__(self.message)
+
+    def _resource_text(self) -> str:
+        parts = []
+        if self.topic is not None:
+            parts.append(
+                f"topic '{self.topic}'" + (f" partition {self.partition}" if self.partition is not None else "")
+            )
+        elif self.partition is not None:
+            parts.append(f"partition {self.partition}")
+        if self.group_id is not None:
+            parts.append(f"group '{self.group_id}'")
+        if self.transactional_id is not None:
+            parts.append(f"transactional.id '{self.transactional_id}'")
+        return ", ".join(parts)
+
+    def __str__(self) -> str:
+        where = self._resource_text()
+        return f"{self.message} ({where})" if where else self.message
+
+    def with_context(self, **resource: Any) -> KafkaError:
+        """Fill in resource names (topic, partition, ...) that were unknown when raised."""
+        for key, value in resource.items():
+            if value is not None and getattr(self, key, None) is None:
+                setattr(self, key, value)
+        return self
+
+
+# ---------------------------------------------------------------- client-side errors
+
+
+class ConfigError(KafkaError, ValueError):
+    """A setting is unknown, has the wrong type or is out of range."""
+
+
+class IllegalStateError(KafkaError, RuntimeError):
+    """The call is not allowed in the client's current state (e.g. subscribe after assign)."""
+
+
+class KafkaTimeoutError(KafkaError, TimeoutError):
+    """An operation did not complete within its timeout."""
+
+    retriable = True
+
+
+class ProtocolError(KafkaError):
+    """Bytes from the network do not follow the Kafka protocol (truncated, malformed, too large)."""
+
+
+class CorruptRecordsError(ProtocolError):
+    """A record batch failed its CRC check or is malformed."""
+
+
+class UnsupportedCodecError(ProtocolError):
+    """A record batch uses a compression codec id this client does not know."""
+
+
+class UnsupportedVersionForClientError(KafkaError):
+    """The broker supports no version of an API that this client can speak."""
+
+
+class SerializationError(KafkaError, ValueError):
+    """A key or value could not be serialized or deserialized."""
+
+
+class ClientClosedError(IllegalStateError):
+    """The client was closed; create a new one."""
+
+
+class WakeupError(KafkaError):
+    """``Consumer.wakeup()`` interrupted a blocking call."""
+
+
+# ---------------------------------------------------------------- broker error codes
+
+
+class ApiError(KafkaError):
+    """An error code returned by a broker. ``code`` and ``name`` are Kafka's."""
+
+    code: ClassVar[int] = -1
+    name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+
+    def __str__(self) -> str:
+        base = f"[{self.name} ({self.code})] {self.message}"
+        where = self._resource_text()
+        return f"{base} ({where})" if where else base
+
+    def __reduce__(self) -> Any:
+        # Keep the instance's (possibly unknown) code through pickling (Spark tasks).
+        return (_rebuild_api_error, (type(self), self.code, self.message, self.__dict__.copy()))
+
+
+def _rebuild_api_error(cls: type[ApiError], code: int, message: str, state: dict[str, Any]) -> ApiError:
+    if cls is UnknownApiError:
+        err: ApiError = UnknownApiError(code, message)
+    else:
+        err = cls(message)
+    err.__dict__.update(state)
+    return err
+
+
+class RetriableError(ApiError):
+    """Transient: the same request may succeed later."""
+
+    retriable = True
+
+
+class RefreshRetriableError(RetriableError):
+    """Transient, and the client should refresh what it knows (metadata, coordinator) first."""
+
+
+class InvalidMetadataError(RefreshRetriableError):
+    """The client's metadata is stale (leader moved, topic unknown): refresh and retry."""
+
+
+class ApplicationRecoverableError(ApiError):
+    """The application can recover (e.g. rejoin the group) but the request as sent failed."""
+
+
+class InvalidOffsetError(ApiError):
+    """An offset is not valid for the partition."""
+
+
+class UnknownApiError(ApiError):
+    """An error code this client does not know (a newer broker); ``code`` keeps the number."""
+
+    def __init__(self, code: int, message: str | None = None, **kwargs: Any) -> None:
+        self.__dict__["code"] = code
+        self.__dict__["name"] = f"UNKNOWN_ERROR_CODE_{code}"
+        super().__init__(message or f"unknown error code {code}", **kwargs)
