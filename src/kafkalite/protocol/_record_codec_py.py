@@ -1,0 +1,528 @@
+"""Pure-Python per-record kernels (the reference implementation).
+
+Import these through :mod:`kafkalite.protocol.record_codec`, which picks the C
+implementation (:mod:`kafkalite._speedups`) when it is available. Both implementations
+must give identical results for every input, including malformed input (they raise
+:class:`~kafkalite.errors.CorruptRecordsError` in the same cases); the test suite
+checks this with property tests.
+
+Record layout (magic v2, Kafka's ``DefaultRecord``)::
+
+    length: varint             (bytes after this field)
+    attributes: int8           (unused, written as 0)
+    timestampDelta: varlong
+    offsetDelta: varint
+    keyLength: varint, key     (-1 = null)
+    valueLength: varint, value (-1 = null)
+    headersCount: varint
+      headerKeyLength: varint, headerKey (UTF-8)
+      headerValueLength: varint, headerValue (-1 = null)
+
+Varints are zigzag encoded (protobuf style). Decoding follows Java's ``ByteUtils``:
+a varint may take at most 5 bytes (varlong 10) and the bits that overflow 32 (64)
+are dropped, as Java does. Key/value lengths below -1 read as null, as Java's
+``Utils.readBytes`` does.
+
+Speed notes (this is the hot path): small varints come from precomputed tables,
+globals are bound as default arguments (local lookups), records are written with a
+handful of ``bytearray +=`` and read with bytes slicing only.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from collections.abc import Sequence
+from typing import Any
+
+from kafkalite.errors import CorruptRecordsError
+
+__all__ = [
+    "decode_records",
+    "decode_records_columnar",
+    "decode_varint",
+    "decode_varlong",
+    "encode_record_into",
+    "encode_varint",
+    "encode_varlong",
+    "murmur2",
+    "record_size",
+]
+
+Buffer = bytes | bytearray | memoryview
+Headers = Sequence[tuple[str, Buffer | None]]
+
+_M32 = 0xFFFFFFFF
+_M64 = 0xFFFFFFFFFFFFFFFF
+_TABLE = 1 << 13  # varints precomputed for 0 <= n < 8192 (covers most lengths/deltas)
+
+
+def _uvarint(u: int) -> bytes:
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+# _POS[n] is the zigzag varint of n >= 0 (i.e. the unsigned varint of 2n).
+_POS: tuple[bytes, ...] = tuple(_uvarint(n << 1) for n in range(_TABLE))
+# _DEC1[b] decodes a one-byte zigzag varint b < 0x80.
+_DEC1: tuple[int, ...] = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
+_NULL = b"\x01"  # zigzag(-1)
+_ZERO = b"\x00"
+
+
+def encode_varint(value: int) -> bytes:
+    """Zigzag varint of a signed 32-bit int (Kafka's ``ByteUtils.writeVarint``)."""
+    if 0 <= value < _TABLE:
+        return _POS[value]
+    if not -0x80000000 <= value <= 0x7FFFFFFF:
+        raise ValueError(f"varint out of int32 range: {value}")
+    return _uvarint(((value << 1) ^ (value >> 31)) & _M32)
+
+
+def encode_varlong(value: int) -> bytes:
+    """Zigzag varint of a signed 64-bit int (``ByteUtils.writeVarlong``)."""
+    if 0 <= value < _TABLE:
+        return _POS[value]
+    if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
+        raise ValueError(f"varlong out of int64 range: {value}")
+    return _uvarint(((value << 1) ^ (value >> 63)) & _M64)
+
+
+def _corrupt(what: str) -> CorruptRecordsError:
+    return CorruptRecordsError(f"malformed record: {what}")
+
+
+def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
+    """Read a zigzag varint (at most 5 bytes) at ``pos``; return ``(value, next_pos)``."""
+    u = 0
+    shift = 0
+    n = len(buf)
+    while True:
+        if pos >= n:
+            raise _corrupt("varint runs past the end of the data")
+        b = buf[pos]
+        pos += 1
+        if b < 0x80:
+            u = (u | (b << shift)) & _M32
+            return (u >> 1) ^ -(u & 1), pos
+        u |= (b & 0x7F) << shift
+        shift += 7
+        if shift > 28:
+            raise _corrupt("varint is longer than 5 bytes")
+
+
+def decode_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
+    """Read a zigzag varlong (at most 10 bytes) at ``pos``; return ``(value, next_pos)``."""
+    u = 0
+    shift = 0
+    n = len(buf)
+    while True:
+        if pos >= n:
+            raise _corrupt("varlong runs past the end of the data")
+        b = buf[pos]
+        pos += 1
+        if b < 0x80:
+            u = (u | (b << shift)) & _M64
+            return (u >> 1) ^ -(u & 1), pos
+        u |= (b & 0x7F) << shift
+        shift += 7
+        if shift > 63:
+            raise _corrupt("varlong is longer than 10 bytes")
+
+
+def _encode_headers(headers: Headers, pos_tbl: tuple[bytes, ...] = _POS) -> bytes:
+    parts = [pos_tbl[len(headers)] if len(headers) < _TABLE else encode_varint(len(headers))]
+    append = parts.append
+    for hkey, hval in headers:
+        kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+        n = len(kb)
+        append(pos_tbl[n] if n < _TABLE else encode_varint(n))
+        append(kb)
+        if hval is None:
+            append(_NULL)
+        else:
+            n = len(hval)
+            append(pos_tbl[n] if n < _TABLE else encode_varint(n))
+            append(bytes(hval))
+    return b"".join(parts)
+
+
+def encode_record_into(
+    buf: bytearray,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: Buffer | None,
+    value: Buffer | None,
+    headers: Headers | None,
+    _tbl: tuple[bytes, ...] = _POS,
+    _n: int = _TABLE,
+) -> int:
+    """Append one v2 record to ``buf``; return the number of bytes written.
+
+    ``key``/``value`` may be ``None`` (null, distinct from ``b""``); ``headers`` is a
+    sequence of ``(str key, bytes | None value)`` pairs (duplicates allowed) or None.
+    """
+    ts = _tbl[timestamp_delta] if 0 <= timestamp_delta < _n else encode_varlong(timestamp_delta)
+    od = _tbl[offset_delta] if 0 <= offset_delta < _n else encode_varint(offset_delta)
+    if key is None:
+        kh = _NULL
+        kl = 0
+    else:
+        kl = len(key)
+        kh = _tbl[kl] if kl < _n else encode_varint(kl)
+    if value is None:
+        vh = _NULL
+        vl = 0
+    else:
+        vl = len(value)
+        vh = _tbl[vl] if vl < _n else encode_varint(vl)
+    hb = _encode_headers(headers) if headers else _ZERO
+    body = 1 + len(ts) + len(od) + len(kh) + kl + len(vh) + vl + len(hb)
+    lh = _tbl[body] if body < _n else encode_varint(body)
+    buf += lh + _ZERO + ts + od + kh
+    if kl:
+        buf += key  # type: ignore[operator,arg-type]
+    buf += vh
+    if vl:
+        buf += value  # type: ignore[operator,arg-type]
+    buf += hb
+    return len(lh) + body
+
+
+def _varint_size(value: int) -> int:
+    u = ((value << 1) ^ (value >> 63)) & _M64
+    size = 1
+    while u >= 0x80:
+        u >>= 7
+        size += 1
+    return size
+
+
+def record_size(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: Buffer | None,
+    value: Buffer | None,
+    headers: Headers | None,
+) -> int:
+    """Bytes :func:`encode_record_into` would write for this record (Java's ``sizeInBytes``)."""
+    body = 1 + _varint_size(timestamp_delta) + _varint_size(offset_delta)
+    body += 1 if key is None else _varint_size(len(key)) + len(key)
+    body += 1 if value is None else _varint_size(len(value)) + len(value)
+    if headers:
+        body += len(_encode_headers(headers))
+    else:
+        body += 1
+    return _varint_size(body) + body
+
+
+def _check_count(count: int, start: int, end: int) -> None:
+    # Each record takes at least 7 bytes; refuse counts the data cannot hold before
+    # allocating anything proportional to the count.
+    if count < 0:
+        raise CorruptRecordsError(f"invalid record count {count} in batch")
+    if count * 7 > end - start:
+        raise CorruptRecordsError(
+            f"batch claims {count} records but its {end - start} bytes of records hold at most "
+            f"{(end - start) // 7}"
+        )
+
+
+def _as_bytes(buf: Buffer, start: int, end: int) -> tuple[bytes, int, int]:
+    if start < 0 or end > len(buf) or start > end:
+        raise CorruptRecordsError(f"record range [{start}, {end}) is outside the {len(buf)}-byte buffer")
+    if type(buf) is bytes and end == len(buf):
+        return buf, start, end
+    return bytes(buf[start:end]), 0, end - start
+
+
+def decode_records(
+    buf: Buffer,
+    start: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None = None,
+    record_type: type[tuple[Any, ...]] = tuple,
+    extra: tuple[Any, ...] = (),
+) -> list[Any]:
+    """Decode ``count`` records from ``buf[start:end]`` (a batch's records section).
+
+    Returns a list of ``record_type`` tuples ``(offset, timestamp, key, value, headers,
+    *extra)``: ``record_type`` is ``tuple`` or a tuple subclass such as a NamedTuple
+    (with no instance dict), ``extra`` holds per-batch constants appended to each
+    record. When ``log_append_time`` is not None every timestamp is that value (Kafka's
+    LOG_APPEND_TIME batches). Raises :class:`CorruptRecordsError` if the bytes do not
+    hold exactly ``count`` well-formed records.
+    """
+    data, pos, end = _as_bytes(buf, start, end)
+    _check_count(count, pos, end)
+    dec1 = _DEC1
+    rv = decode_varint
+    rvl = decode_varlong
+    new = tuple.__new__
+    out: list[Any] = []
+    append = out.append
+    i = 0
+    try:
+        while i < count:
+            # record length
+            b = data[pos]
+            if b < 0x80:
+                length = dec1[b]
+                pos += 1
+            else:
+                length, pos = rv(data, pos)
+            rec_end = pos + length
+            if length < 6 or rec_end > end:
+                raise _record_size_error(length, end - pos)
+            # attributes (ignored) then timestamp delta
+            b = data[pos + 1]
+            if b < 0x80:
+                ts = base_timestamp + dec1[b]
+                pos += 2
+            else:
+                tsd, pos = rvl(data, pos + 1)
+                ts = base_timestamp + tsd
+            if log_append_time is not None:
+                ts = log_append_time
+            b = data[pos]
+            if b < 0x80:
+                off = base_offset + dec1[b]
+                pos += 1
+            else:
+                od, pos = rv(data, pos)
+                off = base_offset + od
+            # key
+            b = data[pos]
+            if b < 0x80:
+                n = dec1[b]
+                pos += 1
+            else:
+                n, pos = rv(data, pos)
+            if n < 0:
+                key = None
+            else:
+                key = data[pos : pos + n]
+                pos += n
+            # value
+            b = data[pos]
+            if b < 0x80:
+                n = dec1[b]
+                pos += 1
+            else:
+                n, pos = rv(data, pos)
+            if n < 0:
+                value = None
+            else:
+                value = data[pos : pos + n]
+                pos += n
+            # headers
+            if data[pos] == 0:
+                headers: list[tuple[str, bytes | None]] = []
+                pos += 1
+            else:
+                headers, pos = _decode_headers(data, pos, rec_end)
+            if pos != rec_end:
+                raise _corrupt(f"record length says {length} bytes but its fields take {pos - rec_end + length}")
+            if extra or record_type is not tuple:
+                append(new(record_type, (off, ts, key, value, headers, *extra)))
+            else:
+                append((off, ts, key, value, headers))
+            i += 1
+    except IndexError:
+        raise _corrupt(f"record {i} runs past the end of the batch") from None
+    if pos != end:
+        raise CorruptRecordsError(
+            f"incorrect declared batch size: {end - pos} bytes remain after {count} records"
+        )
+    return out
+
+
+def _record_size_error(length: int, remaining: int) -> CorruptRecordsError:
+    if length < 6:
+        return _corrupt(f"invalid record length {length}")
+    return _corrupt(f"record length {length} exceeds the {remaining} bytes left in the batch")
+
+
+def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[list[tuple[str, bytes | None]], int]:
+    count, pos = decode_varint(data, pos)
+    if count < 0:
+        raise _corrupt(f"invalid header count {count}")
+    if count * 2 > rec_end - pos:
+        raise _corrupt(f"header count {count} exceeds what the record's remaining bytes can hold")
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        n, pos = decode_varint(data, pos)
+        if n < 0:
+            raise _corrupt(f"invalid negative header key size {n}")
+        if pos + n > rec_end:
+            raise _corrupt("header key runs past the end of the record")
+        # Java decodes header keys with replacement of malformed UTF-8; so do we.
+        hkey = data[pos : pos + n].decode("utf-8", "replace")
+        pos += n
+        n, pos = decode_varint(data, pos)
+        if n < 0:
+            hval = None
+        else:
+            if pos + n > rec_end:
+                raise _corrupt("header value runs past the end of the record")
+            hval = data[pos : pos + n]
+            pos += n
+        headers.append((hkey, hval))
+    return headers, pos
+
+
+def decode_records_columnar(
+    buf: Buffer,
+    start: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None = None,
+) -> tuple[array[int], ...]:
+    """Decode records into parallel arrays, with no Python object per record.
+
+    Returns 11 arrays: ``offsets`` and ``timestamps`` (``'q'``); ``key_starts``,
+    ``key_lengths``, ``value_starts``, ``value_lengths`` (``'i'``, positions in ``buf``,
+    length -1 for null); ``header_offsets`` (``'i'``, ``count + 1`` entries: record i's
+    headers are entries ``header_offsets[i]:header_offsets[i+1]`` of the header arrays,
+    the layout of an Arrow list column); ``header_key_starts``, ``header_key_lengths``,
+    ``header_value_starts``, ``header_value_lengths`` (``'i'``, value length -1 = null).
+    Validation is the same as :func:`decode_records`.
+    """
+    if start < 0 or end > len(buf) or start > end:
+        raise CorruptRecordsError(f"record range [{start}, {end}) is outside the {len(buf)}-byte buffer")
+    _check_count(count, start, end)
+    data = buf
+    rv = decode_varint
+    rvl = decode_varlong
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    ks: list[int] = []
+    kls: list[int] = []
+    vs: list[int] = []
+    vls: list[int] = []
+    hoffs = [0]
+    hks: list[int] = []
+    hkls: list[int] = []
+    hvs: list[int] = []
+    hvls: list[int] = []
+    pos = start
+    i = 0
+    while i < count:
+        length, pos = rv(data, pos) if pos < end else _past_end(i)
+        rec_end = pos + length
+        if length < 6 or rec_end > end:
+            raise _record_size_error(length, end - pos)
+        tsd, pos = rvl(data, pos + 1)
+        od, pos = rv(data, pos)
+        timestamps.append(base_timestamp + tsd if log_append_time is None else log_append_time)
+        offsets.append(base_offset + od)
+        n, pos = rv(data, pos)
+        ks.append(pos)
+        kls.append(n if n >= 0 else -1)
+        if n > 0:
+            pos += n
+        n, pos = rv(data, pos)
+        vs.append(pos)
+        vls.append(n if n >= 0 else -1)
+        if n > 0:
+            pos += n
+        if pos >= rec_end:
+            raise _corrupt(f"record {i} runs past the end of its length")
+        nh, pos = rv(data, pos)
+        if nh < 0:
+            raise _corrupt(f"invalid header count {nh}")
+        if nh * 2 > rec_end - pos:
+            raise _corrupt(f"header count {nh} exceeds what the record's remaining bytes can hold")
+        for _ in range(nh):
+            n, pos = rv(data, pos)
+            if n < 0:
+                raise _corrupt(f"invalid negative header key size {n}")
+            if pos + n > rec_end:
+                raise _corrupt("header key runs past the end of the record")
+            hks.append(pos)
+            hkls.append(n)
+            pos += n
+            n, pos = rv(data, pos)
+            hvs.append(pos)
+            if n < 0:
+                hvls.append(-1)
+            else:
+                if pos + n > rec_end:
+                    raise _corrupt("header value runs past the end of the record")
+                hvls.append(n)
+                pos += n
+        hoffs.append(len(hks))
+        if pos != rec_end:
+            raise _corrupt(f"record length says {length} bytes but its fields take {pos - rec_end + length}")
+        i += 1
+    if pos != end:
+        raise CorruptRecordsError(
+            f"incorrect declared batch size: {end - pos} bytes remain after {count} records"
+        )
+    try:
+        return (
+            array("q", offsets),
+            array("q", timestamps),
+            array("i", ks),
+            array("i", kls),
+            array("i", vs),
+            array("i", vls),
+            array("i", hoffs),
+            array("i", hks),
+            array("i", hkls),
+            array("i", hvs),
+            array("i", hvls),
+        )
+    except OverflowError:
+        raise _corrupt("offset or timestamp overflows int64") from None
+
+
+def _past_end(i: int) -> tuple[int, int]:
+    raise _corrupt(f"record {i} runs past the end of the batch")
+
+
+_U32S: dict[int, struct.Struct] = {}
+
+
+def murmur2(data: Buffer) -> int:
+    """Kafka's ``Utils.murmur2`` (seed 0x9747b28c) as a signed 32-bit int.
+
+    The default partitioner uses ``(murmur2(key) & 0x7fffffff) % num_partitions``.
+    """
+    length = len(data)
+    m = 0x5BD1E995
+    mask = _M32
+    h = (0x9747B28C ^ length) & mask
+    nwords = length >> 2
+    if nwords:
+        unpack = _U32S.get(nwords)
+        if unpack is None:
+            unpack = struct.Struct(f"<{nwords}I")
+            if len(_U32S) < 256:
+                _U32S[nwords] = unpack
+        for k in unpack.unpack_from(data):
+            k = (k * m) & mask
+            k ^= k >> 24
+            h = ((h * m) & mask) ^ ((k * m) & mask)
+    tail = length & 3
+    i4 = length & ~3
+    if tail:
+        if tail == 3:
+            h ^= data[i4 + 2] << 16
+        if tail >= 2:
+            h ^= data[i4 + 1] << 8
+        h ^= data[i4]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - 0x100000000 if h & 0x80000000 else h

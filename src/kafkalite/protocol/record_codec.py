@@ -1,0 +1,67 @@
+"""The per-record kernels, behind one interface: C when available, else pure Python.
+
+Everything that runs once per record on the producer or consumer path lives here:
+
+* ``encode_record_into(buf, offset_delta, timestamp_delta, key, value, headers) -> int``
+  appends one v2 record to a bytearray and returns the bytes written;
+* ``record_size(offset_delta, timestamp_delta, key, value, headers) -> int``;
+* ``decode_records(buf, start, end, count, base_offset, base_timestamp,
+  log_append_time=None, record_type=tuple, extra=()) -> list`` builds one tuple (or
+  tuple-subclass instance, e.g. :class:`~kafkalite.protocol.record_types.Record`) per
+  record: ``(offset, timestamp, key, value, headers, *extra)``;
+* ``decode_records_columnar(buf, start, end, count, base_offset, base_timestamp,
+  log_append_time=None) -> tuple of 11 arrays`` with no per-record Python object (for
+  Arrow/Spark);
+* ``murmur2(data) -> int`` (Kafka's partitioner hash, signed 32-bit);
+* ``encode_varint``/``encode_varlong``/``decode_varint``/``decode_varlong``.
+
+:mod:`kafkalite._speedups` (C) is used when it imports, unless the environment sets
+``KAFKALITE_PURE_PYTHON=1``. ``IMPLEMENTATION`` says which one is active;
+``python_impl`` and ``c_impl`` (None when not built) give both, for tests and
+benchmarks. Callers import the functions from here and never from either module.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+from kafkalite.protocol import _record_codec_py as python_impl
+
+__all__ = [
+    "IMPLEMENTATION",
+    "c_impl",
+    "decode_records",
+    "decode_records_columnar",
+    "decode_varint",
+    "decode_varlong",
+    "encode_record_into",
+    "encode_varint",
+    "encode_varlong",
+    "murmur2",
+    "python_impl",
+    "record_size",
+]
+
+c_impl: ModuleType | None
+try:
+    from kafkalite import _speedups as c_impl  # type: ignore[attr-defined,no-redef]
+except ImportError:  # no compiler at install time: the pure-Python path is complete
+    c_impl = None
+
+_impl: ModuleType = python_impl
+if c_impl is not None and os.environ.get("KAFKALITE_PURE_PYTHON", "") not in ("1", "true", "yes"):
+    _impl = c_impl
+
+#: "c" or "python": which kernels are in use.
+IMPLEMENTATION: str = "c" if _impl is c_impl else "python"
+
+encode_record_into = _impl.encode_record_into
+record_size = _impl.record_size
+decode_records = _impl.decode_records
+decode_records_columnar = _impl.decode_records_columnar
+murmur2 = _impl.murmur2
+encode_varint = _impl.encode_varint
+encode_varlong = _impl.encode_varlong
+decode_varint = _impl.decode_varint
+decode_varlong = _impl.decode_varlong
