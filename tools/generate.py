@@ -541,7 +541,8 @@ def class_source(name: str, fields: list[Field], doc: str, base: str, extra: lis
     params = []
     for f in fields:
         if is_mutable_default(f):
-            params.append(f"{f.attr}: {py_type(f)} | None = None")
+            t = py_type(f)
+            params.append(f"{f.attr}: {t if t.endswith('| None') else t + ' | None'} = None")
         else:
             params.append(f"{f.attr}: {py_type(f)} = {default_literal(f)}")
     if params:

@@ -42,7 +42,12 @@ from kafkalite._errors_base import (
     WakeupError,
 )
 from kafkalite._errors_gen import *  # noqa: F403  (one class per Kafka error code)
-from kafkalite._errors_gen import ERRORS_BY_CODE, NetworkError
+from kafkalite._errors_gen import (
+    ERRORS_BY_CODE,
+    AuthenticationError,
+    AuthorizationError,
+    NetworkError,
+)
 
 
 class KafkaConnectionError(NetworkError):
@@ -75,4 +80,4 @@ __all__ = [  # noqa: RUF022
     "error_for_code", "raise_for_code",
 ]
 __all__ += [cls.__name__ for cls in ERRORS_BY_CODE.values()]
-__all__ += ["AuthorizationError", "AuthenticationError"]
+__all__ += ["AuthenticationError", "AuthorizationError"]

@@ -53,7 +53,7 @@ class CreatePartitionsRequestCreatePartitionsTopic(Struct):
         *,
         name: str = '',
         count: int = 0,
-        assignments: list[CreatePartitionsRequestCreatePartitionsAssignment] | None | None = None,
+        assignments: list[CreatePartitionsRequestCreatePartitionsAssignment] | None = None,
     ) -> None:
         self.name = name
         self.count = count

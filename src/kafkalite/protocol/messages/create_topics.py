@@ -160,7 +160,7 @@ class CreateTopicsResponseCreatableTopicResult(Struct):
         topic_config_error_code: int = 0,
         num_partitions: int = -1,
         replication_factor: int = -1,
-        configs: list[CreateTopicsResponseCreatableTopicConfigs] | None | None = None,
+        configs: list[CreateTopicsResponseCreatableTopicConfigs] | None = None,
     ) -> None:
         self.name = name
         self.topic_id = topic_id

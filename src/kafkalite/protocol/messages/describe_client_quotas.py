@@ -168,7 +168,7 @@ class DescribeClientQuotasResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = '',
-        entries: list[DescribeClientQuotasResponseEntryData] | None | None = None,
+        entries: list[DescribeClientQuotasResponseEntryData] | None = None,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code

@@ -53,7 +53,7 @@ class DescribeConfigsRequestDescribeConfigsResource(Struct):
         *,
         resource_type: int = 0,
         resource_name: str = '',
-        configuration_keys: list[str] | None | None = None,
+        configuration_keys: list[str] | None = None,
     ) -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name

@@ -74,7 +74,7 @@ class DescribeDelegationTokenRequest(Message):
     def __init__(
         self,
         *,
-        owners: list[DescribeDelegationTokenRequestDescribeDelegationTokenOwner] | None | None = None,
+        owners: list[DescribeDelegationTokenRequestDescribeDelegationTokenOwner] | None = None,
     ) -> None:
         self.owners = [] if owners is None else owners
         self.unknown_tagged_fields: dict[int, bytes] | None = None

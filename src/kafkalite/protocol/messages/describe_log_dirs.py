@@ -74,7 +74,7 @@ class DescribeLogDirsRequest(Message):
     def __init__(
         self,
         *,
-        topics: list[DescribeLogDirsRequestDescribableLogDirTopic] | None | None = None,
+        topics: list[DescribeLogDirsRequestDescribableLogDirTopic] | None = None,
     ) -> None:
         self.topics = [] if topics is None else topics
         self.unknown_tagged_fields: dict[int, bytes] | None = None

@@ -51,7 +51,7 @@ class DescribeShareGroupOffsetsRequestGroup(Struct):
         self,
         *,
         group_id: str = '',
-        topics: list[DescribeShareGroupOffsetsRequestTopic] | None | None = None,
+        topics: list[DescribeShareGroupOffsetsRequestTopic] | None = None,
     ) -> None:
         self.group_id = group_id
         self.topics = [] if topics is None else topics

@@ -71,7 +71,7 @@ class DescribeUserScramCredentialsRequest(Message):
     def __init__(
         self,
         *,
-        users: list[DescribeUserScramCredentialsRequestUserName] | None | None = None,
+        users: list[DescribeUserScramCredentialsRequestUserName] | None = None,
     ) -> None:
         self.users = [] if users is None else users
         self.unknown_tagged_fields: dict[int, bytes] | None = None

@@ -77,7 +77,7 @@ class ElectLeadersRequest(Message):
         self,
         *,
         election_type: int = 0,
-        topic_partitions: list[ElectLeadersRequestTopicPartitions] | None | None = None,
+        topic_partitions: list[ElectLeadersRequestTopicPartitions] | None = None,
         timeout_ms: int = 60000,
     ) -> None:
         self.election_type = election_type

@@ -249,7 +249,7 @@ class FetchResponsePartitionData(Struct):
         diverging_epoch: FetchResponseEpochEndOffset | None = None,
         current_leader: FetchResponseLeaderIdAndEpoch | None = None,
         snapshot_id: FetchResponseSnapshotId | None = None,
-        aborted_transactions: list[FetchResponseAbortedTransaction] | None | None = None,
+        aborted_transactions: list[FetchResponseAbortedTransaction] | None = None,
         preferred_read_replica: int = -1,
         records: Any = None,
     ) -> None:

@@ -77,7 +77,7 @@ class MetadataRequest(Message):
     def __init__(
         self,
         *,
-        topics: list[MetadataRequestTopic] | None | None = None,
+        topics: list[MetadataRequestTopic] | None = None,
         allow_auto_topic_creation: bool = True,
         include_cluster_authorized_operations: bool = False,
         include_topic_authorized_operations: bool = False,

@@ -75,7 +75,7 @@ class OffsetFetchRequestGroup(Struct):
         group_id: str = '',
         member_id: str | None = None,
         member_epoch: int = -1,
-        topics: list[OffsetFetchRequestTopics] | None | None = None,
+        topics: list[OffsetFetchRequestTopics] | None = None,
     ) -> None:
         self.group_id = group_id
         self.member_id = member_id
@@ -127,7 +127,7 @@ class OffsetFetchRequest(Message):
         self,
         *,
         group_id: str = '',
-        topics: list[OffsetFetchRequestTopic] | None | None = None,
+        topics: list[OffsetFetchRequestTopic] | None = None,
         groups: list[OffsetFetchRequestGroup] | None = None,
         require_stable: bool = False,
     ) -> None:

@@ -435,7 +435,7 @@ class StreamsGroupHeartbeatResponse(Message):
         heartbeat_interval_ms: int = 0,
         acceptable_recovery_lag: int = 0,
         task_offset_interval_ms: int = 0,
-        status: list[StreamsGroupHeartbeatResponseStatus] | None | None = None,
+        status: list[StreamsGroupHeartbeatResponseStatus] | None = None,
         active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = None,
         standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = None,
         warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = None,

@@ -1,0 +1,369 @@
+"""One schema for every setting of every kafkalite client.
+
+Settings use the Java client's names (``bootstrap.servers``, ``linger.ms``); each also
+has a snake_case alias (``bootstrap_servers``, ``linger_ms``) so that keyword arguments
+read naturally. Defaults follow the Java client 4.x. Resolution validates everything at
+construction: an unknown key fails and suggests the nearest known one, a wrong type or
+range names the key and the value.
+
+Example::
+
+    from kafkalite.config import resolve
+    cfg = resolve("producer", {"bootstrap.servers": "127.0.0.1:9092"}, linger_ms=10)
+    cfg["linger.ms"]      # 10
+    cfg.linger_ms         # 10
+    cfg.is_set("acks")    # False: acks is at its default ("all")
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalite.errors import ConfigError
+
+PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
+ALL = frozenset({PRODUCER, CONSUMER, ADMIN})
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its Java name, type, default, allowed range and which clients take it."""
+
+    name: str
+    type: str  # int, bool, str, list, choice, password, object, float
+    default: Any
+    doc: str
+    clients: frozenset[str] = ALL
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] = ()
+    defaults_by_client: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def alias(self) -> str:
+        return self.name.replace(".", "_").replace("-", "_")
+
+    def default_for(self, client: str) -> Any:
+        return self.defaults_by_client.get(client, self.default)
+
+
+def _s(name: str, type_: str, default: Any, doc: str, clients: frozenset[str] | set[str] = ALL,
+       **kw: Any) -> Setting:
+    return Setting(name, type_, default, doc, frozenset(clients), **kw)
+
+
+P, C, A = {PRODUCER}, {CONSUMER}, {ADMIN}
+PC = {PRODUCER, CONSUMER}
+
+SETTINGS: tuple[Setting, ...] = (
+    # ------------------------------------------------------------ every client
+    _s("bootstrap.servers", "list", None, "host:port pairs used to discover the cluster."),
+    _s("client.id", "str", "", "A name for this client in broker logs, quotas and metrics."),
+    _s("client.rack", "str", "", "The rack of this client (fetch from the nearest replica, KIP-392)."),
+    _s("request.timeout.ms", "int", 30000, "How long to wait for a broker's response.", min=0),
+    _s("default.api.timeout.ms", "int", 60000, "Timeout of blocking calls that take no timeout.",
+       {CONSUMER, ADMIN}, min=0),
+    _s("retries", "int", INT32_MAX, "How often a failed request is retried (bounded by timeouts).",
+       {PRODUCER, ADMIN}, min=0),
+    _s("retry.backoff.ms", "int", 100, "First delay before retrying a failed request.", min=0),
+    _s("retry.backoff.max.ms", "int", 1000, "Longest delay between retries (exponential, jittered).", min=0),
+    _s("reconnect.backoff.ms", "int", 50, "First delay before reconnecting to a broker.", min=0),
+    _s("reconnect.backoff.max.ms", "int", 1000, "Longest delay between reconnects.", min=0),
+    _s("socket.connection.setup.timeout.ms", "int", 10000, "Timeout of one connection attempt.", min=0),
+    _s("socket.connection.setup.timeout.max.ms", "int", 30000, "Longest connection timeout (exponential).", min=0),
+    _s("connections.max.idle.ms", "int", 540000, "Close connections idle this long.",
+       defaults_by_client={ADMIN: 300000}),
+    _s("metadata.max.age.ms", "int", 300000, "Refresh metadata at least this often.", min=0),
+    _s("metadata.recovery.strategy", "choice", "rebootstrap",
+       "What to do when no known broker answers (KIP-899).", choices=("none", "rebootstrap")),
+    _s("send.buffer.bytes", "int", 131072, "SO_SNDBUF (-1: OS default).", min=-1),
+    _s("receive.buffer.bytes", "int", 32768, "SO_RCVBUF (-1: OS default).", min=-1,
+       defaults_by_client={CONSUMER: 65536}),
+    _s("receive.message.max.bytes", "int", 512 * 1024 * 1024,
+       "Largest response frame accepted from a broker (guards against corrupt length fields).",
+       min=1024),
+    _s("metrics.sample.window.ms", "int", 30000, "Window of rate and average metrics.", min=1),
+    _s("metrics.num.samples", "int", 2, "Samples kept per metric window.", min=1),
+    _s("security.protocol", "choice", "PLAINTEXT", "How to talk to brokers.",
+       choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+    _s("sasl.mechanism", "choice", "GSSAPI", "SASL mechanism.",
+       choices=("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")),
+    _s("sasl.username", "str", None, "SASL PLAIN/SCRAM user name (or use sasl.jaas.config)."),
+    _s("sasl.password", "password", None, "SASL PLAIN/SCRAM password (or use sasl.jaas.config)."),
+    _s("sasl.jaas.config", "password", None, "Java-style JAAS line; username/password are read from it."),
+    _s("sasl.oauthbearer.token.provider", "object", None,
+       "Callable returning (token, lifetime_ms) for OAUTHBEARER."),
+    _s("sasl.kerberos.service.name", "str", "kafka", "Kerberos service name for GSSAPI."),
+    _s("ssl.ca.location", "str", None, "PEM file of CA certificates to trust."),
+    _s("ssl.truststore.location", "str", None, "PEM truststore (Java name; same as ssl.ca.location)."),
+    _s("ssl.truststore.type", "choice", "PEM", "Only PEM stores are read by kafkalite.", choices=("PEM",)),
+    _s("ssl.certificate.location", "str", None, "PEM client certificate (mutual TLS)."),
+    _s("ssl.key.location", "str", None, "PEM private key of the client certificate."),
+    _s("ssl.key.password", "password", None, "Password of the private key."),
+    _s("ssl.endpoint.identification.algorithm", "str", "https",
+       "'https' checks the broker's host name against its certificate; '' turns it off."),
+    _s("ssl.context", "object", None, "A ready ssl.SSLContext (overrides the other ssl.* settings)."),
+    # ------------------------------------------------------------ producer
+    _s("acks", "choice", "all", "Acknowledgements the leader waits for: 0, 1 or all (-1).", P,
+       choices=("0", "1", "all", "-1")),
+    _s("linger.ms", "int", 5, "How long a batch waits for more records.", P, min=0),
+    _s("batch.size", "int", 16384, "Target size of one partition's batch in bytes.", P, min=0),
+    _s("buffer.memory", "int", 32 * 1024 * 1024, "Bytes of records buffered before send() blocks.", P, min=0),
+    _s("max.block.ms", "int", 60000, "How long send() may block (full buffer, missing metadata).", P, min=0),
+    _s("compression.type", "choice", "none", "Codec for batches.", P,
+       choices=("none", "gzip", "snappy", "lz4", "zstd")),
+    _s("compression.gzip.level", "int", -1, "gzip level (1-9; -1: default 6).", P, min=-1, max=9),
+    _s("compression.lz4.level", "int", 9, "lz4 level (1-17).", P, min=1, max=17),
+    _s("compression.zstd.level", "int", 3, "zstd level (-131072..22).", P, min=-131072, max=22),
+    _s("max.request.size", "int", 1048576, "Largest produce request (and record) in bytes.", P, min=0),
+    _s("delivery.timeout.ms", "int", 120000, "Bound on the time to report a send's outcome.", P, min=0),
+    _s("max.in.flight.requests.per.connection", "int", 5, "Unacknowledged requests per broker.",
+       PC, min=1),
+    _s("enable.idempotence", "bool", True, "Exactly-once per partition within a producer session.", P),
+    _s("transactional.id", "str", None, "Makes the producer transactional.", P),
+    _s("transaction.timeout.ms", "int", 60000, "Broker aborts transactions open longer than this.", P, min=1),
+    _s("transaction.two.phase.commit.enable", "bool", False, "KIP-939 two-phase commit.", P),
+    _s("partitioner.class", "object", None, "Custom partitioner (callable or class) or a built-in name.", P),
+    _s("partitioner.ignore.keys", "bool", False, "Partition keyed records as if unkeyed.", P),
+    _s("partitioner.adaptive.partitioning.enable", "bool", True,
+       "Unkeyed records favour faster brokers (KIP-794).", P),
+    _s("partitioner.availability.timeout.ms", "int", 0,
+       "Skip partitions whose leader has not accepted data for this long (0: off).", P, min=0),
+    _s("key.serializer", "object", None, "Serializer of keys (object, callable or built-in name).", P),
+    _s("value.serializer", "object", None, "Serializer of values.", P),
+    _s("interceptor.classes", "list", [], "Interceptors (objects or classes) called on send/ack.", PC),
+    _s("metadata.max.idle.ms", "int", 300000, "Forget metadata of topics not produced to this long.", P,
+       min=5000),
+    # ------------------------------------------------------------ consumer
+    _s("group.id", "str", None, "Consumer group; required for subscribe() and commits.", C),
+    _s("group.instance.id", "str", None, "Static membership id (KIP-345).", C),
+    _s("group.protocol", "choice", "classic", "classic or consumer (KIP-848).", C,
+       choices=("classic", "consumer")),
+    _s("group.remote.assignor", "str", None, "Server-side assignor (uniform, range) for KIP-848.", C),
+    _s("partition.assignment.strategy", "list", ["range", "cooperative-sticky"],
+       "Client-side assignors, in order of preference.", C),
+    _s("session.timeout.ms", "int", 45000, "Missed-heartbeat time before the member is removed.", C, min=1),
+    _s("heartbeat.interval.ms", "int", 3000, "Heartbeat period.", C, min=1),
+    _s("max.poll.interval.ms", "int", 300000, "Longest gap between poll() calls before leaving.", C, min=1),
+    _s("max.poll.records", "int", 500, "Most records one poll() returns.", C, min=1),
+    _s("enable.auto.commit", "bool", True, "Commit positions in the background.", C),
+    _s("auto.commit.interval.ms", "int", 5000, "Auto-commit period.", C, min=0),
+    _s("auto.offset.reset", "choice", "latest", "Where to start without a committed offset.", C,
+       choices=("latest", "earliest", "none", "by_duration")),
+    _s("fetch.min.bytes", "int", 1, "Bytes a fetch waits for.", C, min=0),
+    _s("fetch.max.wait.ms", "int", 500, "Longest a fetch waits for fetch.min.bytes.", C, min=0),
+    _s("fetch.max.bytes", "int", 52428800, "Soft cap of one fetch response.", C, min=0),
+    _s("max.partition.fetch.bytes", "int", 1048576, "Soft cap per partition in a fetch.", C, min=0),
+    _s("isolation.level", "choice", "read_uncommitted", "read_committed hides aborted and open transactions.",
+       C, choices=("read_uncommitted", "read_committed")),
+    _s("check.crcs", "bool", True, "Verify record batch CRCs.", C),
+    _s("exclude.internal.topics", "bool", True, "Pattern subscriptions skip internal topics.", C),
+    _s("allow.auto.create.topics", "bool", True, "Let subscribing create missing topics (broker permitting).", C),
+    _s("key.deserializer", "object", None, "Deserializer of keys.", C),
+    _s("value.deserializer", "object", None, "Deserializer of values.", C),
+)
+
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+_BY_ALIAS: dict[str, Setting] = {s.alias: s for s in SETTINGS}
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def lookup(key: str) -> Setting | None:
+    """The setting for a Java name or snake_case alias, or None."""
+    return BY_NAME.get(key) or _BY_ALIAS.get(key)
+
+
+def _suggest(key: str, client: str) -> str:
+    names = [s.name for s in SETTINGS if client in s.clients]
+    normalized = key.replace("_", ".").lower()
+    close = difflib.get_close_matches(normalized, names, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _coerce(setting: Setting, value: Any) -> Any:
+    key = setting.name
+
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"setting '{key}' must be {expected}, got {value!r}")
+
+    if value is None:
+        return None
+    t = setting.type
+    if t == "int":
+        if isinstance(value, bool):
+            raise bad("an integer")
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise bad("an integer") from None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int):
+            raise bad("an integer")
+        if setting.min is not None and value < setting.min:
+            raise ConfigError(f"setting '{key}' must be >= {int(setting.min)}, got {value}")
+        if setting.max is not None and value > setting.max:
+            raise ConfigError(f"setting '{key}' must be <= {int(setting.max)}, got {value}")
+        return value
+    if t == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise bad("true or false")
+    if t == "choice":
+        text = str(value).strip()
+        for choice in setting.choices:
+            if text.lower() == choice.lower():
+                return choice
+        raise ConfigError(f"setting '{key}' must be one of {', '.join(setting.choices)}; got {value!r}")
+    if t in ("str", "password"):
+        if not isinstance(value, str):
+            raise bad("a string")
+        return value
+    if t == "list":
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, (list, tuple)):
+            return list(value)
+        raise bad("a list or a comma-separated string")
+    return value  # object: validated by the component that uses it
+
+
+class Config(Mapping[str, Any]):
+    """Resolved settings of one client: every setting the client takes, with its value.
+
+    Index by Java name (``cfg["linger.ms"]``) or read the alias as an attribute
+    (``cfg.linger_ms``). ``is_set(name)`` tells whether the user chose the value.
+    """
+
+    def __init__(self, client: str, values: dict[str, Any], explicit: set[str],
+                 extra: dict[str, Any] | None = None) -> None:
+        self.client = client
+        self._values = values
+        self._explicit = explicit
+        self.extra = extra or {}
+
+    def __getitem__(self, key: str) -> Any:
+        setting = lookup(key)
+        if setting is None or setting.name not in self._values:
+            raise KeyError(key)
+        return self._values[setting.name]
+
+    def __getattr__(self, alias: str) -> Any:
+        setting = _BY_ALIAS.get(alias)
+        if setting is None or setting.name not in self.__dict__.get("_values", {}):
+            raise AttributeError(alias)
+        return self._values[setting.name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def is_set(self, key: str) -> bool:
+        setting = lookup(key)
+        return setting is not None and setting.name in self._explicit
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some values changed (internal adjustments; not marked explicit)."""
+        values = dict(self._values)
+        for key, value in changes.items():
+            setting = lookup(key)
+            if setting is None:
+                raise ConfigError(f"unknown setting '{key}'")
+            values[setting.name] = value
+        return Config(self.client, values, set(self._explicit), dict(self.extra))
+
+    def __repr__(self) -> str:
+        shown = {
+            k: ("[hidden]" if BY_NAME[k].type == "password" and v is not None else v)
+            for k, v in self._values.items()
+            if k in self._explicit
+        }
+        return f"Config({self.client}, {shown})"
+
+
+Validator = Callable[[Config], Config]
+_VALIDATORS: dict[str, list[Validator]] = {PRODUCER: [], CONSUMER: [], ADMIN: []}
+
+
+def cross_check(client: str) -> Callable[[Validator], Validator]:
+    """Register a check that relates several settings of one client (run by resolve())."""
+
+    def register(fn: Validator) -> Validator:
+        _VALIDATORS[client].append(fn)
+        return fn
+
+    return register
+
+
+def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: Any) -> Config:
+    """Validate user settings for ``client`` ('producer', 'consumer', 'admin').
+
+    ``settings`` is a dict with Java names or aliases; keyword arguments use aliases.
+    Raises :class:`ConfigError` naming the key for anything unknown or invalid.
+    """
+    if client not in _VALIDATORS:
+        raise ValueError(f"unknown client kind {client!r}")
+    given: dict[str, Any] = {}
+    for source in (dict(settings or {}), kwargs):
+        for key, value in source.items():
+            if not isinstance(key, str):
+                raise ConfigError(f"setting names must be strings, got {key!r}")
+            setting = lookup(key)
+            if setting is None:
+                raise ConfigError(f"unknown setting '{key}'{_suggest(key, client)}")
+            if client not in setting.clients:
+                raise ConfigError(
+                    f"setting '{setting.name}' does not apply to a {client} "
+                    f"(it is a {'/'.join(sorted(setting.clients))} setting)"
+                )
+            if setting.name in given and given[setting.name] != value:
+                raise ConfigError(f"setting '{setting.name}' given twice with different values")
+            given[setting.name] = value
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if client not in setting.clients:
+            continue
+        if setting.name in given:
+            values[setting.name] = _coerce(setting, given[setting.name])
+        else:
+            default = setting.default_for(client)
+            values[setting.name] = list(default) if isinstance(default, list) else default
+    cfg = Config(client, values, set(given))
+    if not cfg["bootstrap.servers"]:
+        raise ConfigError("setting 'bootstrap.servers' is required (e.g. '127.0.0.1:9092')")
+    for addr in cfg["bootstrap.servers"]:
+        parse_host_port(addr)
+    for check in _VALIDATORS[client]:
+        cfg = check(cfg)
+    return cfg
+
+
+_HOST_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\s]+)):(?P<port>\d{1,5})$")
+
+
+def parse_host_port(address: str) -> tuple[str, int]:
+    """Split 'host:port' or '[v6]:port'; accepts a 'PLAINTEXT://' style prefix."""
+    text = address.strip()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    m = _HOST_PORT.match(text)
+    if not m or not 0 < int(m.group("port")) < 65536:
+        raise ConfigError(f"setting 'bootstrap.servers' has an invalid address {address!r} (expected host:port)")
+    return (m.group("v6") or m.group("host")), int(m.group("port"))
+
+
+def acks_value(cfg: Config) -> int:
+    """The wire value of ``acks``: 0, 1 or -1 ('all')."""
+    return {"0": 0, "1": 1, "all": -1, "-1": -1}[cfg["acks"]]

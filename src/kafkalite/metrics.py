@@ -1,0 +1,191 @@
+"""Client metrics with the Java client's names (``record-send-rate``, ``records-lag-max``, ...).
+
+A :class:`Metrics` registry holds sensors; a sensor records values and feeds one or more
+statistics (rate, average, max, total, count) computed over a sliding window of
+``metrics.num.samples`` samples of ``metrics.sample.window.ms`` each, as Java's
+``org.apache.kafka.common.metrics`` does. Recording is cheap (no allocation per value),
+so the hot paths record per batch or per request, not per record.
+
+Example::
+
+    metrics = Metrics(window_ms=30000, samples=2)
+    send = metrics.sensor("record-send")
+    send.add_rate("record-send-rate", "producer-metrics", "Records sent per second")
+    send.add_total("record-send-total", "producer-metrics", "Records sent")
+    send.record(500)            # a batch of 500 records
+    metrics.snapshot()          # {MetricName('record-send-rate', 'producer-metrics', ...): 16.6, ...}
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+
+class MetricName(NamedTuple):
+    name: str
+    group: str
+    tags: tuple[tuple[str, str], ...] = ()
+    description: str = ""
+
+    def key(self) -> str:
+        tags = ",".join(f"{k}={v}" for k, v in self.tags)
+        return f"{self.group}:{self.name}" + (f"{{{tags}}}" if tags else "")
+
+
+class _Windowed:
+    """Per-sample accumulators in a ring of ``samples`` windows."""
+
+    __slots__ = ("_counts", "_index", "_maxes", "_starts", "_sums", "samples", "window_s")
+
+    def __init__(self, window_ms: int, samples: int) -> None:
+        self.window_s = window_ms / 1000.0
+        self.samples = samples
+        now = time.monotonic()
+        self._starts = [now] * samples
+        self._sums = [0.0] * samples
+        self._counts = [0] * samples
+        self._maxes = [-math.inf] * samples
+        self._index = 0
+
+    def _advance(self, now: float) -> None:
+        i = self._index
+        if now - self._starts[i] >= self.window_s:
+            i = (i + 1) % self.samples
+            self._index = i
+            self._starts[i] = now
+            self._sums[i] = 0.0
+            self._counts[i] = 0
+            self._maxes[i] = -math.inf
+
+    def record(self, value: float, now: float) -> None:
+        self._advance(now)
+        i = self._index
+        self._sums[i] += value
+        self._counts[i] += 1
+        if value > self._maxes[i]:
+            self._maxes[i] = value
+
+    def _live(self, now: float) -> list[int]:
+        horizon = self.window_s * self.samples
+        return [i for i in range(self.samples) if now - self._starts[i] < horizon]
+
+    def total(self, now: float) -> float:
+        return sum(self._sums[i] for i in self._live(now))
+
+    def count(self, now: float) -> int:
+        return sum(self._counts[i] for i in self._live(now))
+
+    def max(self, now: float) -> float:
+        live = [self._maxes[i] for i in self._live(now) if self._counts[i]]
+        return max(live) if live else math.nan
+
+    def elapsed(self, now: float) -> float:
+        live = self._live(now)
+        if not live:
+            return self.window_s
+        oldest = min(self._starts[i] for i in live)
+        # Java's Rate: elapsed covers at least (samples - 1) full windows, so a fresh
+        # sensor does not report an inflated rate from a tiny denominator.
+        return max(now - oldest, self.window_s * (self.samples - 1), 1e-3)
+
+
+class Sensor:
+    """Records values; the metrics added to it read the windowed statistics."""
+
+    def __init__(self, registry: Metrics, name: str) -> None:
+        self.name = name
+        self._registry = registry
+        self._window = _Windowed(registry.window_ms, registry.samples)
+        self._cumulative_total = 0.0
+        self._cumulative_count = 0
+        self._lock = threading.Lock()
+
+    def record(self, value: float = 1.0, now: float | None = None) -> None:
+        if now is None:
+            now = time.monotonic()
+        with self._lock:
+            self._window.record(value, now)
+            self._cumulative_total += value
+            self._cumulative_count += 1
+
+    def _add(self, name: str, group: str, description: str, tags: dict[str, str] | None,
+             fn: Callable[[float], float]) -> Sensor:
+        metric = MetricName(name, group, tuple(sorted((tags or {}).items())), description)
+        self._registry._metrics[metric] = fn
+        return self
+
+    def add_rate(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
+        """Sum of recorded values per second over the window (e.g. records/s, bytes/s)."""
+        return self._add(name, group, description, tags, lambda now: self._window.total(now) / self._window.elapsed(now))
+
+    def add_count_rate(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
+        """Number of recordings per second over the window (e.g. requests/s)."""
+        return self._add(name, group, description, tags, lambda now: self._window.count(now) / self._window.elapsed(now))
+
+    def add_avg(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
+        def avg(now: float) -> float:
+            count = self._window.count(now)
+            return self._window.total(now) / count if count else math.nan
+        return self._add(name, group, description, tags, avg)
+
+    def add_max(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
+        return self._add(name, group, description, tags, self._window.max)
+
+    def add_total(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
+        """Cumulative sum since the client started."""
+        return self._add(name, group, description, tags, lambda now: self._cumulative_total)
+
+    def add_count(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
+        """Cumulative number of recordings since the client started."""
+        return self._add(name, group, description, tags, lambda now: float(self._cumulative_count))
+
+
+class Metrics:
+    """A client's metric registry: sensors plus gauges, read with :meth:`snapshot`."""
+
+    def __init__(self, window_ms: int = 30000, samples: int = 2) -> None:
+        self.window_ms = window_ms
+        self.samples = samples
+        self._sensors: dict[str, Sensor] = {}
+        self._metrics: dict[MetricName, Callable[[float], float]] = {}
+
+    def sensor(self, name: str) -> Sensor:
+        """Get or create the sensor called ``name``."""
+        sensor = self._sensors.get(name)
+        if sensor is None:
+            sensor = self._sensors[name] = Sensor(self, name)
+        return sensor
+
+    def gauge(self, name: str, group: str, fn: Callable[[], float], description: str = "",
+              tags: dict[str, str] | None = None) -> None:
+        """A metric read from ``fn()`` when asked (e.g. buffer-available-bytes)."""
+        self._metrics[MetricName(name, group, tuple(sorted((tags or {}).items())), description)] = lambda now: fn()
+
+    def remove(self, group: str, tags: dict[str, str]) -> None:
+        """Drop the metrics of one group with these tags (e.g. a revoked partition)."""
+        wanted = tuple(sorted(tags.items()))
+        for metric in [m for m in self._metrics if m.group == group and m.tags == wanted]:
+            del self._metrics[metric]
+
+    def snapshot(self) -> dict[MetricName, float]:
+        now = time.monotonic()
+        out = {}
+        for metric, fn in list(self._metrics.items()):
+            try:
+                out[metric] = float(fn(now))
+            except Exception:  # a gauge must never break metrics() for the others
+                out[metric] = math.nan
+        return out
+
+    def value(self, name: str, group: str | None = None, **tags: str) -> float:
+        """One metric's current value by name (first match if several groups share it)."""
+        now = time.monotonic()
+        wanted = tuple(sorted(tags.items()))
+        for metric, fn in self._metrics.items():
+            if metric.name == name and (group is None or metric.group == group) and (not tags or metric.tags == wanted):
+                return float(fn(now))
+        raise KeyError(name)

@@ -1,0 +1,392 @@
+"""The network client: connections by node, cluster metadata, coordinators (asyncio).
+
+Every kafkalite client (producer, consumer, admin) owns one :class:`NetworkClient` on its
+engine's event loop. It bootstraps from ``bootstrap.servers``, keeps one connection per
+(node, channel) — the consumer talks to its group coordinator on a channel of its own so
+that a long JoinGroup never waits behind a fetch, as the Java client does — reconnects
+with exponential backoff and jitter, refreshes metadata on demand and at least every
+``metadata.max.age.ms``, and caches group / transaction coordinators.
+
+Example (inside a coroutine)::
+
+    client = NetworkClient(resolve("admin", {"bootstrap.servers": "127.0.0.1:9092"}))
+    await client.bootstrap()
+    meta = await client.refresh_metadata({"orders"})
+    leader = meta.leader_for("orders", 0)
+    response = await client.send(leader, some_request)
+    await client.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from kafkalite.backoff import ExponentialBackoff
+from kafkalite.config import Config, parse_host_port
+from kafkalite.errors import (
+    ApiError,
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    error_for_code,
+)
+from kafkalite.net.cluster import BrokerNode, ClusterMetadata
+from kafkalite.net.transport import BrokerConnection
+from kafkalite.protocol.messages.find_coordinator import FindCoordinatorRequest
+from kafkalite.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+
+log = logging.getLogger("kafkalite.net")
+
+COORDINATOR_GROUP, COORDINATOR_TRANSACTION, COORDINATOR_SHARE = 0, 1, 2
+DEFAULT_CHANNEL = "default"
+COORDINATOR_CHANNEL = "coordinator"
+
+
+class _NodeState:
+    """Reconnect bookkeeping for one (node, channel)."""
+
+    __slots__ = ("attempts", "connecting", "connection", "next_attempt_at")
+
+    def __init__(self) -> None:
+        self.connection: BrokerConnection | None = None
+        self.connecting: asyncio.Future[BrokerConnection] | None = None
+        self.attempts = 0
+        self.next_attempt_at = 0.0
+
+
+class NetworkClient:
+    """Connections, metadata and coordinators for one kafkalite client."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.metadata = ClusterMetadata()
+        self.bootstrap_nodes = [
+            BrokerNode(-1 - i, *parse_host_port(addr)) for i, addr in enumerate(cfg["bootstrap.servers"])
+        ]
+        self._nodes: dict[tuple[int, str], _NodeState] = {}
+        self._reconnect_backoff = ExponentialBackoff(cfg["reconnect.backoff.ms"], cfg["reconnect.backoff.max.ms"])
+        self._retry_backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
+        self._tracked_topics: set[str] = set()
+        self._track_all_topics = False
+        self._metadata_refresh: asyncio.Future[ClusterMetadata] | None = None
+        self._metadata_refresh_topics: set[str] | None = set()
+        self._coordinators: dict[tuple[int, str], int] = {}
+        self._closed = False
+        self._metadata_failures = 0
+        self.metadata_waiters: list[asyncio.Future[None]] = []
+
+    # ------------------------------------------------------------ connections
+
+    def _node_address(self, node_id: int) -> BrokerNode | None:
+        if node_id < 0:
+            idx = -1 - node_id
+            return self.bootstrap_nodes[idx] if idx < len(self.bootstrap_nodes) else None
+        return self.metadata.broker(node_id)
+
+    def is_ready(self, node_id: int, channel: str = DEFAULT_CHANNEL) -> bool:
+        state = self._nodes.get((node_id, channel))
+        return bool(state and state.connection and state.connection.connected)
+
+    def connection_if_ready(self, node_id: int, channel: str = DEFAULT_CHANNEL) -> BrokerConnection | None:
+        state = self._nodes.get((node_id, channel))
+        if state and state.connection and state.connection.connected:
+            return state.connection
+        return None
+
+    def reconnect_delay(self, node_id: int, channel: str = DEFAULT_CHANNEL) -> float:
+        """Seconds until a new connection attempt to ``node_id`` is allowed (0 if now)."""
+        state = self._nodes.get((node_id, channel))
+        if state is None:
+            return 0.0
+        return max(0.0, state.next_attempt_at - time.monotonic())
+
+    async def connection(self, node_id: int, channel: str = DEFAULT_CHANNEL) -> BrokerConnection:
+        """A connected, negotiated connection to ``node_id`` (connecting if needed).
+
+        Honours the reconnect backoff of the node; concurrent callers share one attempt.
+        Raises :class:`KafkaConnectionError` if the attempt fails.
+        """
+        if self._closed:
+            raise ClientClosedError("the client is closed")
+        key = (node_id, channel)
+        state = self._nodes.get(key)
+        if state is None:
+            state = self._nodes[key] = _NodeState()
+        if state.connection is not None and state.connection.connected:
+            return state.connection
+        if state.connecting is not None:
+            return await asyncio.shield(state.connecting)
+        loop = asyncio.get_running_loop()
+        state.connecting = loop.create_future()
+        try:
+            delay = state.next_attempt_at - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            node = self._node_address(node_id)
+            if node is None:
+                raise KafkaConnectionError(f"node {node_id} is not in the cluster metadata")
+            conn = BrokerConnection(node.host, node.port, self.cfg, node_id=node_id, on_close=self._on_close)
+            await conn.connect()
+        except BaseException as exc:
+            state.attempts += 1
+            state.next_attempt_at = time.monotonic() + self._reconnect_backoff.delay_s(state.attempts - 1)
+            if not state.connecting.done():
+                if isinstance(exc, Exception):
+                    state.connecting.set_exception(exc)
+                    state.connecting.exception()  # retrieved: no "never retrieved" warnings
+                else:
+                    state.connecting.cancel()
+            state.connecting = None
+            raise
+        state.attempts = 0
+        state.connection = conn
+        state.connecting.set_result(conn)
+        state.connecting = None
+        return conn
+
+    def _on_close(self, conn: BrokerConnection, reason: BaseException | None) -> None:
+        for state in self._nodes.values():
+            if state.connection is conn:
+                state.connection = None
+                if reason is not None and not self._closed:
+                    # A dropped connection is retried after the backoff, not at once.
+                    state.attempts += 1
+                    state.next_attempt_at = time.monotonic() + self._reconnect_backoff.delay_s(state.attempts - 1)
+
+    async def send(self, node_id: int, request: Any, *, channel: str = DEFAULT_CHANNEL,
+                   api_version: int | None = None, timeout_ms: float | None = None) -> Any:
+        """Send ``request`` to ``node_id`` and await the response."""
+        conn = await self.connection(node_id, channel)
+        return await conn.request(request, api_version=api_version, timeout_ms=timeout_ms)
+
+    def least_loaded_node(self) -> int:
+        """A node to send cluster-wide requests to: connected with fewest in flight, else any."""
+        best, best_load = None, None
+        for (node_id, channel), state in self._nodes.items():
+            if channel != DEFAULT_CHANNEL or (node_id < 0 and self.metadata.brokers):
+                continue
+            conn = state.connection
+            if conn is not None and conn.connected:
+                if best_load is None or conn.in_flight < best_load:
+                    best, best_load = node_id, conn.in_flight
+        if best is not None:
+            return best
+        candidates = [n for n in self.metadata.brokers if self.reconnect_delay(n) == 0]
+        if not candidates:
+            candidates = list(self.metadata.brokers) or [n.node_id for n in self.bootstrap_nodes]
+        return random.choice(candidates)
+
+    async def send_any(self, request: Any, *, attempts: int = 3, **kw: Any) -> Any:
+        """Send to the least loaded node, moving to another node if a connection fails."""
+        last: Exception | None = None
+        for attempt in range(attempts):
+            node = self.least_loaded_node()
+            try:
+                return await self.send(node, request, **kw)
+            except KafkaConnectionError as exc:
+                last = exc
+                if attempt + 1 < attempts:
+                    await asyncio.sleep(self._retry_backoff.delay_s(attempt))
+        assert last is not None
+        raise last
+
+    # ------------------------------------------------------------ metadata
+
+    async def bootstrap(self, timeout_s: float | None = None) -> ClusterMetadata:
+        """Fetch the broker list from any bootstrap address."""
+        return await self.refresh_metadata(set(), timeout_s=timeout_s)
+
+    def track_topics(self, topics: Iterable[str]) -> None:
+        """Topics whose metadata periodic refreshes keep current."""
+        self._tracked_topics.update(topics)
+
+    def untrack_topics(self, topics: Iterable[str]) -> None:
+        self._tracked_topics.difference_update(topics)
+
+    def track_all_topics(self, enabled: bool = True) -> None:
+        """Refresh metadata for every topic (pattern subscriptions need that)."""
+        self._track_all_topics = enabled
+
+    @property
+    def tracked_topics(self) -> set[str]:
+        return set(self._tracked_topics)
+
+    def metadata_is_stale(self) -> bool:
+        age = time.monotonic() - self.metadata.last_update
+        return age * 1000 >= self.cfg["metadata.max.age.ms"]
+
+    async def refresh_metadata(self, topics: Iterable[str] | None = None, *, all_topics: bool = False,
+                               allow_auto_create: bool = False, timeout_s: float | None = None) -> ClusterMetadata:
+        """Refresh metadata for the tracked topics plus ``topics`` (or all topics).
+
+        Concurrent calls share one request when their topic sets are covered by it.
+        Retries across nodes until ``timeout_s`` (default: default.api.timeout.ms or
+        max.block.ms) and raises :class:`KafkaTimeoutError` naming the last error.
+        """
+        wanted: set[str] | None
+        if all_topics or self._track_all_topics:
+            wanted = None
+        else:
+            wanted = set(self._tracked_topics) | set(topics or ())
+        running = self._metadata_refresh
+        if running is not None and not running.done():
+            covered = self._metadata_refresh_topics is None or (
+                wanted is not None and wanted <= self._metadata_refresh_topics
+            )
+            if covered:
+                return await asyncio.shield(running)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[ClusterMetadata] = loop.create_future()
+        self._metadata_refresh = future
+        self._metadata_refresh_topics = wanted
+        try:
+            result = await self._refresh(wanted, allow_auto_create, timeout_s)
+        except BaseException as exc:
+            if not future.done():
+                if isinstance(exc, Exception):
+                    future.set_exception(exc)
+                    future.exception()
+                else:
+                    future.cancel()
+            raise
+        future.set_result(result)
+        return result
+
+    async def _refresh(self, wanted: set[str] | None, allow_auto_create: bool,
+                       timeout_s: float | None) -> ClusterMetadata:
+        if timeout_s is None:
+            timeout_s = self.cfg.get("default.api.timeout.ms", self.cfg.get("max.block.ms", 60000)) / 1000.0
+        deadline = time.monotonic() + timeout_s
+        attempt = 0
+        last_error: Exception | None = None
+        while True:
+            if self._closed:
+                raise ClientClosedError("the client is closed")
+            node = self._metadata_node(attempt)
+            remaining = deadline - time.monotonic()
+            try:
+                conn = await asyncio.wait_for(self.connection(node), max(remaining, 0.001))
+                version = conn.api_version(MetadataRequest)
+                request = MetadataRequest(
+                    topics=None if wanted is None else [MetadataRequestTopic(name=t) for t in sorted(wanted)],
+                    allow_auto_topic_creation=allow_auto_create,
+                )
+                response = await asyncio.wait_for(conn.request(request, api_version=version),
+                                                  max(deadline - time.monotonic(), 0.001))
+                if getattr(response, "error_code", 0):
+                    raise error_for_code(response.error_code, "metadata request failed")
+                self.metadata.update(response, wanted, time.monotonic())
+                self._metadata_failures = 0
+                self._wake_metadata_waiters()
+                return self.metadata
+            except (KafkaConnectionError, KafkaTimeoutError, asyncio.TimeoutError, ApiError) as exc:
+                last_error = exc if isinstance(exc, KafkaError) else KafkaTimeoutError("metadata request timed out")
+                if isinstance(exc, ApiError) and not exc.retriable:
+                    raise
+                attempt += 1
+                self._metadata_failures += 1
+                delay = self._retry_backoff.delay_s(attempt - 1)
+                if time.monotonic() + delay >= deadline:
+                    raise KafkaTimeoutError(
+                        f"could not fetch metadata within {timeout_s * 1000:.0f} ms"
+                        f" (bootstrap.servers={','.join(self.cfg['bootstrap.servers'])}): {last_error}"
+                    ) from None
+                await asyncio.sleep(delay)
+
+    def _metadata_node(self, attempt: int) -> int:
+        # KIP-899: when no known broker answers for a while, start over from bootstrap.servers.
+        if not self.metadata.brokers or (
+            self._metadata_failures >= 2 * max(1, len(self.metadata.brokers))
+            and self.cfg["metadata.recovery.strategy"] == "rebootstrap"
+        ):
+            return self.bootstrap_nodes[attempt % len(self.bootstrap_nodes)].node_id
+        if attempt == 0:
+            return self.least_loaded_node()
+        nodes = sorted(self.metadata.brokers)
+        return nodes[attempt % len(nodes)]
+
+    def _wake_metadata_waiters(self) -> None:
+        waiters, self.metadata_waiters = self.metadata_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def wait_for_metadata_update(self, timeout_s: float) -> None:
+        """Wait until the next metadata update (or the timeout)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.metadata_waiters.append(future)
+        try:
+            await asyncio.wait_for(future, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+
+    # ------------------------------------------------------------ coordinators
+
+    async def find_coordinator(self, key: str, key_type: int = COORDINATOR_GROUP,
+                               timeout_s: float | None = None) -> int:
+        """Node id of the group / transaction / share coordinator for ``key`` (cached)."""
+        cached = self._coordinators.get((key_type, key))
+        if cached is not None and cached in self.metadata.brokers:
+            return cached
+        timeout_s = timeout_s if timeout_s is not None else self.cfg.get("default.api.timeout.ms", 60000) / 1000
+        deadline = time.monotonic() + timeout_s
+        attempt = 0
+        while True:
+            node = self.least_loaded_node()
+            try:
+                conn = await asyncio.wait_for(self.connection(node), max(deadline - time.monotonic(), 0.001))
+                version = conn.api_version(FindCoordinatorRequest)
+                if version >= 4:
+                    req = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
+                else:
+                    req = FindCoordinatorRequest(key=key, key_type=key_type)
+                resp = await asyncio.wait_for(conn.request(req, api_version=version),
+                                              max(deadline - time.monotonic(), 0.001))
+                if version >= 4:
+                    c = resp.coordinators[0]
+                    code, msg, node_id, host, port = c.error_code, c.error_message, c.node_id, c.host, c.port
+                else:
+                    code, msg, node_id, host, port = resp.error_code, resp.error_message, resp.node_id, resp.host, resp.port
+                if code:
+                    raise error_for_code(code, msg or f"FindCoordinator for {key!r} failed")
+                self.metadata.add_broker(BrokerNode(node_id, host, port))
+                self._coordinators[(key_type, key)] = node_id
+                return node_id
+            except (KafkaConnectionError, KafkaTimeoutError, asyncio.TimeoutError, ApiError) as exc:
+                if isinstance(exc, ApiError) and not exc.retriable:
+                    raise
+                attempt += 1
+                delay = self._retry_backoff.delay_s(attempt - 1)
+                if time.monotonic() + delay >= deadline:
+                    what = {0: "group", 1: "transaction", 2: "share"}.get(key_type, "")
+                    raise KafkaTimeoutError(
+                        f"could not find the {what} coordinator for {key!r} within {timeout_s:.1f}s: {exc}"
+                    ) from None
+                await asyncio.sleep(delay)
+
+    def invalidate_coordinator(self, key: str, key_type: int = COORDINATOR_GROUP) -> None:
+        """Forget a coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE."""
+        self._coordinators.pop((key_type, key), None)
+
+    # ------------------------------------------------------------ shutdown
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def close(self) -> None:
+        self._closed = True
+        for state in self._nodes.values():
+            if state.connection is not None:
+                state.connection.close(ClientClosedError("the client is closed"))
+            if state.connecting is not None and not state.connecting.done():
+                state.connecting.cancel()
+        self._nodes.clear()
+        self._wake_metadata_waiters()
+        await asyncio.sleep(0)

@@ -1,0 +1,140 @@
+"""The sans-I/O connection: framing, correlation and malformed input, without a broker."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkalite.errors import ProtocolError
+from kafkalite.net.connection import ConnectionState
+from kafkalite.protocol.messages.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+)
+from kafkalite.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+)
+
+
+def _frame(correlation_id: int, body: bytes, flexible_header: bool) -> bytes:
+    header = struct.pack(">i", correlation_id) + (b"\x00" if flexible_header else b"")
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def test_request_frame_layout() -> None:
+    conn = ConnectionState(client_id="cid")
+    pending, frame = conn.build_request(MetadataRequest(topics=None), 12)
+    size, api_key, version, cid = struct.unpack_from(">ihhi", frame)
+    assert (size, api_key, version, cid) == (len(frame) - 4, 3, 12, 0)
+    # client id is a classic (non-compact) string even in header v2, then empty tags.
+    assert frame[12:17] == b"\x00\x03cid"
+    assert frame[17] == 0
+    assert pending is not None and conn.in_flight == 1
+
+
+def test_response_fed_byte_by_byte() -> None:
+    conn = ConnectionState()
+    conn.build_request(MetadataRequest(topics=None), 12)
+    body = MetadataResponse(brokers=[MetadataResponseBroker(node_id=1, host="h", port=9092)]).encode(12)
+    data = _frame(0, body, flexible_header=True)
+    results = []
+    for i in range(len(data)):
+        results += conn.feed(data[i : i + 1])
+    assert len(results) == 1
+    _, response = results[0]
+    assert response.brokers[0].host == "h"
+    assert conn.in_flight == 0
+
+
+def test_pipelined_responses_in_order() -> None:
+    conn = ConnectionState()
+    for _ in range(3):
+        conn.build_request(MetadataRequest(topics=None), 1)
+    bodies = [MetadataResponse(controller_id=i).encode(1) for i in range(3)]
+    data = b"".join(_frame(i, b, flexible_header=False) for i, b in enumerate(bodies))
+    out = conn.feed(data)
+    assert [r.controller_id for _, r in out] == [0, 1, 2]
+
+
+def test_api_versions_uses_header_v0_even_when_flexible() -> None:
+    conn = ConnectionState()
+    conn.build_request(ApiVersionsRequest(), 3)
+    body = ApiVersionsResponse(api_keys=[ApiVersionsResponseApiVersion(api_key=0, min_version=0, max_version=9)]).encode(3)
+    [(_, response)] = conn.feed(_frame(0, body, flexible_header=False))
+    assert response.api_keys[0].max_version == 9
+
+
+def test_api_versions_v0_fallback_for_unsupported_version() -> None:
+    conn = ConnectionState()
+    conn.build_request(ApiVersionsRequest(), 4)
+    body = ApiVersionsResponse(error_code=35, api_keys=[
+        ApiVersionsResponseApiVersion(api_key=18, min_version=0, max_version=2)]).encode(0)
+    [(_, response)] = conn.feed(_frame(0, body, flexible_header=False))
+    assert response.error_code == 35 and response.api_keys[0].max_version == 2
+
+
+def test_wrong_correlation_id_is_fatal() -> None:
+    conn = ConnectionState()
+    conn.build_request(MetadataRequest(topics=None), 1)
+    with pytest.raises(ProtocolError, match="correlation id"):
+        conn.feed(_frame(7, MetadataResponse().encode(1), False))
+
+
+def test_response_without_request() -> None:
+    with pytest.raises(ProtocolError, match="no request"):
+        ConnectionState().feed(_frame(0, b"", False))
+
+
+@pytest.mark.parametrize("size", [-1, 0, 3, 600 * 1024 * 1024])
+def test_frame_size_out_of_bounds(size: int) -> None:
+    conn = ConnectionState(max_frame_size=512 * 1024 * 1024)
+    conn.build_request(MetadataRequest(topics=None), 1)
+    with pytest.raises(ProtocolError, match="frame size"):
+        conn.feed(struct.pack(">i", size) + b"\x00" * 8)
+
+
+def test_truncated_body_fails_only_that_request() -> None:
+    conn = ConnectionState()
+    conn.build_request(MetadataRequest(topics=None), 1)
+    conn.build_request(MetadataRequest(topics=None), 1)
+    good = MetadataResponse(controller_id=5).encode(1)
+    out = conn.feed(_frame(0, good[:-3], False) + _frame(1, good, False))
+    assert isinstance(out[0][1], ProtocolError)
+    assert out[1][1].controller_id == 5
+
+
+def test_fail_all_clears_state() -> None:
+    conn = ConnectionState()
+    conn.build_request(MetadataRequest(topics=None), 1)
+    conn.feed(b"\x00\x00")  # half a size field
+    assert len(conn.fail_all()) == 1
+    assert conn.in_flight == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.integers(0, 12))
+def test_random_bytes_give_typed_errors_only(data: bytes, version: int) -> None:
+    conn = ConnectionState(max_frame_size=1 << 20)
+    for _ in range(3):
+        conn.build_request(MetadataRequest(topics=None), version)
+    try:
+        for _, result in conn.feed(data):
+            assert isinstance(result, (MetadataResponse, ProtocolError))
+    except ProtocolError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=0, max_size=300))
+def test_random_bodies_in_valid_frames(body: bytes) -> None:
+    conn = ConnectionState()
+    conn.build_request(MetadataRequest(topics=None), 12)
+    [(_, result)] = conn.feed(_frame(0, body, True))
+    assert isinstance(result, (MetadataResponse, ProtocolError))
