@@ -1,7 +1,72 @@
-"""kafkalite: a complete, fast, typed Python client for Apache Kafka."""
+"""kafkalite: a complete, fast, typed Python client for Apache Kafka.
+
+Blocking clients live here; asyncio ones in :mod:`kafkalite.aio` (same names, async
+methods). Both run on one engine per client.
+
+Example::
+
+    from kafkalite import Producer, Consumer, AdminClient, NewTopic, TopicPartition
+
+    with Producer({"bootstrap.servers": "127.0.0.1:9092"}) as producer:
+        producer.send("orders", value=b"hello", key=b"k1").result(timeout=10)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from kafkalite import errors
+from kafkalite.types import (
+    ConsumerGroupMetadata,
+    ConsumerRecord,
+    Header,
+    IsolationLevel,
+    OffsetAndMetadata,
+    RecordMetadata,
+    TimestampType,
+    TopicPartition,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "errors"]
+# Public name -> "module:attribute". Imported on first use (PEP 562) so that
+# `import kafkalite` stays fast and a client's modules load only when used.
+_LAZY = {
+    "Producer": "kafkalite.producer.producer:Producer",
+    "Consumer": "kafkalite.consumer.consumer:Consumer",
+    "AdminClient": "kafkalite.admin.admin:AdminClient",
+    "NewTopic": "kafkalite.admin.types:NewTopic",
+    "NewPartitions": "kafkalite.admin.types:NewPartitions",
+    "ConfigResource": "kafkalite.admin.types:ConfigResource",
+    "OffsetSpec": "kafkalite.admin.types:OffsetSpec",
+    "ConsumerRebalanceListener": "kafkalite.consumer.listener:ConsumerRebalanceListener",
+}
+
+if TYPE_CHECKING:
+    from kafkalite.admin.admin import AdminClient
+    from kafkalite.admin.types import ConfigResource, NewPartitions, NewTopic, OffsetSpec
+    from kafkalite.consumer.consumer import Consumer
+    from kafkalite.consumer.listener import ConsumerRebalanceListener
+    from kafkalite.producer.producer import Producer
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'kafkalite' has no attribute {name!r}")
+    module, attr = target.split(":")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "AdminClient", "ConfigResource", "Consumer", "ConsumerGroupMetadata", "ConsumerRebalanceListener",
+    "ConsumerRecord", "Header", "IsolationLevel", "NewPartitions", "NewTopic", "OffsetAndMetadata",
+    "OffsetSpec", "Producer", "RecordMetadata", "TimestampType", "TopicPartition", "__version__", "errors",
+]
