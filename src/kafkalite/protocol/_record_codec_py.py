@@ -98,6 +98,8 @@ def _corrupt(what: str) -> CorruptRecordsError:
 
 def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read a zigzag varint (at most 5 bytes) at ``pos``; return ``(value, next_pos)``."""
+    if pos < 0:
+        raise _corrupt("negative position")
     u = 0
     shift = 0
     n = len(buf)
@@ -117,6 +119,8 @@ def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
 
 def decode_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read a zigzag varlong (at most 10 bytes) at ``pos``; return ``(value, next_pos)``."""
+    if pos < 0:
+        raise _corrupt("negative position")
     u = 0
     shift = 0
     n = len(buf)
@@ -138,16 +142,17 @@ def _encode_headers(headers: Headers, pos_tbl: tuple[bytes, ...] = _POS) -> byte
     parts = [pos_tbl[len(headers)] if len(headers) < _TABLE else encode_varint(len(headers))]
     append = parts.append
     for hkey, hval in headers:
-        kb = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+        # str keys are UTF-8 (Java's String); bytes-like keys are taken as they are.
+        kb = hkey.encode("utf-8") if isinstance(hkey, str) else memoryview(hkey)
         n = len(kb)
         append(pos_tbl[n] if n < _TABLE else encode_varint(n))
-        append(kb)
+        append(kb)  # type: ignore[arg-type]
         if hval is None:
             append(_NULL)
         else:
             n = len(hval)
             append(pos_tbl[n] if n < _TABLE else encode_varint(n))
-            append(bytes(hval))
+            append(hval)  # type: ignore[arg-type]
     return b"".join(parts)
 
 

@@ -1,0 +1,26 @@
+"""Build hook for kafkalite's optional C extension (everything else is in pyproject.toml).
+
+``kafkalite._speedups`` holds C versions of the per-record kernels. It is optional:
+where no C compiler is available the build skips it and kafkalite runs the pure-Python
+kernels (``kafkalite.protocol.record_codec`` picks whichever is importable).
+"""
+
+import os
+import sys
+
+from setuptools import Extension, setup
+
+extra_compile_args = [] if sys.platform == "win32" else ["-O3", "-Wall", "-Wno-unused-parameter"]
+
+ext_modules = []
+if os.environ.get("KAFKALITE_NO_EXTENSIONS", "") not in ("1", "true", "yes"):
+    ext_modules.append(
+        Extension(
+            "kafkalite._speedups",
+            sources=["src/kafkalite/_speedups.c"],
+            extra_compile_args=extra_compile_args,
+            optional=True,
+        )
+    )
+
+setup(ext_modules=ext_modules)
