@@ -54,6 +54,36 @@ class KafkaConnectionError(NetworkError):
     """The connection to a broker failed or was closed (client-side; refresh and retry)."""
 
 
+class NoOffsetForPartitionError(InvalidOffsetError):
+    """A partition has no committed offset and ``auto.offset.reset`` is ``none``.
+
+    ``partitions`` (a list of TopicPartition) names every partition concerned.
+    """
+
+    def __init__(self, message: str | None = None, *, partitions: Any = (), **kwargs: Any) -> None:
+        self.partitions = list(partitions)
+        super().__init__(message, **kwargs)
+
+    def __str__(self) -> str:  # a client-side error: no broker error code to show
+        return KafkaError.__str__(self)
+
+
+class CommitFailedError(KafkaError):
+    """An offset commit cannot be completed: the member is no longer in the group (or
+    no longer owns the partitions) because a rebalance happened. Poll again to rejoin;
+    the records since the last successful commit may be delivered again."""
+
+
+class LogTruncationError(OffsetOutOfRangeError):  # noqa: F405
+    """The consumer's position is past the end of the log after a leader change (KIP-320):
+    records it read were truncated. ``divergent_offsets`` maps each TopicPartition to the
+    first offset known to be safe."""
+
+    def __init__(self, message: str | None = None, *, divergent_offsets: Any = None, **kwargs: Any) -> None:
+        self.divergent_offsets = dict(divergent_offsets or {})
+        super().__init__(message, **kwargs)
+
+
 def error_for_code(code: int, message: str | None = None, **resource: Any) -> ApiError:
     """Return the exception for a Kafka error code (``code`` must not be 0).
 
@@ -77,7 +107,8 @@ __all__ = [  # noqa: RUF022
     "SerializationError", "ClientClosedError", "WakeupError", "ApiError", "RetriableError",
     "RefreshRetriableError", "InvalidMetadataError", "ApplicationRecoverableError",
     "InvalidOffsetError", "UnknownApiError", "KafkaConnectionError", "ERRORS_BY_CODE",
-    "error_for_code", "raise_for_code",
+    "error_for_code", "raise_for_code", "NoOffsetForPartitionError", "CommitFailedError",
+    "LogTruncationError",
 ]
 __all__ += [cls.__name__ for cls in ERRORS_BY_CODE.values()]
 __all__ += ["AuthenticationError", "AuthorizationError"]

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import enum
+from operator import itemgetter as _itemgetter
 from typing import NamedTuple
 
 Header = tuple[str, "bytes | None"]
@@ -63,52 +64,94 @@ class RecordMetadata(NamedTuple):
         return TopicPartition(self.topic, self.partition)
 
 
-class ConsumerRecord:
+class ConsumerRecord(tuple):  # type: ignore[type-arg]
     """One record returned by ``Consumer.poll()``.
 
     ``key`` and ``value`` are None for a null key/value (a tombstone), distinct from b"".
+    ``headers`` is a list of ``(str, bytes | None)`` in wire order. ``timestamp_type`` is
+    0 (create time), 1 (log-append time) or -1 (none). ``leader_epoch`` is the epoch of
+    the leader that wrote the batch, or None.
+
+    It is a tuple subclass on purpose: the record decoder (C or pure Python) builds it
+    in one call per batch with no second object per record, which is what lets poll()
+    keep up with the broker. Fields are read through attributes; the tuple layout
+    ``(offset, timestamp, key, value, headers, timestamp_type, topic, partition,
+    leader_epoch[, serialized_key_size, serialized_value_size])`` is an implementation
+    detail. Records compare equal field by field, and pickle (Spark ships them).
+
+    Example::
+
+        record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v")
+        record.topic, record.partition, record.offset, record.value   # ('orders', 0, 42, b'v')
     """
 
-    __slots__ = (
-        "headers", "key", "leader_epoch", "offset", "partition", "serialized_key_size",
-        "serialized_value_size", "timestamp", "timestamp_type", "topic", "value",
-    )
+    __slots__ = ()
 
-    def __init__(self, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
-                 key: object, value: object, headers: list[Header] | None = None,
-                 leader_epoch: int | None = None, serialized_key_size: int = -1,
-                 serialized_value_size: int = -1) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.key = key
-        self.value = value
-        self.headers = headers if headers is not None else []
-        self.leader_epoch = leader_epoch
-        self.serialized_key_size = serialized_key_size
-        self.serialized_value_size = serialized_value_size
+    def __new__(cls, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
+                key: object, value: object, headers: list[Header] | None = None,
+                leader_epoch: int | None = None, serialized_key_size: int = -1,
+                serialized_value_size: int = -1) -> ConsumerRecord:
+        fields: tuple[object, ...] = (offset, timestamp, key, value, headers if headers is not None else [],
+                  timestamp_type, topic, partition, leader_epoch)
+        if serialized_key_size != -1 or serialized_value_size != -1:
+            fields += (serialized_key_size, serialized_value_size)
+        return tuple.__new__(cls, fields)
+
+    @classmethod
+    def _make(cls, fields: tuple[object, ...]) -> ConsumerRecord:
+        """Build from the internal tuple layout (used by the consumer's deserializing path)."""
+        return tuple.__new__(cls, fields)
+
+    offset = property(_itemgetter(0), doc="The record's offset in its partition.")
+    timestamp = property(_itemgetter(1), doc="Milliseconds since the epoch (see timestamp_type).")
+    key = property(_itemgetter(2), doc="The key (bytes, a deserialized object, or None).")
+    value = property(_itemgetter(3), doc="The value (bytes, a deserialized object, or None).")
+    headers = property(_itemgetter(4), doc="List of (str, bytes | None) in wire order.")
+    timestamp_type = property(_itemgetter(5), doc="0 create time, 1 log-append time, -1 none.")
+    topic = property(_itemgetter(6), doc="The topic.")
+    partition = property(_itemgetter(7), doc="The partition.")
+    leader_epoch = property(_itemgetter(8), doc="Leader epoch of the batch, or None.")
+
+    @property
+    def serialized_key_size(self) -> int:
+        """Size of the key as stored in Kafka (-1 for a null key)."""
+        if len(self) > 9:
+            return self[9]  # type: ignore[no-any-return]
+        key = self[2]
+        return len(key) if key is not None else -1
+
+    @property
+    def serialized_value_size(self) -> int:
+        """Size of the value as stored in Kafka (-1 for a null value)."""
+        if len(self) > 10:
+            return self[10]  # type: ignore[no-any-return]
+        value = self[3]
+        return len(value) if value is not None else -1
 
     @property
     def topic_partition(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
+        return TopicPartition(self[6], self[7])
 
     def __repr__(self) -> str:
-        return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
-                f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r}, headers={self.headers!r})")
+        return (f"ConsumerRecord(topic={self[6]!r}, partition={self[7]}, offset={self[0]}, "
+                f"timestamp={self[1]}, key={self[2]!r}, value={self[3]!r}, headers={self[4]!r})")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ConsumerRecord):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return tuple.__eq__(self[:9], other[:9]) and (  # type: ignore[no-any-return]
+            self.serialized_key_size == other.serialized_key_size
+            and self.serialized_value_size == other.serialized_value_size
+        )
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
-        return (ConsumerRecord, tuple(getattr(self, s) for s in (
-            "topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers",
-            "leader_epoch", "serialized_key_size", "serialized_value_size")))
+    def __reduce__(self) -> tuple[object, ...]:
+        return (tuple.__new__, (ConsumerRecord, tuple(self)))
 
 
 class ConsumerGroupMetadata(NamedTuple):
