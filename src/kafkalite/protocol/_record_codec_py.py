@@ -188,12 +188,17 @@ def encode_record_into(
     hb = _encode_headers(headers) if headers else _ZERO
     body = 1 + len(ts) + len(od) + len(kh) + kl + len(vh) + vl + len(hb)
     lh = _tbl[body] if body < _n else encode_varint(body)
-    buf += lh + _ZERO + ts + od + kh
-    if kl:
-        buf += key  # type: ignore[operator,arg-type]
-    buf += vh
-    if vl:
-        buf += value  # type: ignore[operator,arg-type]
+    old = len(buf)
+    try:
+        buf += lh + _ZERO + ts + od + kh
+        if kl:
+            buf += key  # type: ignore[operator,arg-type]
+        buf += vh
+        if vl:
+            buf += value  # type: ignore[operator,arg-type]
+    except TypeError:
+        del buf[old:]  # never leave half a record behind (e.g. a str key)
+        raise
     buf += hb
     return len(lh) + body
 
@@ -265,6 +270,8 @@ def decode_records(
     LOG_APPEND_TIME batches). Raises :class:`CorruptRecordsError` if the bytes do not
     hold exactly ``count`` well-formed records.
     """
+    if record_type is not tuple and not (isinstance(record_type, type) and issubclass(record_type, tuple)):
+        raise TypeError("record_type must be tuple or a tuple subclass without __dict__")
     data, pos, end = _as_bytes(buf, start, end)
     _check_count(count, pos, end)
     dec1 = _DEC1
