@@ -64,6 +64,11 @@ class KafkaError(Exception):
             parts.append(f"group '{self.group_id}'")
         if self.transactional_id is not None:
             parts.append(f"transactional.id '{self.transactional_id}'")
+        # Other resources (a config resource, an ACL binding, a SCRAM user ...) are
+        # named by a free-form ``resource=`` given at construction or by with_context().
+        other = self.__dict__.get("resource", self.context.get("resource"))
+        if other is not None:
+            parts.append(str(other))
         return ", ".join(parts)
 
     def __str__(self) -> str:
