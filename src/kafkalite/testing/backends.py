@@ -1,0 +1,183 @@
+"""Which Kafka the fixtures use, and the handle for a cluster someone else runs.
+
+Selection, from the environment (see :func:`select_backend`):
+
+==========================  ===============================================
+``KAFKALITE_BROKER``        backend
+==========================  ===============================================
+unset / ``auto``            ``external`` if ``KAFKALITE_BOOTSTRAP`` is set,
+                            else ``local``
+``local``                   start brokers from the cached jars (default)
+``external``                use ``KAFKALITE_BOOTSTRAP`` (required)
+``docker``                  testcontainers (needs a Docker engine and the
+                            ``testcontainers`` package); never chosen unasked
+==========================  ===============================================
+
+Only ``kafka_broker`` follows this choice. Fault tests (``kafka_cluster``) need to
+kill and pause processes, and compatibility tests (``kafka_broker_39``) need a
+specific release, so those fixtures always run local brokers.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from kafkalite.testing import topics
+from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
+from kafkalite.testing.java import find_java
+from kafkalite.testing.tools import JavaTools
+from kafkalite.testing.wire import KafkaSocket, WireError
+
+
+class Backend(enum.Enum):
+    LOCAL = "local"
+    EXTERNAL = "external"
+    DOCKER = "docker"
+
+
+def select_backend(env: Mapping[str, str] | None = None) -> Backend:
+    """The backend the environment asks for.
+
+    >>> select_backend({})
+    <Backend.LOCAL: 'local'>
+    >>> select_backend({"KAFKALITE_BOOTSTRAP": "k1:9092"})
+    <Backend.EXTERNAL: 'external'>
+    >>> select_backend({"KAFKALITE_BROKER": "docker"})
+    <Backend.DOCKER: 'docker'>
+    """
+    env = os.environ if env is None else env
+    kind = env.get("KAFKALITE_BROKER", "").strip().lower()
+    bootstrap = env.get("KAFKALITE_BOOTSTRAP", "").strip()
+    if kind in ("", "auto"):
+        return Backend.EXTERNAL if bootstrap else Backend.LOCAL
+    try:
+        backend = Backend(kind)
+    except ValueError:
+        choices = ", ".join(b.value for b in Backend)
+        raise ValueError(f"KAFKALITE_BROKER={kind!r} is not one of: auto, {choices}") from None
+    if backend is Backend.EXTERNAL and not bootstrap:
+        raise ValueError("KAFKALITE_BROKER=external needs KAFKALITE_BOOTSTRAP=host:port[,...]")
+    return backend
+
+
+@runtime_checkable
+class KafkaService(Protocol):
+    """What every fixture value offers, whatever runs the broker."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    version: str
+
+    def bootstrap_for(self, listener: str) -> str: ...
+
+    def run_tool(
+        self, tool: str, args: Sequence[str] = (), **kwargs: object
+    ) -> subprocess.CompletedProcess[str]: ...
+
+    def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]: ...
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> str: ...
+
+    def log_tail(self, lines: int = 40) -> str: ...
+
+
+class ToolsMixin:
+    """Java tools from the local jar cache, for services that run Kafka elsewhere."""
+
+    version: str
+    _tools: JavaTools | None = None
+
+    @property
+    def tools(self) -> JavaTools:
+        if self._tools is None:
+            self._tools = JavaTools(KafkaDistribution(self.version).ensure(), find_java())
+        return self._tools
+
+    def run_tool(
+        self, tool: str, args: Sequence[str] = (), **kwargs: object
+    ) -> subprocess.CompletedProcess[str]:
+        return self.tools.run(tool, args, **kwargs)  # type: ignore[arg-type]
+
+    def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
+        return self.tools.command(tool, args)
+
+
+class ExternalKafka(ToolsMixin):
+    """A cluster that is already running, e.g. ``KAFKALITE_BOOTSTRAP=host:9092``.
+
+    Args:
+        bootstrap: ``host:port[,host:port...]`` of its PLAINTEXT listener.
+        version: the release it runs, for choosing Java tools; default
+            ``$KAFKALITE_BROKER_VERSION`` or the pinned release.
+        listeners: other listener name -> bootstrap, e.g. from
+            ``$KAFKALITE_BOOTSTRAP_SASL_PLAINTEXT``.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        version: str | None = None,
+        listeners: Mapping[str, str] | None = None,
+    ) -> None:
+        self._bootstrap = bootstrap
+        self.version = version or os.environ.get("KAFKALITE_BROKER_VERSION", DEFAULT_KAFKA_VERSION)
+        self.listeners = dict(listeners or {})
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ExternalKafka:
+        env = os.environ if env is None else env
+        prefix = "KAFKALITE_BOOTSTRAP_"
+        listeners = {k[len(prefix) :]: v for k, v in env.items() if k.startswith(prefix)}
+        return cls(env["KAFKALITE_BOOTSTRAP"], env.get("KAFKALITE_BROKER_VERSION"), listeners)
+
+    def __repr__(self) -> str:
+        return f"<ExternalKafka {self.bootstrap}>"
+
+    @property
+    def bootstrap(self) -> str:
+        return self._bootstrap
+
+    def bootstrap_for(self, listener: str) -> str:
+        if listener == "PLAINTEXT":
+            return self.bootstrap
+        try:
+            return self.listeners[listener]
+        except KeyError:
+            raise KeyError(
+                f"no {listener} address for the external cluster; set KAFKALITE_BOOTSTRAP_{listener}"
+            ) from None
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Check that the cluster answers (ApiVersions + Metadata)."""
+        try:
+            with KafkaSocket.to(self.bootstrap, timeout=timeout) as conn:
+                conn.api_versions()
+                conn.metadata([])
+        except (OSError, WireError) as exc:
+            raise ConnectionError(f"external Kafka at {self.bootstrap} does not answer: {exc}") from exc
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> str:
+        return topics.create_topic(self.bootstrap, name, partitions, replication_factor, configs)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return f"(external cluster at {self.bootstrap}: its logs are not visible from here)"
+
+    def close(self) -> None:
+        """Nothing to stop: someone else runs it."""

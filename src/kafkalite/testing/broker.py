@@ -1,0 +1,473 @@
+"""One Kafka node (broker + controller in one JVM) running from the cached jars.
+
+:class:`LocalBroker` owns a run directory (config, data, logs) and one process. It
+can be formatted, started, stopped gracefully (SIGTERM), killed (SIGKILL), paused
+(SIGSTOP) and resumed, and restarted on the same ports and data, which is what
+fault tests need. :class:`~kafkalite.testing.cluster.LocalCluster` builds several.
+
+>>> with LocalBroker() as broker:                        # doctest: +SKIP
+...     broker.bootstrap
+'127.0.0.1:40123'
+
+Layout of ``run_dir``::
+
+    server.properties  log4j2.properties (or log4j.properties for 3.x)
+    data/              Kafka's log.dirs (KRaft metadata + partitions)
+    logs/server.log    the broker's log4j output
+    logs/stdout.log    the JVM's stdout and stderr (crashes, GC warnings)
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from kafkalite.testing import processes, topics
+from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
+from kafkalite.testing.java import JavaRuntime, find_java
+from kafkalite.testing.ports import free_port
+from kafkalite.testing.properties import (
+    CLIENT_LISTENER,
+    NodeConfig,
+    SecurityPreset,
+    broker_log_config,
+    kafka_major,
+    render_properties,
+    server_properties,
+)
+from kafkalite.testing.tools import JavaTools, common_jvm_options, write_if_changed
+from kafkalite.testing.wire import KafkaSocket, WireError
+
+
+class BrokerStartError(RuntimeError):
+    """A broker did not become ready; the message carries the tail of its log."""
+
+
+class PortInUseError(BrokerStartError):
+    """A broker could not bind one of its ports."""
+
+
+def random_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
+
+    Like Kafka's ``Uuid.randomUuid()``, never one starting with ``-`` (it would look
+    like a command-line flag).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of a text file ('' if it does not exist)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 256 * lines))
+            data = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+class LocalBroker:
+    """A Kafka node in combined mode on loopback ports.
+
+    Args:
+        version: Kafka release (a shipped lock).
+        run_dir: where config, data and logs go; default a fresh temp directory,
+            deleted by :meth:`close` (a given ``run_dir`` is kept).
+        port: PLAINTEXT client port; default a free one.
+        controller_port: KRaft controller port; default a free one.
+        node_id: the node's id (``node.id``).
+        voters: node id -> controller port of every quorum member; default just
+            this node. Set by :class:`LocalCluster`.
+        cluster_id: KRaft cluster id used at format time; default random.
+        security: e.g. :data:`SASL_PRESET`: adds a SASL_PLAINTEXT listener, SCRAM
+            users and the StandardAuthorizer.
+        auto_create_topics: ``auto.create.topics.enable`` (default False).
+        replication_factor / min_insync_replicas: defaults for topics and internal
+            topics (1 / 1 for one node; the cluster uses 3 / 2).
+        extra_properties: more ``server.properties`` entries; they win.
+        heap: the JVM's ``-Xmx``.
+        tied: die with the current process (tests); False leaves it running
+            detached (the CLI's ``up``).
+    """
+
+    def __init__(
+        self,
+        version: str = DEFAULT_KAFKA_VERSION,
+        *,
+        run_dir: Path | None = None,
+        port: int | None = None,
+        controller_port: int | None = None,
+        node_id: int = 1,
+        voters: Mapping[int, int] | None = None,
+        cluster_id: str | None = None,
+        security: SecurityPreset | None = None,
+        auto_create_topics: bool = False,
+        replication_factor: int = 1,
+        min_insync_replicas: int = 1,
+        extra_properties: Mapping[str, object] | None = None,
+        heap: str = "512m",
+        tied: bool = True,
+        distribution: KafkaDistribution | None = None,
+        java: JavaRuntime | None = None,
+    ) -> None:
+        self.version = version
+        self.node_id = node_id
+        self.cluster_id = cluster_id or random_cluster_id()
+        self.security = security
+        self.heap = heap
+        self.tied = tied
+        self._owns_run_dir = run_dir is None
+        self.run_dir = Path(run_dir or tempfile.mkdtemp(prefix=f"kafkalite-node{node_id}-"))
+        self._auto_ports = port is None and controller_port is None and voters is None
+        self._settings = {
+            "auto_create_topics": auto_create_topics,
+            "replication_factor": replication_factor,
+            "min_insync_replicas": min_insync_replicas,
+            "extra": {k: str(v) for k, v in (extra_properties or {}).items()},
+        }
+        self.controller_port = controller_port or free_port()
+        self.listeners: dict[str, int] = {CLIENT_LISTENER: port or free_port()}
+        if security is not None:
+            self.listeners[security.listener] = free_port()
+        self.voters = dict(voters) if voters else {node_id: self.controller_port}
+        self._distribution = distribution
+        self._java = java
+        self._tools: JavaTools | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self._paused = False
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running else "stopped"
+        return f"<LocalBroker {self.version} node {self.node_id} {self.bootstrap} {state}>"
+
+    # -- addresses and files -----------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        return "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return self.listeners[CLIENT_LISTENER]
+
+    @property
+    def bootstrap(self) -> str:
+        """``"127.0.0.1:PORT"`` of the PLAINTEXT listener."""
+        return f"{self.host}:{self.port}"
+
+    def bootstrap_for(self, listener: str) -> str:
+        """The address of a named listener, e.g. ``bootstrap_for("SASL_PLAINTEXT")``."""
+        try:
+            return f"{self.host}:{self.listeners[listener]}"
+        except KeyError:
+            raise KeyError(f"no listener {listener!r}; have {sorted(self.listeners)}") from None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.run_dir / "data"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.run_dir / "logs"
+
+    @property
+    def server_log(self) -> Path:
+        return self.log_dir / "server.log"
+
+    @property
+    def stdout_log(self) -> Path:
+        return self.log_dir / "stdout.log"
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The end of ``server.log`` and of the JVM's stdout/stderr, for reports."""
+        parts = [f"--- {self.server_log} ---", tail(self.server_log, lines)]
+        out = tail(self.stdout_log, lines)
+        if out.strip():
+            parts += [f"--- {self.stdout_log} ---", out]
+        return "\n".join(parts)
+
+    # -- runtime -----------------------------------------------------------------
+
+    @property
+    def distribution(self) -> KafkaDistribution:
+        if self._distribution is None:
+            self._distribution = KafkaDistribution(self.version)
+        return self._distribution.ensure()
+
+    @property
+    def java(self) -> JavaRuntime:
+        if self._java is None:
+            self._java = find_java()
+        return self._java
+
+    @property
+    def tools(self) -> JavaTools:
+        """Kafka's Java tools for this broker's release."""
+        if self._tools is None:
+            self._tools = JavaTools(self.distribution, self.java)
+        return self._tools
+
+    def config(self) -> NodeConfig:
+        s = self._settings
+        return NodeConfig(
+            node_id=self.node_id,
+            version=self.version,
+            data_dir=self.data_dir,
+            listeners=dict(self.listeners),
+            controller_port=self.controller_port,
+            voters=dict(self.voters),
+            host=self.host,
+            replication_factor=int(s["replication_factor"]),  # type: ignore[call-overload]
+            min_insync_replicas=int(s["min_insync_replicas"]),  # type: ignore[call-overload]
+            auto_create_topics=bool(s["auto_create_topics"]),
+            security=self.security,
+            extra=s["extra"],  # type: ignore[arg-type]
+        )
+
+    def write_config(self) -> Path:
+        """(Re)write ``server.properties`` and the log config; return the former."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = broker_log_config(self.version)
+        write_if_changed(self.run_dir / log.filename, log.text)
+        return write_if_changed(
+            self.run_dir / "server.properties", render_properties(server_properties(self.config()))
+        )
+
+    @property
+    def is_formatted(self) -> bool:
+        return (self.data_dir / "meta.properties").exists()
+
+    def format(self) -> None:
+        """Format the KRaft storage (once; a formatted data dir is left as it is)."""
+        props = self.write_config()
+        if self.is_formatted:
+            return
+        args = ["format", "--config", str(props), "--cluster-id", self.cluster_id]
+        if self.security is not None:
+            args += self.security.scram_arguments()
+        done = self.tools.run("kafka-storage", args, timeout=120)
+        if done.returncode != 0:
+            raise BrokerStartError(
+                f"kafka-storage format failed for node {self.node_id} "
+                f"(exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
+            )
+
+    def command(self) -> list[str]:
+        """The broker's java command line."""
+        log = broker_log_config(self.version)
+        gc = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35"]
+        return [
+            str(self.java.executable),
+            f"-Xmx{self.heap}",
+            "-Xms128m",
+            *gc,
+            "-XX:+ExplicitGCInvokesConcurrent",
+            *common_jvm_options(self.java),
+            f"-Dkafka.logs.dir={self.log_dir}",
+            log.jvm_flag(self.run_dir / log.filename),
+            "-cp",
+            self.tools.classpath(),
+            self.distribution.main_class("kafka-server-start"),
+            str(self.run_dir / "server.properties"),
+        ]
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    @property
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def start(self, *, wait: bool = True, timeout: float = 60.0) -> LocalBroker:
+        """Format if needed, start the JVM and (by default) wait until it is ready.
+
+        A single broker whose ports were chosen automatically retries on fresh
+        ports if another process grabbed one in the meantime.
+        """
+        for attempt in range(3):
+            self.format()
+            self.launch()
+            if not wait:
+                return self
+            try:
+                self.wait_ready(timeout=timeout)
+                return self
+            except PortInUseError:
+                if not self._auto_ports or attempt == 2:
+                    raise
+                self.controller_port = free_port()
+                self.voters = {self.node_id: self.controller_port}
+                self.listeners = {name: free_port() for name in self.listeners}
+        return self
+
+    def launch(self) -> None:
+        """Start the JVM without waiting (the node must be formatted)."""
+        if self.is_running:
+            return
+        self.write_config()
+        self.process = processes.spawn(
+            self.command(),
+            log_path=self.stdout_log,
+            cwd=self.run_dir,
+            tied=self.tied,
+            description=f"kafka {self.version} node {self.node_id} {self.bootstrap}",
+        )
+        self._paused = False
+
+    def probe(self, expected_nodes: Sequence[int] = ()) -> bool:
+        """One readiness check: ApiVersions answers and Metadata lists this node.
+
+        Metadata lists only registered, unfenced brokers, so this also means the
+        node has joined the quorum and caught up with the cluster's metadata.
+        """
+        try:
+            with KafkaSocket(self.host, self.port, timeout=2.0) as conn:
+                conn.api_versions()
+                live = conn.metadata([]).brokers
+        except (OSError, WireError):
+            return False
+        return self.node_id in live and all(n in live for n in expected_nodes)
+
+    def wait_ready(self, timeout: float = 60.0, expected_nodes: Sequence[int] = ()) -> None:
+        """Block until :meth:`probe` succeeds; raise with the log tail if it does not."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process is not None and self.process.poll() is not None:
+                self._raise_start_error(f"exited with code {self.process.returncode}")
+            if self.probe(expected_nodes):
+                return
+            if time.monotonic() > deadline:
+                self._raise_start_error(f"not ready after {timeout:.0f} s")
+            time.sleep(0.05)
+
+    def _raise_start_error(self, what: str) -> None:
+        text = self.log_tail(60)
+        cls = PortInUseError if "Address already in use" in text else BrokerStartError
+        if cls is PortInUseError and self.is_running:
+            self.kill()
+        raise cls(f"Kafka {self.version} node {self.node_id} ({self.bootstrap}) {what}.\n{text}")
+
+    def _signal(self, sig: signal.Signals) -> None:
+        if self.process is None or self.process.poll() is not None:
+            raise RuntimeError(f"node {self.node_id} is not running")
+        self.process.send_signal(sig)
+
+    def pause(self) -> None:
+        """SIGSTOP: the JVM freezes (no heartbeats, sockets stay open)."""
+        self._signal(signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        self._signal(signal.SIGCONT)
+        self._paused = False
+
+    @property
+    def is_paused(self) -> bool:
+        return self._paused and self.is_running
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """Graceful shutdown (SIGTERM); SIGKILL if it takes longer than ``timeout``."""
+        proc = self.process
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                if self._paused:
+                    proc.send_signal(signal.SIGCONT)
+                proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        processes.unregister(proc.pid)
+        self._paused = False
+        return proc.returncode
+
+    def kill(self) -> int | None:
+        """SIGKILL: an abrupt crash (no controlled shutdown, no flush)."""
+        proc = self.process
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait()
+        processes.unregister(proc.pid)
+        self._paused = False
+        return proc.returncode
+
+    def restart(self, *, wait: bool = True, timeout: float = 60.0, graceful: bool = True) -> None:
+        """Stop (or kill) if running, then start again with the same id, ports and data."""
+        if self.is_running:
+            if graceful:
+                self.stop()
+            else:
+                self.kill()
+        self.launch()
+        if wait:
+            self.wait_ready(timeout=timeout)
+
+    def close(self, *, remove: bool | None = None) -> None:
+        """Stop quickly (the data is thrown away) and delete an owned run dir."""
+        self.stop(timeout=5.0)
+        if remove if remove is not None else self._owns_run_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalBroker:
+        if not self.is_running:
+            self.start()
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- conveniences ------------------------------------------------------------
+
+    def run_tool(
+        self, tool: str, args: Sequence[str] = (), **kwargs: object
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a Kafka Java tool of this broker's release; see :meth:`JavaTools.run`.
+
+        >>> broker.run_tool("kafka-topics", ["--bootstrap-server", broker.bootstrap, "--list"])  # doctest: +SKIP
+        """
+        return self.tools.run(tool, args, **kwargs)  # type: ignore[arg-type]
+
+    def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
+        """argv of a Kafka Java tool, for ``subprocess.Popen`` (long-running tools)."""
+        return self.tools.command(tool, args)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create a topic and wait until it has leaders; return its name."""
+        return topics.create_topic(self.bootstrap, name, partitions, replication_factor, configs)
+
+    @property
+    def major_version(self) -> int:
+        return kafka_major(self.version)

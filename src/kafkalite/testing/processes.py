@@ -1,0 +1,201 @@
+"""Start JVMs that never outlive the test run, and find them again if they do.
+
+Two mechanisms, because either alone leaves gaps:
+
+- *Parent-death signal*: a process started with ``tied=True`` asks Linux
+  (``prctl(PR_SET_PDEATHSIG, SIGKILL)``) to be killed when its parent dies, so a
+  SIGKILLed pytest takes its brokers with it. Caveat: the signal fires when the
+  *thread* that forked the child exits, so start tied processes from a long-lived
+  thread (the main thread), never from a short-lived pool worker.
+- *Registry*: every process is recorded in ``<state>/processes/<pid>.json`` with its
+  start time (to recognise pid reuse) and its owner. :func:`reap_orphans` kills
+  tied processes whose owner is gone (e.g. on macOS, which has no PDEATHSIG), and
+  ``python -m kafkalite.testing down`` finds the detached ones (``tied=False``,
+  started in their own session so they survive the CLI that started them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kafkalite.testing.paths import state_dir
+
+_PR_SET_PDEATHSIG = 1
+
+
+def registry_dir() -> Path:
+    return state_dir() / "processes"
+
+
+def process_start_time(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (Linux), else None.
+
+    Together with the pid it identifies a process even after the pid is reused.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 22; the command name (field 2) may contain spaces, so split after ')'.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def is_alive(pid: int, start_time: int | None = None) -> bool:
+    """True if ``pid`` runs (and, if given, started at ``start_time``; zombies don't count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state in ("Z", "X"):
+            return False
+    except OSError:
+        pass
+    return start_time is None or process_start_time(pid) in (None, start_time)
+
+
+@dataclass
+class ProcessRecord:
+    """What the registry knows about one started process."""
+
+    pid: int
+    start_time: int | None
+    owner_pid: int
+    owner_start_time: int | None
+    tied: bool
+    description: str
+    run_dir: str
+
+    def alive(self) -> bool:
+        return is_alive(self.pid, self.start_time)
+
+    def owner_alive(self) -> bool:
+        return is_alive(self.owner_pid, self.owner_start_time)
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    def preexec() -> None:  # runs in the child between fork and exec
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # The parent may have died before prctl took effect: then nobody will
+        # signal us, so do not exec at all.
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    log_path: Path,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    tied: bool = True,
+    description: str = "",
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with stdout+stderr appended to ``log_path`` and register it.
+
+    Args:
+        tied: kill it when this process dies (tests); False detaches it in a new
+            session (the CLI's ``up``).
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        kwargs: dict[str, object] = {}
+        if tied and sys.platform.startswith("linux"):
+            kwargs["preexec_fn"] = _die_with_parent(os.getpid())
+        else:
+            kwargs["start_new_session"] = not tied
+        proc = subprocess.Popen(  # type: ignore[call-overload]
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=str(cwd),
+            env=dict(env) if env is not None else None,
+            close_fds=True,
+            **kwargs,
+        )
+    record = ProcessRecord(
+        pid=proc.pid,
+        start_time=process_start_time(proc.pid),
+        owner_pid=os.getpid(),
+        owner_start_time=process_start_time(os.getpid()),
+        tied=tied,
+        description=description,
+        run_dir=str(cwd),
+    )
+    _write(record)
+    return proc
+
+
+def _write(record: ProcessRecord) -> None:
+    folder = registry_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{record.pid}.tmp"
+    tmp.write_text(json.dumps(asdict(record)))
+    os.replace(tmp, folder / f"{record.pid}.json")
+
+
+def unregister(pid: int) -> None:
+    (registry_dir() / f"{pid}.json").unlink(missing_ok=True)
+
+
+def records() -> list[ProcessRecord]:
+    """Every registered process (alive or not)."""
+    found: list[ProcessRecord] = []
+    folder = registry_dir()
+    if not folder.is_dir():
+        return found
+    for path in folder.glob("*.json"):
+        try:
+            found.append(ProcessRecord(**json.loads(path.read_text())))
+        except (OSError, ValueError, TypeError):
+            path.unlink(missing_ok=True)
+    return found
+
+
+def terminate(pid: int, start_time: int | None, timeout: float = 10.0) -> None:
+    """SIGTERM, wait up to ``timeout``, then SIGKILL; unregister."""
+    with contextlib.suppress(ProcessLookupError):
+        if is_alive(pid, start_time):
+            os.kill(pid, signal.SIGCONT)  # a paused JVM cannot handle SIGTERM
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while is_alive(pid, start_time) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if is_alive(pid, start_time):
+                os.kill(pid, signal.SIGKILL)
+    unregister(pid)
+
+
+def reap_orphans() -> list[ProcessRecord]:
+    """Kill tied processes whose owner is gone; drop records of dead processes.
+
+    Detached processes (``tied=False``) are left alone: they are meant to outlive
+    their starter. Returns the records of the processes killed.
+    """
+    killed = []
+    for record in records():
+        if not record.alive():
+            unregister(record.pid)
+        elif record.tied and not record.owner_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.pid, signal.SIGKILL)
+            unregister(record.pid)
+            killed.append(record)
+    return killed

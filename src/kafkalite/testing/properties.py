@@ -1,0 +1,250 @@
+"""The files a test broker runs with: ``server.properties`` and the logging config.
+
+Everything here is pure (no processes, no sockets), so the choices are unit-tested
+and readable in one place. Defaults aim at fast, deterministic tests:
+
+- combined mode (``process.roles=broker,controller``) with a static quorum
+  (``controller.quorum.voters``): the same config works for 3.9 and 4.x, needs no
+  directory ids at format time, and a node restarted on its ports keeps its identity;
+- ``auto.create.topics.enable=false``: tests create their topics explicitly, so a
+  client bug that relies on auto-creation (or a typo in a topic name) fails loudly
+  instead of silently creating a topic; pass ``auto_create_topics=True`` to change it;
+- internal topics (offsets, transactions, share state) sized to the cluster, with
+  few partitions so the first group or transaction does not wait for 50 of them;
+- no rebalance delay, a small log-cleaner buffer to fit a small heap, and short
+  broker session timeouts so a killed node is fenced in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTROLLER_LISTENER = "CONTROLLER"
+CLIENT_LISTENER = "PLAINTEXT"
+
+
+def kafka_major(version: str) -> int:
+    """>>> kafka_major("3.9.1")
+    3
+    """
+    return int(version.split(".", 1)[0])
+
+
+@dataclass(frozen=True)
+class SecurityPreset:
+    """A SASL_PLAINTEXT client listener with SCRAM and PLAIN users and ACLs on.
+
+    The broker keeps its PLAINTEXT listener for the harness and for inter-broker and
+    controller traffic; clients there are ``User:ANONYMOUS``, which must be a super
+    user for the broker to talk to its own controller under an authorizer. So the
+    PLAINTEXT port is an all-powerful back door, fine for tests: authorization is
+    exercised through the SASL listener.
+
+    Attributes:
+        users: user name -> password; each gets SCRAM-SHA-256 and -512 credentials
+            (created at format time) and a PLAIN login.
+        super_users: users the StandardAuthorizer lets do anything.
+    """
+
+    users: Mapping[str, str] = field(
+        default_factory=lambda: {
+            "admin": "admin-secret",
+            "alice": "alice-secret",
+            "bob": "bob-secret",
+        }
+    )
+    super_users: tuple[str, ...] = ("admin",)
+    mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    listener: str = "SASL_PLAINTEXT"
+
+    def scram_arguments(self) -> list[str]:
+        """``kafka-storage format`` arguments that create the SCRAM credentials."""
+        args = []
+        for mechanism in (m for m in self.mechanisms if m.startswith("SCRAM-")):
+            for user, password in self.users.items():
+                args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
+        return args
+
+    def properties(self) -> dict[str, str]:
+        prefix = f"listener.name.{self.listener.lower()}"
+        plain_users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
+        props = {
+            "sasl.enabled.mechanisms": ",".join(self.mechanisms),
+            f"{prefix}.sasl.enabled.mechanisms": ",".join(self.mechanisms),
+            f"{prefix}.plain.sasl.jaas.config": (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+            ),
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": ";".join(
+                [f"User:{u}" for u in self.super_users] + ["User:ANONYMOUS"]
+            ),
+            "allow.everyone.if.no.acl.found": "false",
+        }
+        for mechanism in self.mechanisms:
+            if mechanism.startswith("SCRAM-"):
+                props[f"{prefix}.{mechanism.lower()}.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+        return props
+
+
+SASL_PRESET = SecurityPreset()
+"""The secured preset: ``LocalBroker(security=SASL_PRESET)``."""
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """Everything that makes one node's ``server.properties``.
+
+    Attributes:
+        listeners: client listener name -> port; ``PLAINTEXT`` always, plus the
+            security preset's listener when there is one.
+        voters: node id -> controller port of every quorum member (itself included).
+    """
+
+    node_id: int
+    version: str
+    data_dir: Path
+    listeners: Mapping[str, int]
+    controller_port: int
+    voters: Mapping[int, int]
+    host: str = "127.0.0.1"
+    replication_factor: int = 1
+    min_insync_replicas: int = 1
+    auto_create_topics: bool = False
+    internal_topic_partitions: int = 10
+    security: SecurityPreset | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+def server_properties(cfg: NodeConfig) -> dict[str, str]:
+    """The broker's configuration, ``cfg.extra`` applied last (it wins).
+
+    >>> cfg = NodeConfig(1, "4.3.1", Path("/d"), {"PLAINTEXT": 9092}, 9093, {1: 9093})
+    >>> server_properties(cfg)["controller.quorum.voters"]
+    '1@127.0.0.1:9093'
+    """
+    rf, isr = str(cfg.replication_factor), str(cfg.min_insync_replicas)
+    internal = str(cfg.internal_topic_partitions)
+    protocols = {name: name for name in cfg.listeners}
+    protocols[CONTROLLER_LISTENER] = "PLAINTEXT"
+    client = [f"{name}://{cfg.host}:{port}" for name, port in cfg.listeners.items()]
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": str(cfg.node_id),
+        "controller.quorum.voters": ",".join(
+            f"{node}@{cfg.host}:{port}" for node, port in sorted(cfg.voters.items())
+        ),
+        "listeners": ",".join([*client, f"{CONTROLLER_LISTENER}://{cfg.host}:{cfg.controller_port}"]),
+        "advertised.listeners": ",".join(client),
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "inter.broker.listener.name": CLIENT_LISTENER,
+        "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocols.items()),
+        "log.dirs": str(cfg.data_dir),
+        "num.partitions": "1",
+        "default.replication.factor": rf,
+        "min.insync.replicas": isr,
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": internal,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": isr,
+        "transaction.state.log.num.partitions": internal,
+        "group.initial.rebalance.delay.ms": "0",
+        "auto.create.topics.enable": str(cfg.auto_create_topics).lower(),
+        # The cleaner allocates this buffer up front; Kafka's 128 MiB default would
+        # eat a quarter of a 512 MiB heap.
+        "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+        # Fence a dead broker in seconds rather than the 9 s default.
+        "broker.heartbeat.interval.ms": "500",
+        "broker.session.timeout.ms": "4000",
+        "num.recovery.threads.per.data.dir": "2",
+    }
+    if kafka_major(cfg.version) >= 4:
+        props.update(
+            {
+                "share.coordinator.state.topic.replication.factor": rf,
+                "share.coordinator.state.topic.min.isr": isr,
+                "share.coordinator.state.topic.num.partitions": internal,
+            }
+        )
+    if cfg.security is not None:
+        props.update(cfg.security.properties())
+    props.update({k: str(v) for k, v in cfg.extra.items()})
+    return props
+
+
+def render_properties(props: Mapping[str, str]) -> str:
+    """Java ``.properties`` text (keys sorted; backslashes escaped).
+
+    >>> render_properties({"b": "2", "a": "c:\\\\x"})
+    'a=c:\\\\\\\\x\\nb=2\\n'
+    """
+    lines = [f"{k}={v.replace(chr(92), chr(92) * 2)}" for k, v in sorted(props.items())]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """A logging configuration file and the JVM flag that selects it."""
+
+    filename: str
+    text: str
+    jvm_flag_template: str
+
+    def jvm_flag(self, path: Path) -> str:
+        return self.jvm_flag_template.format(path=path)
+
+
+def broker_log_config(version: str) -> LogConfig:
+    """INFO and above into ``${kafka.logs.dir}/server.log``.
+
+    Kafka 4 logs with log4j2 (``-Dlog4j2.configurationFile``); 3.x with reload4j
+    (``-Dlog4j.configuration``).
+    """
+    pattern = "[%d] %p %m (%c)%n"
+    if kafka_major(version) >= 4:
+        text = f"""status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${{sys:kafka.logs.dir}}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = {pattern}
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.kafkarequest.name = kafka.request.logger
+logger.kafkarequest.level = WARN
+"""
+        return LogConfig("log4j2.properties", text, "-Dlog4j2.configurationFile={path}")
+    text = f"""log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=${{kafka.logs.dir}}/server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern={pattern}
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+"""
+    return LogConfig("log4j.properties", text, "-Dlog4j.configuration=file:{path}")
+
+
+def tools_log_config(version: str) -> LogConfig:
+    """WARN and above to stderr, like Kafka's own ``tools-log4j`` config."""
+    if kafka_major(version) >= 4:
+        text = """status = error
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = STDERR
+"""
+        return LogConfig("tools-log4j2.properties", text, "-Dlog4j2.configurationFile={path}")
+    text = """log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+    return LogConfig("tools-log4j.properties", text, "-Dlog4j.configuration=file:{path}")

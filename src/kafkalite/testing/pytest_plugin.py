@@ -1,0 +1,225 @@
+"""pytest fixtures for real Kafka brokers (registered as the ``kafkalite`` plugin).
+
+Fixtures (every broker starts on first use only, once per session):
+
+``kafka_broker``
+    session-scoped single broker (pinned release); honours ``KAFKALITE_BOOTSTRAP``
+    / ``KAFKALITE_BROKER`` (see :mod:`kafkalite.testing.backends`). Has
+    ``.bootstrap``, ``.version``, ``.run_tool(...)``, ``.java_tool_command(...)``,
+    ``.create_topic(...)``.
+``kafka_cluster``
+    a 3-node :class:`LocalCluster` shared by the session; before each test it is
+    healed (paused nodes resumed, stopped nodes restarted), so fault tests may kill
+    and pause nodes freely.
+``kafka_broker_39``
+    a Kafka 3.9.x broker for compatibility tests.
+``kafka_broker_sasl``
+    a broker with the SASL preset (:data:`SASL_PRESET`).
+``unique_topic``
+    a fresh topic name per test (not created).
+``topic_factory``
+    ``topic_factory(partitions=1, replication_factor=-1, configs=None, *, name=None,
+    on=None) -> name``: creates a topic (on ``kafka_broker`` unless ``on=`` names
+    another fixture value) and waits for its leaders.
+
+Logs: brokers write under ``<rootdir>/.kafkalite/runs/<session>/`` (or
+``$KAFKALITE_RUN_DIR/<session>``). A failed test that used a broker gets the tail of
+its logs in the report, and the directory is kept (the last few sessions' are);
+if every such test passed, the directory is deleted at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalite.testing import processes
+from kafkalite.testing.backends import Backend, ExternalKafka, KafkaService, select_backend
+from kafkalite.testing.broker import LocalBroker
+from kafkalite.testing.cluster import LocalCluster
+from kafkalite.testing.distribution import COMPAT_KAFKA_VERSION, DEFAULT_KAFKA_VERSION
+from kafkalite.testing.properties import SASL_PRESET
+from kafkalite.testing.topics import unique_topic_name
+
+_KEEP_SESSIONS = 5
+
+
+class KafkaTestSession:
+    """The brokers of one pytest session and the directory their files live in."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        self.keep_logs = False
+        self._services: dict[str, Any] = {}
+        self._failures: dict[str, BaseException] = {}
+        # Brokers left behind by a SIGKILLed earlier session (where PDEATHSIG did
+        # not reach them) are killed before we start more.
+        processes.reap_orphans()
+        _prune(root, keep=_KEEP_SESSIONS)
+
+    def service(self, key: str, factory: Callable[[Path], Any]) -> Any:
+        """Start ``factory(run_dir)`` once; a failed start is not retried each test."""
+        if key in self._failures:
+            raise RuntimeError(f"{key} failed to start earlier in this session") from self._failures[key]
+        if key not in self._services:
+            try:
+                self._services[key] = factory(self.dir / key)
+            except BaseException as exc:
+                self._failures[key] = exc
+                self.keep_logs = True
+                raise
+        return self._services[key]
+
+    def close(self) -> None:
+        for service in self._services.values():
+            close = getattr(service, "close", None)
+            if close is not None:
+                close(remove=False) if isinstance(service, LocalBroker | LocalCluster) else close()
+        self._services.clear()
+        if not self.keep_logs:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _prune(root: Path, keep: int) -> None:
+    """Delete all but the newest ``keep`` session directories of finished sessions."""
+    if not root.is_dir():
+        return
+    sessions = sorted(p for p in root.iterdir() if p.is_dir())
+    for old in sessions[:-keep] if keep else sessions:
+        pid = old.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and processes.is_alive(int(pid)):
+            continue
+        shutil.rmtree(old, ignore_errors=True)
+
+
+_SESSION_KEY = pytest.StashKey[KafkaTestSession]()
+
+
+def _run_root(config: pytest.Config) -> Path:
+    override = os.environ.get("KAFKALITE_RUN_DIR")
+    return Path(override) if override else config.rootpath / ".kafkalite" / "runs"
+
+
+def _version(env: Mapping[str, str]) -> str:
+    return env.get("KAFKALITE_KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
+
+
+def start_default_broker(run_dir: Path, env: Mapping[str, str] | None = None) -> KafkaService:
+    """The ``kafka_broker`` service for the selected backend, ready to use."""
+    env = os.environ if env is None else env
+    backend = select_backend(env)
+    if backend is Backend.EXTERNAL:
+        external = ExternalKafka.from_env(env)
+        external.wait_ready()
+        return external
+    if backend is Backend.DOCKER:
+        from kafkalite.testing.containers import DockerKafka
+
+        return DockerKafka(_version(env)).start()
+    return LocalBroker(_version(env), run_dir=run_dir).start()
+
+
+@pytest.fixture(scope="session")
+def kafkalite_session(request: pytest.FixtureRequest) -> Iterator[KafkaTestSession]:
+    """The session's broker registry (used by the other fixtures)."""
+    session = KafkaTestSession(_run_root(request.config))
+    request.config.stash[_SESSION_KEY] = session
+    yield session
+    session.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafkalite_session: KafkaTestSession) -> KafkaService:
+    """A running single Kafka broker of the pinned release (see the module doc)."""
+    return kafkalite_session.service("broker", start_default_broker)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def kafka_cluster(kafkalite_session: KafkaTestSession) -> LocalCluster:
+    """A healthy 3-node cluster (shared by the session, healed before each test)."""
+    cluster: LocalCluster = kafkalite_session.service(
+        "cluster", lambda d: LocalCluster(3, _version(os.environ), run_dir=d).start()
+    )
+    cluster.heal()
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_39(kafkalite_session: KafkaTestSession) -> LocalBroker:
+    """A Kafka 3.9.x broker, for compatibility tests."""
+    return kafkalite_session.service(  # type: ignore[no-any-return]
+        "broker-3.9", lambda d: LocalBroker(COMPAT_KAFKA_VERSION, run_dir=d).start()
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_sasl(kafkalite_session: KafkaTestSession) -> LocalBroker:
+    """A broker with a SASL_PLAINTEXT listener (SCRAM + PLAIN users) and ACLs on."""
+    return kafkalite_session.service(  # type: ignore[no-any-return]
+        "broker-sasl",
+        lambda d: LocalBroker(_version(os.environ), run_dir=d, security=SASL_PRESET).start(),
+    )
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> str:
+    """A topic name no other test uses (the topic is not created)."""
+    return unique_topic_name(request.node.name)
+
+
+TopicFactory = Callable[..., str]
+
+
+@pytest.fixture
+def topic_factory(request: pytest.FixtureRequest) -> TopicFactory:
+    """Create uniquely named topics: ``topic_factory(partitions=3, configs={...})``."""
+
+    def create(
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        on: KafkaService | None = None,
+    ) -> str:
+        target = on if on is not None else request.getfixturevalue("kafka_broker")
+        topic = name or unique_topic_name(request.node.name)
+        return target.create_topic(topic, partitions, replication_factor, configs)
+
+    return create
+
+
+# -- reporting -----------------------------------------------------------------
+
+
+def _services_of(item: pytest.Item) -> list[Any]:
+    values = getattr(item, "funcargs", {}).values()
+    return [v for v in values if isinstance(v, LocalBroker | LocalCluster | KafkaService)]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed:
+        services = _services_of(item)
+        session = item.config.stash.get(_SESSION_KEY, None)
+        if services and session is not None:
+            session.keep_logs = True
+        for service in services:
+            where = getattr(service, "run_dir", None)
+            title = f"kafka logs: {service!r}" + (f" in {where}" if where else "")
+            report.sections.append((title, service.log_tail(40)))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION_KEY, None)
+    if session is not None and session.keep_logs:
+        terminalreporter.write_line(f"kafkalite: broker logs kept in {session.dir}")
