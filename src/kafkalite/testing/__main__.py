@@ -3,7 +3,8 @@
 ``up`` starts a broker (or a cluster) that keeps running after the command returns,
 records it under ``<state>/cli/`` and prints its bootstrap address; running it again
 while that broker is up just prints the address. ``status`` shows what runs;
-``down`` stops it (and any broker a crashed test run left behind).
+``down`` stops it (and any broker a crashed test run left behind). ``fetch`` only
+downloads the jars (CI does it before the tests, so the first test does not wait).
 
 Example::
 
@@ -32,7 +33,13 @@ from typing import Any
 from kafkalite.testing import processes
 from kafkalite.testing.broker import LocalBroker
 from kafkalite.testing.cluster import LocalCluster
-from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, available_versions
+from kafkalite.testing.distribution import (
+    COMPAT_KAFKA_VERSION,
+    DEFAULT_KAFKA_VERSION,
+    KafkaDistribution,
+    available_versions,
+)
+from kafkalite.testing.java import find_java
 from kafkalite.testing.paths import state_dir
 from kafkalite.testing.ports import port_is_free
 from kafkalite.testing.properties import SASL_PRESET
@@ -177,6 +184,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if running or others else 1
 
 
+def cmd_fetch(args: argparse.Namespace) -> int:
+    """Download (or verify the cache of) the jars of the given releases."""
+    for version in args.versions or [DEFAULT_KAFKA_VERSION, COMPAT_KAFKA_VERSION]:
+        dist = KafkaDistribution(version)
+        started = time.monotonic()
+        cached = dist.is_complete()
+        dist.ensure()
+        how = "cached" if cached else f"downloaded in {time.monotonic() - started:.1f} s"
+        print(f"Kafka {version}: {len(dist.lock.artifacts)} jars {how} in {dist.libs}")
+    java = find_java()
+    print(f"Java {java.version} from {java.source}: {java.executable}")
+    return 0
+
+
 def _pids(state: dict[str, Any] | None) -> set[int]:
     return {n["pid"] for n in state["nodes"]} if state else set()
 
@@ -196,6 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.set_defaults(func=cmd_up)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=cmd_down)
     sub.add_parser("status", help="show what runs").set_defaults(func=cmd_status)
+    fetch = sub.add_parser("fetch", help="download Kafka's jars into the cache (no broker)")
+    fetch.add_argument("versions", nargs="*", metavar="VERSION", help="default: the pinned releases")
+    fetch.set_defaults(func=cmd_fetch)
     args = parser.parse_args(argv)
     return int(args.func(args))
 
