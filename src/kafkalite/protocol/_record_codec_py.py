@@ -68,8 +68,9 @@ def _uvarint(u: int) -> bytes:
 
 # _POS[n] is the zigzag varint of n >= 0 (i.e. the unsigned varint of 2n).
 _POS: tuple[bytes, ...] = tuple(_uvarint(n << 1) for n in range(_TABLE))
-# _DEC1[b] decodes a one-byte zigzag varint b < 0x80.
-_DEC1: tuple[int, ...] = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
+# _ZZ[u] is the zigzag decoding of u < 2**14: one- and two-byte varints (whose 7-bit
+# groups the decoder reassembles) decode by lookup.
+_ZZ: tuple[int, ...] = tuple((u >> 1) ^ -(u & 1) for u in range(1 << 14))
 _NULL = b"\x01"  # zigzag(-1)
 _ZERO = b"\x00"
 
@@ -189,6 +190,12 @@ def encode_record_into(
     body = 1 + len(ts) + len(od) + len(kh) + kl + len(vh) + vl + len(hb)
     lh = _tbl[body] if body < _n else encode_varint(body)
     old = len(buf)
+    if old + body + 5 >= buf.__alloc__():
+        # CPython grows a bytearray by 1/8 per resize, so a batch appended record by
+        # record would be copied ~8 times; grow by half instead (a later shrink to at
+        # least half the allocation keeps the memory).
+        buf += bytes((old + body) // 2 + body + 64)
+        del buf[old:]
     try:
         buf += lh + _ZERO + ts + od + kh
         if kl:
@@ -274,47 +281,63 @@ def decode_records(
         raise TypeError("record_type must be tuple or a tuple subclass without __dict__")
     data, pos, end = _as_bytes(buf, start, end)
     _check_count(count, pos, end)
-    dec1 = _DEC1
+    zz = _ZZ  # zigzag decoding of one- and two-byte varints, by table
     rv = decode_varint
     rvl = decode_varlong
     new = tuple.__new__
+    plain = not extra and record_type is tuple
     out: list[Any] = []
     append = out.append
     i = 0
+    # Every varint below is read inline when it takes one or two bytes (lengths up to
+    # 8191, deltas up to +-8191): a function call per field would triple the cost.
     try:
         while i < count:
             # record length
             b = data[pos]
             if b < 0x80:
-                length = dec1[b]
+                length = zz[b]
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                length = zz[(b & 0x7F) | (data[pos + 1] << 7)]
+                pos += 2
             else:
                 length, pos = rv(data, pos)
             rec_end = pos + length
             if length < 6 or rec_end > end:
                 raise _record_size_error(length, end - pos)
-            # attributes (ignored) then timestamp delta
-            b = data[pos + 1]
+            # attributes (ignored), then the timestamp delta
+            pos += 1
+            b = data[pos]
             if b < 0x80:
-                ts = base_timestamp + dec1[b]
+                ts = base_timestamp + zz[b]
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                ts = base_timestamp + zz[(b & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
             else:
-                tsd, pos = rvl(data, pos + 1)
+                tsd, pos = rvl(data, pos)
                 ts = base_timestamp + tsd
             if log_append_time is not None:
                 ts = log_append_time
             b = data[pos]
             if b < 0x80:
-                off = base_offset + dec1[b]
+                off = base_offset + zz[b]
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                off = base_offset + zz[(b & 0x7F) | (data[pos + 1] << 7)]
+                pos += 2
             else:
                 od, pos = rv(data, pos)
                 off = base_offset + od
             # key
             b = data[pos]
             if b < 0x80:
-                n = dec1[b]
+                n = zz[b]
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                n = zz[(b & 0x7F) | (data[pos + 1] << 7)]
+                pos += 2
             else:
                 n, pos = rv(data, pos)
             if n < 0:
@@ -325,8 +348,11 @@ def decode_records(
             # value
             b = data[pos]
             if b < 0x80:
-                n = dec1[b]
+                n = zz[b]
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                n = zz[(b & 0x7F) | (data[pos + 1] << 7)]
+                pos += 2
             else:
                 n, pos = rv(data, pos)
             if n < 0:
@@ -342,10 +368,10 @@ def decode_records(
                 headers, pos = _decode_headers(data, pos, rec_end)
             if pos != rec_end:
                 raise _corrupt(f"record length says {length} bytes but its fields take {pos - rec_end + length}")
-            if extra or record_type is not tuple:
-                append(new(record_type, (off, ts, key, value, headers, *extra)))
-            else:
+            if plain:
                 append((off, ts, key, value, headers))
+            else:
+                append(new(record_type, (off, ts, key, value, headers, *extra)))
             i += 1
     except IndexError:
         raise _corrupt(f"record {i} runs past the end of the batch") from None
