@@ -42,7 +42,7 @@ def container_env(props: Mapping[str, str]) -> dict[str, str]:
     """
     env = {}
     for key, value in props.items():
-        name = key.replace("-", "___").replace("_", "__").replace(".", "_").upper()
+        name = "".join({".": "_", "_": "__", "-": "___"}.get(c, c) for c in key).upper()
         env[f"KAFKA_{name}"] = value
     return env
 

@@ -26,7 +26,9 @@ CLIENT_LISTENER = "PLAINTEXT"
 
 
 def kafka_major(version: str) -> int:
-    """>>> kafka_major("3.9.1")
+    """The major version number of a Kafka release.
+
+    >>> kafka_major("3.9.1")
     3
     """
     return int(version.split(".", 1)[0])
