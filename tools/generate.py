@@ -208,6 +208,11 @@ def is_mutable_default(f: Field) -> bool:
     return default_literal(f) not in ("None",) and (f.is_array or f.struct is not None)
 
 
+def is_nullable_somewhere(f: Field) -> bool:
+    """True if some version lets the field be null (then an explicit None must stay None)."""
+    return f.nullable.low <= (f.nullable.high if f.nullable.high is not None else 10**6)
+
+
 def py_type(f: Field) -> str:
     base = {"int8": "int", "int16": "int", "uint16": "int", "int32": "int", "uint32": "int",
             "int64": "int", "float64": "float", "bool": "bool", "string": "str", "bytes": "bytes",
@@ -542,7 +547,10 @@ def class_source(name: str, fields: list[Field], doc: str, base: str, extra: lis
     for f in fields:
         if is_mutable_default(f):
             t = py_type(f)
-            params.append(f"{f.attr}: {t if t.endswith('| None') else t + ' | None'} = None")
+            # A field that may be null on the wire (e.g. Metadata.topics: null = all topics)
+            # keeps an explicit None; only an omitted argument gets the empty default.
+            unset = "_UNSET" if is_nullable_somewhere(f) else "None"
+            params.append(f"{f.attr}: {t if t.endswith('| None') else t + ' | None'} = {unset}")
         else:
             params.append(f"{f.attr}: {py_type(f)} = {default_literal(f)}")
     if params:
@@ -554,7 +562,8 @@ def class_source(name: str, fields: list[Field], doc: str, base: str, extra: lis
         lines.append(f"{ind}    ) -> None:")
         for f in fields:
             if is_mutable_default(f):
-                lines.append(f"{ind}        self.{f.attr} = {default_literal(f)} if {f.attr} is None else {f.attr}")
+                unset = "_UNSET" if is_nullable_somewhere(f) else "None"
+                lines.append(f"{ind}        self.{f.attr} = {default_literal(f)} if {f.attr} is {unset} else {f.attr}")
             else:
                 lines.append(f"{ind}        self.{f.attr} = {f.attr}")
     else:
@@ -620,7 +629,7 @@ def generate_module(specs: list[MessageSpec]) -> str:
         "import uuid",
         "from typing import Any",
         "",
-        "from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported",
+        "from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported",
         "from kafkalite.protocol.primitives import (",
         "    INT32 as _INT32,",
         "    ZERO_UUID,",

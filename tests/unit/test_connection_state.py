@@ -123,7 +123,7 @@ def test_fail_all_clears_state() -> None:
 def test_random_bytes_give_typed_errors_only(data: bytes, version: int) -> None:
     conn = ConnectionState(max_frame_size=1 << 20)
     for _ in range(3):
-        conn.build_request(MetadataRequest(topics=None), version)
+        conn.build_request(MetadataRequest(), version)
     try:
         for _, result in conn.feed(data):
             assert isinstance(result, (MetadataResponse, ProtocolError))

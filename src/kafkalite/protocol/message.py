@@ -25,6 +25,10 @@ M = TypeVar("M", bound="Message")
 
 _new = object.__new__
 
+# Default of constructor arguments for fields that may be null on the wire: omitted
+# means "empty", an explicit None means null (e.g. MetadataRequest(topics=None): all topics).
+_UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>", "__slots__": ()})()
+
 
 def _null(message: str, field: str) -> ProtocolError:
     return ProtocolError(f"{message}.{field} is null where the protocol requires a value")

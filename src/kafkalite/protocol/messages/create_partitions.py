@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -53,11 +53,11 @@ class CreatePartitionsRequestCreatePartitionsTopic(Struct):
         *,
         name: str = '',
         count: int = 0,
-        assignments: list[CreatePartitionsRequestCreatePartitionsAssignment] | None = None,
+        assignments: list[CreatePartitionsRequestCreatePartitionsAssignment] | None = _UNSET,
     ) -> None:
         self.name = name
         self.count = count
-        self.assignments = [] if assignments is None else assignments
+        self.assignments = [] if assignments is _UNSET else assignments
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -160,7 +160,7 @@ class CreateTopicsResponseCreatableTopicResult(Struct):
         topic_config_error_code: int = 0,
         num_partitions: int = -1,
         replication_factor: int = -1,
-        configs: list[CreateTopicsResponseCreatableTopicConfigs] | None = None,
+        configs: list[CreateTopicsResponseCreatableTopicConfigs] | None = _UNSET,
     ) -> None:
         self.name = name
         self.topic_id = topic_id
@@ -169,7 +169,7 @@ class CreateTopicsResponseCreatableTopicResult(Struct):
         self.topic_config_error_code = topic_config_error_code
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
-        self.configs = [] if configs is None else configs
+        self.configs = [] if configs is _UNSET else configs
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -168,12 +168,12 @@ class DescribeClientQuotasResponse(Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = '',
-        entries: list[DescribeClientQuotasResponseEntryData] | None = None,
+        entries: list[DescribeClientQuotasResponseEntryData] | None = _UNSET,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.entries = [] if entries is None else entries
+        self.entries = [] if entries is _UNSET else entries
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 

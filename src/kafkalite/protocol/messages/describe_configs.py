@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -53,11 +53,11 @@ class DescribeConfigsRequestDescribeConfigsResource(Struct):
         *,
         resource_type: int = 0,
         resource_name: str = '',
-        configuration_keys: list[str] | None = None,
+        configuration_keys: list[str] | None = _UNSET,
     ) -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
-        self.configuration_keys = [] if configuration_keys is None else configuration_keys
+        self.configuration_keys = [] if configuration_keys is _UNSET else configuration_keys
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -74,9 +74,9 @@ class DescribeDelegationTokenRequest(Message):
     def __init__(
         self,
         *,
-        owners: list[DescribeDelegationTokenRequestDescribeDelegationTokenOwner] | None = None,
+        owners: list[DescribeDelegationTokenRequestDescribeDelegationTokenOwner] | None = _UNSET,
     ) -> None:
-        self.owners = [] if owners is None else owners
+        self.owners = [] if owners is _UNSET else owners
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 

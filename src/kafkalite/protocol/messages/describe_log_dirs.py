@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -74,9 +74,9 @@ class DescribeLogDirsRequest(Message):
     def __init__(
         self,
         *,
-        topics: list[DescribeLogDirsRequestDescribableLogDirTopic] | None = None,
+        topics: list[DescribeLogDirsRequestDescribableLogDirTopic] | None = _UNSET,
     ) -> None:
-        self.topics = [] if topics is None else topics
+        self.topics = [] if topics is _UNSET else topics
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 

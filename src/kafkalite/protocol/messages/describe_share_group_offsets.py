@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -51,10 +51,10 @@ class DescribeShareGroupOffsetsRequestGroup(Struct):
         self,
         *,
         group_id: str = '',
-        topics: list[DescribeShareGroupOffsetsRequestTopic] | None = None,
+        topics: list[DescribeShareGroupOffsetsRequestTopic] | None = _UNSET,
     ) -> None:
         self.group_id = group_id
-        self.topics = [] if topics is None else topics
+        self.topics = [] if topics is _UNSET else topics
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 

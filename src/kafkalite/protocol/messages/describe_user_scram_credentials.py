@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -71,9 +71,9 @@ class DescribeUserScramCredentialsRequest(Message):
     def __init__(
         self,
         *,
-        users: list[DescribeUserScramCredentialsRequestUserName] | None = None,
+        users: list[DescribeUserScramCredentialsRequestUserName] | None = _UNSET,
     ) -> None:
-        self.users = [] if users is None else users
+        self.users = [] if users is _UNSET else users
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 

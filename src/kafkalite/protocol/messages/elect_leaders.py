@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -77,11 +77,11 @@ class ElectLeadersRequest(Message):
         self,
         *,
         election_type: int = 0,
-        topic_partitions: list[ElectLeadersRequestTopicPartitions] | None = None,
+        topic_partitions: list[ElectLeadersRequestTopicPartitions] | None = _UNSET,
         timeout_ms: int = 60000,
     ) -> None:
         self.election_type = election_type
-        self.topic_partitions = [] if topic_partitions is None else topic_partitions
+        self.topic_partitions = [] if topic_partitions is _UNSET else topic_partitions
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 

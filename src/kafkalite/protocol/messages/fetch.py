@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -249,7 +249,7 @@ class FetchResponsePartitionData(Struct):
         diverging_epoch: FetchResponseEpochEndOffset | None = None,
         current_leader: FetchResponseLeaderIdAndEpoch | None = None,
         snapshot_id: FetchResponseSnapshotId | None = None,
-        aborted_transactions: list[FetchResponseAbortedTransaction] | None = None,
+        aborted_transactions: list[FetchResponseAbortedTransaction] | None = _UNSET,
         preferred_read_replica: int = -1,
         records: Any = None,
     ) -> None:
@@ -261,7 +261,7 @@ class FetchResponsePartitionData(Struct):
         self.diverging_epoch = FetchResponseEpochEndOffset() if diverging_epoch is None else diverging_epoch
         self.current_leader = FetchResponseLeaderIdAndEpoch() if current_leader is None else current_leader
         self.snapshot_id = FetchResponseSnapshotId() if snapshot_id is None else snapshot_id
-        self.aborted_transactions = [] if aborted_transactions is None else aborted_transactions
+        self.aborted_transactions = [] if aborted_transactions is _UNSET else aborted_transactions
         self.preferred_read_replica = preferred_read_replica
         self.records = records
         self.unknown_tagged_fields: dict[int, bytes] | None = None

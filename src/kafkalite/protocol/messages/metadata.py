@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -77,12 +77,12 @@ class MetadataRequest(Message):
     def __init__(
         self,
         *,
-        topics: list[MetadataRequestTopic] | None = None,
+        topics: list[MetadataRequestTopic] | None = _UNSET,
         allow_auto_topic_creation: bool = True,
         include_cluster_authorized_operations: bool = False,
         include_topic_authorized_operations: bool = False,
     ) -> None:
-        self.topics = [] if topics is None else topics
+        self.topics = [] if topics is _UNSET else topics
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.include_topic_authorized_operations = include_topic_authorized_operations

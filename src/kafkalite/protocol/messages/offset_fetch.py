@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -75,12 +75,12 @@ class OffsetFetchRequestGroup(Struct):
         group_id: str = '',
         member_id: str | None = None,
         member_epoch: int = -1,
-        topics: list[OffsetFetchRequestTopics] | None = None,
+        topics: list[OffsetFetchRequestTopics] | None = _UNSET,
     ) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
-        self.topics = [] if topics is None else topics
+        self.topics = [] if topics is _UNSET else topics
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 
@@ -127,12 +127,12 @@ class OffsetFetchRequest(Message):
         self,
         *,
         group_id: str = '',
-        topics: list[OffsetFetchRequestTopic] | None = None,
+        topics: list[OffsetFetchRequestTopic] | None = _UNSET,
         groups: list[OffsetFetchRequestGroup] | None = None,
         require_stable: bool = False,
     ) -> None:
         self.group_id = group_id
-        self.topics = [] if topics is None else topics
+        self.topics = [] if topics is _UNSET else topics
         self.groups = [] if groups is None else groups
         self.require_stable = require_stable
         self.unknown_tagged_fields: dict[int, bytes] | None = None

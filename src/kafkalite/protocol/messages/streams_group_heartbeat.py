@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafkalite.protocol.message import Message, _new, _null, _trunc, _unsupported
+from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported
 from kafkalite.protocol.primitives import (
     INT32 as _INT32,
     ZERO_UUID,
@@ -435,7 +435,7 @@ class StreamsGroupHeartbeatResponse(Message):
         heartbeat_interval_ms: int = 0,
         acceptable_recovery_lag: int = 0,
         task_offset_interval_ms: int = 0,
-        status: list[StreamsGroupHeartbeatResponseStatus] | None = None,
+        status: list[StreamsGroupHeartbeatResponseStatus] | None = _UNSET,
         active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = None,
         standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = None,
         warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = None,
@@ -450,7 +450,7 @@ class StreamsGroupHeartbeatResponse(Message):
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.acceptable_recovery_lag = acceptable_recovery_lag
         self.task_offset_interval_ms = task_offset_interval_ms
-        self.status = [] if status is None else status
+        self.status = [] if status is _UNSET else status
         self.active_tasks = active_tasks
         self.standby_tasks = standby_tasks
         self.warmup_tasks = warmup_tasks
