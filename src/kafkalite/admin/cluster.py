@@ -1,0 +1,100 @@
+"""Cluster calls: describe_cluster (brokers, controller, id), features, update_features."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkalite.admin.core import AdminCore, Outcome, outcome_for, raise_response_error
+from kafkalite.admin.results import AdminResult
+from kafkalite.admin.types import (
+    ClusterDescription,
+    FeatureMetadata,
+    FeatureUpdate,
+    Node,
+    decode_authorized_operations,
+)
+from kafkalite.errors import ConfigError
+from kafkalite.protocol.messages.describe_cluster import DescribeClusterRequest
+from kafkalite.protocol.messages.update_features import (
+    UpdateFeaturesRequest,
+    UpdateFeaturesRequestFeatureUpdateKey,
+)
+
+_UPGRADE_TYPES = {"upgrade": 1, "safe_downgrade": 2, "unsafe_downgrade": 3}
+
+
+async def describe_cluster(core: AdminCore, *, include_authorized_operations: bool = False,
+                           include_fenced_brokers: bool = False,
+                           timeout: float | None = None) -> ClusterDescription:
+    """The cluster id, its brokers and the controller (on KRaft: the id DescribeCluster
+    reports, which Kafka 4 clients use only for display; requests go to any broker)."""
+
+    async def send(node: int, deadline: float) -> ClusterDescription:
+        request = DescribeClusterRequest(
+            include_cluster_authorized_operations=include_authorized_operations,
+            include_fenced_brokers=include_fenced_brokers,
+        )
+        response, _ = await core.send(node, request, deadline, min_version=2 if include_fenced_brokers else 0)
+        raise_response_error(response.error_code, response.error_message, "describe_cluster")
+        nodes = [Node(b.broker_id, b.host, b.port, b.rack, bool(getattr(b, "is_fenced", False)))
+                 for b in sorted(response.brokers, key=lambda b: b.broker_id)]
+        controller = next((n for n in nodes if n.id == response.controller_id), None)
+        return ClusterDescription(
+            response.cluster_id, controller, nodes,
+            decode_authorized_operations(response.cluster_authorized_operations)
+            if include_authorized_operations else None,
+        )
+
+    return await core.run_single("describe_cluster", core.route_any, send, timeout)  # type: ignore[no-any-return]
+
+
+async def describe_features(core: AdminCore, *, timeout: float | None = None) -> FeatureMetadata:
+    """Finalized and supported feature levels (from ApiVersions, KIP-584)."""
+
+    async def send(node: int, deadline: float) -> FeatureMetadata:
+        conn = await core.client.connection(node)
+        table = conn.versions
+        if table is None:  # pragma: no cover - a connected connection has negotiated
+            raise ConfigError("the connection has no ApiVersions answer")
+        return FeatureMetadata(
+            dict(sorted(table.finalized_features.items())),
+            {k: (v.min, v.max) for k, v in sorted(table.supported_features.items())},
+        )
+
+    return await core.run_single("describe_features", core.route_any, send, timeout)  # type: ignore[no-any-return]
+
+
+async def update_features(core: AdminCore, updates: Mapping[str, FeatureUpdate | int], *,
+                          validate_only: bool = False, timeout: float | None = None) -> AdminResult[str, None]:
+    """Upgrade or downgrade finalized feature levels (``{"transaction.version": 2}``)."""
+    wanted = {k: (u if isinstance(u, FeatureUpdate) else FeatureUpdate(int(u))) for k, u in updates.items()}
+    for name, u in wanted.items():
+        if u.upgrade_type not in _UPGRADE_TYPES:
+            raise ConfigError(f"feature {name!r}: upgrade_type must be one of {', '.join(_UPGRADE_TYPES)}")
+
+    async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome]:
+        request = UpdateFeaturesRequest(
+            timeout_ms=core.remaining_ms(deadline),
+            feature_updates=[
+                UpdateFeaturesRequestFeatureUpdateKey(
+                    feature=n, max_version_level=wanted[n].max_version_level,
+                    allow_downgrade=wanted[n].upgrade_type != "upgrade",
+                    upgrade_type=_UPGRADE_TYPES[wanted[n].upgrade_type])
+                for n in names
+            ],
+            validate_only=validate_only,
+        )
+        response, _ = await core.send(node, request, deadline, min_version=1)
+        top = outcome_for(response.error_code, response.error_message)
+        out: dict[str, Any] = {}
+        for r in response.results:
+            out[r.feature] = top if top is not None else outcome_for(
+                r.error_code, r.error_message, resource=f"feature '{r.feature}'")
+        if top is not None:
+            for n in names:
+                out.setdefault(n, top)
+        return out
+
+    return await core.run_batch("update_features", list(wanted), core.route_controller, send, timeout,
+                                resource_of=lambda n: {"resource": f"feature '{n}'"})

@@ -1,0 +1,255 @@
+"""Arguments and results of the security calls: ACLs, SCRAM credentials, client quotas.
+
+Example::
+
+    from kafkalite.admin import AclBinding, ResourcePattern, AccessControlEntry
+    binding = AclBinding(ResourcePattern("topic", "orders"),
+                         AccessControlEntry("User:alice", "*", "read", "allow"))
+    admin.create_acls([binding]).all()
+    admin.describe_acls(AclBindingFilter.any())
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from kafkalite.admin.types import AclOperation
+from kafkalite.errors import ConfigError
+
+
+class AclResourceType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclPermissionType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+E = TypeVar("E", bound=enum.IntEnum)
+
+
+def parse_enum(cls: type[E], value: Any, what: str) -> E:
+    """Parse an enum member from itself, its name in any case (``transactional-id``), or its code."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return cls(value)
+        except ValueError:
+            pass
+    else:
+        key = str(value).strip().upper().replace("-", "_").replace(" ", "_")
+        if key in cls.__members__:
+            return cls.__members__[key]
+    names = ", ".join(m.name.lower() for m in cls if m.name != "UNKNOWN")
+    raise ConfigError(f"unknown {what} {value!r} (expected one of: {names})")
+
+
+@dataclass(frozen=True)
+class ResourcePattern:
+    """What an ACL applies to: a resource type, a name (or prefix) and a pattern type."""
+
+    resource_type: Any
+    name: str
+    pattern_type: Any = PatternType.LITERAL
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "resource_type", parse_enum(AclResourceType, self.resource_type, "resource type"))
+        object.__setattr__(self, "pattern_type", parse_enum(PatternType, self.pattern_type, "pattern type"))
+
+    def __str__(self) -> str:
+        return f"{self.resource_type.name}:{self.pattern_type.name}:{self.name}"
+
+
+@dataclass(frozen=True)
+class AccessControlEntry:
+    """Who (``User:alice``), from where (``*``), may or may not do what."""
+
+    principal: str
+    host: str
+    operation: Any
+    permission_type: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "operation", parse_enum(AclOperation, self.operation, "ACL operation"))
+        object.__setattr__(self, "permission_type",
+                           parse_enum(AclPermissionType, self.permission_type, "permission type"))
+
+    def __str__(self) -> str:
+        return f"{self.principal} {self.permission_type.name} {self.operation.name} from {self.host}"
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    pattern: ResourcePattern
+    entry: AccessControlEntry
+
+    def __str__(self) -> str:
+        return f"ACL ({self.entry} on {self.pattern})"
+
+
+@dataclass(frozen=True)
+class AclBindingFilter:
+    """Matches ACL bindings; ``None`` fields and ANY enums match anything.
+
+    ``pattern_type`` MATCH finds every ACL that applies to ``name`` (literal, wildcard and
+    prefixed ones), as ``kafka-acls --resource-pattern-type match`` does.
+    """
+
+    resource_type: Any = AclResourceType.ANY
+    name: str | None = None
+    pattern_type: Any = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: Any = AclOperation.ANY
+    permission_type: Any = AclPermissionType.ANY
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "resource_type", parse_enum(AclResourceType, self.resource_type, "resource type"))
+        object.__setattr__(self, "pattern_type", parse_enum(PatternType, self.pattern_type, "pattern type"))
+        object.__setattr__(self, "operation", parse_enum(AclOperation, self.operation, "ACL operation"))
+        object.__setattr__(self, "permission_type",
+                           parse_enum(AclPermissionType, self.permission_type, "permission type"))
+
+    @classmethod
+    def any(cls) -> AclBindingFilter:
+        return cls()
+
+    @classmethod
+    def for_binding(cls, binding: AclBinding) -> AclBindingFilter:
+        """The filter that matches exactly ``binding``."""
+        p, e = binding.pattern, binding.entry
+        return cls(p.resource_type, p.name, p.pattern_type, e.principal, e.host, e.operation, e.permission_type)
+
+    def __str__(self) -> str:
+        parts = [f"{k}={v.name if isinstance(v, enum.Enum) else v}" for k, v in self.__dict__.items()
+                 if v is not None and not (isinstance(v, enum.Enum) and v.name == "ANY")]
+        return f"ACL filter ({', '.join(parts) or 'any'})"
+
+
+# ------------------------------------------------------------------ SCRAM
+
+
+class ScramMechanism(enum.IntEnum):
+    UNKNOWN = 0
+    SCRAM_SHA_256 = 1
+    SCRAM_SHA_512 = 2
+
+    @property
+    def mechanism_name(self) -> str:
+        return self.name.replace("_", "-")
+
+    @classmethod
+    def parse(cls, value: Any) -> ScramMechanism:
+        if isinstance(value, str):
+            value = value.replace("-", "_")
+        return parse_enum(cls, value, "SCRAM mechanism")
+
+
+@dataclass(frozen=True)
+class ScramCredentialInfo:
+    mechanism: ScramMechanism
+    iterations: int
+
+
+@dataclass
+class UserScramCredentialsDescription:
+    user: str
+    credentials: list[ScramCredentialInfo] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UserScramCredentialUpsertion:
+    """Create or replace a user's credential for one mechanism.
+
+    The password never leaves the client: it is salted and hashed here (RFC 5802
+    ``Hi()`` = PBKDF2-HMAC with ``iterations``) and only salt + salted password are sent.
+    ``salt`` defaults to 32 random bytes.
+    """
+
+    user: str
+    mechanism: Any
+    password: str = field(repr=False)
+    iterations: int = 4096
+    salt: bytes | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mechanism", ScramMechanism.parse(self.mechanism))
+        if self.mechanism == ScramMechanism.UNKNOWN:
+            raise ConfigError(f"user '{self.user}': pick SCRAM-SHA-256 or SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class UserScramCredentialDeletion:
+    user: str
+    mechanism: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mechanism", ScramMechanism.parse(self.mechanism))
+
+
+# ------------------------------------------------------------------ quotas
+
+
+@dataclass(frozen=True)
+class ClientQuotaEntity:
+    """Whom a quota applies to: ``{"user": "alice", "client-id": None}``.
+
+    Entity types are ``user``, ``client-id`` and ``ip``; a None name is the default
+    entity of that type (``--entity-default`` in kafka-configs).
+    """
+
+    entries: tuple[tuple[str, str | None], ...]
+
+    def __init__(self, entries: Mapping[str, str | None] | None = None, **kw: str | None) -> None:
+        merged = dict(entries or {})
+        merged.update({k.replace("_", "-"): v for k, v in kw.items()})
+        object.__setattr__(self, "entries", tuple(sorted(merged.items())))
+
+    def as_dict(self) -> dict[str, str | None]:
+        return dict(self.entries)
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={'<default>' if v is None else v}" for k, v in self.entries)
+        return f"quota entity ({inner})"
+
+
+@dataclass(frozen=True)
+class ClientQuotaFilterComponent:
+    """``match``: an exact name, None with ``default=True`` for the default entity, or
+    None for any entity of the type ("specified")."""
+
+    entity_type: str
+    match: str | None = None
+    default: bool = False
+
+
+@dataclass
+class ClientQuotaAlteration:
+    """Quota changes for one entity: ``ops`` maps a quota key (``producer_byte_rate``,
+    ``consumer_byte_rate``, ``request_percentage``, ``controller_mutation_rate``,
+    ``connection_creation_rate``) to a new value or None to remove it."""
+
+    entity: ClientQuotaEntity
+    ops: Mapping[str, float | None]
