@@ -1,8 +1,9 @@
 """Create test topics: the one place fixtures and harness objects go through.
 
-Today this speaks CreateTopics v4 itself (see :mod:`kafkalite.testing.wire`), which
-is far faster than starting ``kafka-topics`` in a JVM. When kafkalite's AdminClient
-is complete, only this module changes.
+Topics are created with kafkalite's own :class:`~kafkalite.AdminClient` (one way to
+create topics in the project; far faster than starting ``kafka-topics`` in a JVM).
+Waiting for the topic to reach every broker still reads Metadata with the harness's
+small wire client (:mod:`kafkalite.testing.wire`), per broker.
 
 >>> create_topic("127.0.0.1:9092", "orders", partitions=3)     # doctest: +SKIP
 'orders'
@@ -15,10 +16,9 @@ import secrets
 import time
 from collections.abc import Mapping
 
-from kafkalite.errors import error_for_code
+from kafkalite.errors import TopicExistsError
 from kafkalite.testing.wire import KafkaSocket, TopicInfo, WireError
 
-_TOPIC_ALREADY_EXISTS = 36
 _MAX_TOPIC_NAME = 249
 
 
@@ -56,13 +56,17 @@ def create_topic(
         kafkalite.errors.ApiError: the broker refused (e.g. TopicAlreadyExistsError,
             InvalidReplicationFactorError), naming the topic.
     """
+    from kafkalite.admin.admin import AdminClient  # the harness imports fast without it
+    from kafkalite.admin.types import NewTopic
+
     configs = {k: str(v) for k, v in (configs or {}).items()}
-    with KafkaSocket.to(bootstrap, timeout=timeout) as conn:
-        code, message = conn.create_topic(
-            name, partitions, replication_factor, configs, timeout_ms=int(timeout * 1000)
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        result = admin.create_topics(
+            [NewTopic(name, partitions, replication_factor, config=configs)], timeout=timeout
         )
-    if code and not (exist_ok and code == _TOPIC_ALREADY_EXISTS):
-        raise error_for_code(code, message, topic=name)
+    error = result[name].error
+    if error is not None and not (exist_ok and isinstance(error, TopicExistsError)):
+        raise error
     wait_for_topic(bootstrap, name, timeout=timeout)
     return name
 
