@@ -290,18 +290,10 @@ class _General:
             free[topic] = free.get(topic, 0) + 1
         self.load[member] += 1
 
-    def _take(self, member: str, topic: str, to: str) -> TopicPartition:
-        """Remove and return the best partition of ``topic`` to hand from member to ``to``."""
+    def _remove(self, member: str, tp: TopicPartition) -> None:
+        topic = tp.topic
         parts = self.held[member][topic]
-        best_i, best_key = 0, None
-        for i, tp in enumerate(parts):
-            owner = self.claims.get(tp)
-            # keep what member kept; else hand back to its previous owner (as Java
-            # reverses an earlier move); else prefer the receiver's rack
-            key = (owner == member, owner != to, self.racks.mismatch(to, tp), -tp.partition)
-            if best_key is None or key < best_key:
-                best_i, best_key = i, key
-        tp = parts.pop(best_i)
+        parts.remove(tp)
         if not parts:
             del self.held[member][topic]
         holders = self.holders[topic]
@@ -312,7 +304,23 @@ class _General:
         if self.claims.get(tp) != member:
             self.free[member][topic] -= 1
         self.load[member] -= 1
-        return tp
+
+    def _move(self, frm: str, tp: TopicPartition, to: str) -> None:
+        self._remove(frm, tp)
+        self.add(to, tp)
+
+    def _pick(self, member: str, topic: str, to: str) -> TopicPartition:
+        """The best partition of ``topic`` to hand from ``member`` to ``to``: one member
+        did not keep from before; better one going back to its previous owner ``to`` (as
+        Java reverses an earlier move); then one on ``to``'s rack."""
+        best, best_key = None, None
+        for tp in self.held[member][topic]:
+            owner = self.claims.get(tp)
+            key = (owner == member, owner != to, self.racks.mismatch(to, tp), -tp.partition)
+            if best_key is None or key < best_key:
+                best, best_key = tp, key
+        assert best is not None
+        return best
 
     def _find_chain(self, level: int) -> list[tuple[str, str, str]] | None:
         """A cheapest chain of moves ending at a member of load ``level`` and starting
@@ -368,7 +376,38 @@ class _General:
             if not chain:
                 return
             for frm, topic, to in chain:
-                self.add(to, self._take(frm, topic, to))
+                self._move(frm, self._pick(frm, topic, to), to)
+
+    def improve_stickiness(self) -> None:
+        """Give partitions back to their previous owners where balance stays the same:
+        a direct move when the two loads differ by one (they swap), or a swap for a
+        partition the owner did not keep from before."""
+        claims, rank = self.claims, self.rank
+        topic_sets = {m: set(ts) for m, ts in self.topics_of.items()}
+        improved = True
+        while improved:
+            improved = False
+            for x in self.order:
+                for topic, parts in list(self.held[x].items()):
+                    for tp in list(parts):
+                        owner = claims.get(tp)
+                        if owner is None or owner == x or owner not in rank:
+                            continue
+                        if topic not in topic_sets[owner] or self.racks.mismatch(owner, tp):
+                            continue
+                        if self.load[x] == self.load[owner] + 1:
+                            self._move(x, tp, owner)
+                            improved = True
+                            continue
+                        swap = next(
+                            (q for t2, qs in self.held[owner].items() if t2 in topic_sets[x]
+                             for q in qs if claims.get(q) != owner and not self.racks.mismatch(x, q)),
+                            None,
+                        )
+                        if swap is not None:
+                            self._move(x, tp, owner)
+                            self._move(owner, swap, x)
+                            improved = True
 
     def result(self) -> dict[str, list[TopicPartition]]:
         return {m: [tp for parts in self.held[m].values() for tp in parts] for m in self.order}
@@ -413,6 +452,7 @@ def _general(
     for tp in unassigned:
         state.add(least_loaded(members_of[tp.topic]), tp)
     state.balance()
+    state.improve_stickiness()
     return state.result()
 
 
