@@ -23,6 +23,7 @@ from kafkalite.testing import (
     LocalBroker,
     LocalCluster,
     processes,
+    tied_popen_kwargs,
 )
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.wire import API_VERSIONS, METADATA, KafkaSocket
@@ -83,7 +84,9 @@ def test_java_tool_command_runs_a_long_lived_group_consumer(kafka_broker, topic_
         ["--bootstrap-server", kafka_broker.bootstrap, "--topic", topic, "--group", group,
          "--from-beginning", "--max-messages", "1"],
     )
-    consumer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    consumer = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **tied_popen_kwargs()
+    )
     try:
         kafka_broker.run_tool(
             "kafka-console-producer",

@@ -34,6 +34,7 @@ from kafkalite.testing.distribution import (
     available_versions,
 )
 from kafkalite.testing.java import JavaNotFoundError, JavaRuntime, find_java
+from kafkalite.testing.processes import reap_orphans, tied_popen_kwargs
 from kafkalite.testing.properties import SASL_PRESET, NodeConfig, SecurityPreset
 from kafkalite.testing.tools import JavaTools, ToolError
 from kafkalite.testing.topics import create_topic, unique_topic_name, wait_for_topic
@@ -66,7 +67,9 @@ __all__ = [
     "create_topic",
     "find_java",
     "random_cluster_id",
+    "reap_orphans",
     "select_backend",
+    "tied_popen_kwargs",
     "unique_topic_name",
     "wait_for_topic",
 ]

@@ -76,7 +76,14 @@ class KafkaService(Protocol):
     def bootstrap_for(self, listener: str) -> str: ...
 
     def run_tool(
-        self, tool: str, args: Sequence[str] = (), **kwargs: object
+        self,
+        tool: str,
+        args: Sequence[str] = (),
+        *,
+        input: str | None = None,
+        timeout: float = 120.0,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]: ...
 
     def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]: ...
@@ -105,9 +112,16 @@ class ToolsMixin:
         return self._tools
 
     def run_tool(
-        self, tool: str, args: Sequence[str] = (), **kwargs: object
+        self,
+        tool: str,
+        args: Sequence[str] = (),
+        *,
+        input: str | None = None,
+        timeout: float = 120.0,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        return self.tools.run(tool, args, **kwargs)  # type: ignore[arg-type]
+        return self.tools.run(tool, args, input=input, timeout=timeout, check=check, env=env)
 
     def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
         return self.tools.command(tool, args)

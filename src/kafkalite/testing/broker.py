@@ -446,13 +446,20 @@ class LocalBroker:
     # -- conveniences ------------------------------------------------------------
 
     def run_tool(
-        self, tool: str, args: Sequence[str] = (), **kwargs: object
+        self,
+        tool: str,
+        args: Sequence[str] = (),
+        *,
+        input: str | None = None,
+        timeout: float = 120.0,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run a Kafka Java tool of this broker's release; see :meth:`JavaTools.run`.
 
         >>> broker.run_tool("kafka-topics", ["--bootstrap-server", broker.bootstrap, "--list"])  # doctest: +SKIP
         """
-        return self.tools.run(tool, args, **kwargs)  # type: ignore[arg-type]
+        return self.tools.run(tool, args, input=input, timeout=timeout, check=check, env=env)
 
     def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
         """argv of a Kafka Java tool, for ``subprocess.Popen`` (long-running tools)."""

@@ -220,10 +220,17 @@ class LocalCluster:
     # -- conveniences ------------------------------------------------------------
 
     def run_tool(
-        self, tool: str, args: Sequence[str] = (), **kwargs: object
+        self,
+        tool: str,
+        args: Sequence[str] = (),
+        *,
+        input: str | None = None,
+        timeout: float = 120.0,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run a Kafka Java tool of this cluster's release (see :meth:`LocalBroker.run_tool`)."""
-        return self.brokers[0].run_tool(tool, args, **kwargs)
+        return self.brokers[0].run_tool(tool, args, input=input, timeout=timeout, check=check, env=env)
 
     def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
         return self.brokers[0].java_tool_command(tool, args)

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from kafkalite.testing.paths import state_dir
 
@@ -98,6 +99,18 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
     return preexec
 
 
+def tied_popen_kwargs() -> dict[str, Any]:
+    """``subprocess.Popen`` keyword arguments that tie the child to this process.
+
+    For long-running tools started from tests, e.g.
+    ``Popen(broker.java_tool_command(...), **tied_popen_kwargs())``: the tool is
+    killed if the test run dies. Call it from the thread that runs Popen.
+    """
+    if sys.platform.startswith("linux"):
+        return {"preexec_fn": _die_with_parent(os.getpid())}
+    return {}
+
+
 def spawn(
     argv: Sequence[str],
     *,
@@ -115,12 +128,8 @@ def spawn(
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        kwargs: dict[str, object] = {}
-        if tied and sys.platform.startswith("linux"):
-            kwargs["preexec_fn"] = _die_with_parent(os.getpid())
-        else:
-            kwargs["start_new_session"] = not tied
-        proc = subprocess.Popen(  # type: ignore[call-overload]
+        kwargs = tied_popen_kwargs() if tied else {"start_new_session": True}
+        proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=log,

@@ -1,6 +1,7 @@
 """pytest fixtures for real Kafka brokers (registered as the ``kafkalite`` plugin).
 
-Fixtures (every broker starts on first use only, once per session):
+Fixtures (every broker starts on first use only, once per session; the release is
+``$KAFKALITE_KAFKA_VERSION`` or the pinned one):
 
 ``kafka_broker``
     session-scoped single broker (pinned release); honours ``KAFKALITE_BOOTSTRAP``

@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kafkalite.testing import processes
 from kafkalite.testing.distribution import KafkaDistribution
 from kafkalite.testing.java import JavaRuntime
 from kafkalite.testing.properties import LogConfig, tools_log_config
@@ -128,8 +129,11 @@ class JavaTools:
             check: raise :class:`ToolError` on a non-zero exit.
         """
         argv = self.command(tool, args, jvm_options=jvm_options)
+        # Tied like the brokers: a tool blocked on a dead broker must not outlive a
+        # killed test run.
         done = subprocess.run(
             argv,
+            **processes.tied_popen_kwargs(),
             input=input if input is not None else "",
             capture_output=True,
             text=True,
