@@ -1,0 +1,101 @@
+"""Argument checking and settings shared by the blocking and asyncio consumers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafkalite.config import Config, cross_check, resolve
+from kafkalite.errors import ConfigError, IllegalStateError, InvalidGroupIdError
+from kafkalite.types import OffsetAndMetadata, TopicPartition
+
+
+@cross_check("consumer")
+def _check_consumer_settings(cfg: Config) -> Config:
+    if cfg["group.instance.id"] is not None and not cfg["group.id"]:
+        raise ConfigError("setting 'group.instance.id' needs 'group.id' (static membership is group membership)")
+    if cfg["group.protocol"] == "consumer":
+        for name in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+            if cfg.is_set(name):
+                raise ConfigError(
+                    f"setting '{name}' is not used with group.protocol=consumer (KIP-848): the broker "
+                    "decides it; remove it or use group.protocol=classic"
+                    + ("; choose a server-side assignor with 'group.remote.assignor'"
+                       if name == "partition.assignment.strategy" else ""))
+    elif cfg.is_set("group.remote.assignor"):
+        raise ConfigError("setting 'group.remote.assignor' needs group.protocol=consumer (KIP-848)")
+    if cfg["group.id"] is not None and not cfg["group.id"].strip():
+        raise ConfigError("setting 'group.id' must not be empty (leave it unset for no group)")
+    if cfg["heartbeat.interval.ms"] >= cfg["session.timeout.ms"] and cfg["group.protocol"] == "classic":
+        raise ConfigError(
+            f"setting 'heartbeat.interval.ms' ({cfg['heartbeat.interval.ms']}) must be lower than "
+            f"'session.timeout.ms' ({cfg['session.timeout.ms']})")
+    if cfg["auto.offset.reset"] == "by_duration":
+        raise ConfigError("auto.offset.reset=by_duration is not supported yet; use earliest, latest or none")
+    return cfg
+
+
+def resolve_settings(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Config:
+    cfg = resolve("consumer", config, **kwargs)
+    if cfg["group.id"] and cfg["group.protocol"] == "classic":
+        from kafkalite.consumer.assignors import assignors_from_config
+
+        assignors_from_config(cfg["partition.assignment.strategy"])  # fail at construction
+    return cfg
+
+
+def require_group(cfg: Config, what: str) -> str:
+    group = cfg["group.id"]
+    if not group:
+        raise InvalidGroupIdError(f"{what} needs the setting 'group.id' (a consumer group)")
+    return str(group)
+
+
+def parse_subscription(topics: Any, pattern: Any) -> tuple[list[str] | None, Any]:
+    """(topic list, None) or (None, pattern) from subscribe()'s arguments."""
+    if pattern is not None:
+        if topics is not None:
+            raise IllegalStateError("subscribe() takes topics or pattern, not both")
+        return None, pattern
+    if isinstance(topics, re.Pattern):
+        return None, topics
+    if isinstance(topics, str):
+        # confluent-kafka's convention: a name starting with '^' is a regex.
+        return (None, topics) if topics.startswith("^") else ([topics], None)
+    if topics is None:
+        raise IllegalStateError("subscribe() needs a list of topics or a pattern")
+    names = list(topics)
+    if any(isinstance(t, str) and t.startswith("^") for t in names):
+        if len(names) != 1:
+            raise IllegalStateError("subscribe() takes one regex (starting with '^') or topic names, not both")
+        return None, names[0]
+    return names, None
+
+
+def partitions_arg(partitions: Iterable[Any] | Any) -> list[TopicPartition]:
+    if isinstance(partitions, TopicPartition):
+        return [partitions]
+    out = []
+    for tp in partitions:
+        if not isinstance(tp, tuple) or len(tp) != 2 or not isinstance(tp[0], str) or not isinstance(tp[1], int):
+            raise IllegalStateError(f"expected TopicPartition(topic, partition), got {tp!r}")
+        out.append(TopicPartition(tp[0], tp[1]))
+    return out
+
+
+def offsets_arg(offsets: Mapping[Any, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
+    out = {}
+    for tp, om in offsets.items():
+        (tp2,) = partitions_arg([tp])
+        if isinstance(om, OffsetAndMetadata):
+            out[tp2] = om
+        elif isinstance(om, int) and not isinstance(om, bool):
+            out[tp2] = OffsetAndMetadata(om)
+        else:
+            raise IllegalStateError(f"commit offsets must be OffsetAndMetadata or int, got {om!r} for {tp2}")
+    return out
+
+
+def check_seek_target(subs: Any, tp: TopicPartition) -> None:
+    subs.state(tp)  # IllegalStateError naming the partition if unassigned

@@ -1,0 +1,428 @@
+"""The blocking consumer: ``kafkalite.Consumer``.
+
+Its engine (fetching, heartbeats, commits) runs on a background thread; ``poll()``
+takes already fetched records from a buffer and decodes them in the calling thread.
+Rebalance listener callbacks and commit callbacks run in the thread that calls
+``poll()``. Every blocking call honours its timeout, ``wakeup()`` and Ctrl-C.
+
+Not thread-safe, like the Java consumer: use one consumer per thread; only
+:meth:`Consumer.wakeup` may be called from another thread.
+
+Example::
+
+    from kafkalite import Consumer
+
+    with Consumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "billing",
+                   "auto.offset.reset": "earliest"}) as consumer:
+        consumer.subscribe(["orders"])
+        while True:
+            for record in consumer.poll(timeout=1.0):
+                handle(record.key, record.value)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from kafkalite.consumer import _frontend as fe
+from kafkalite.consumer.core import CommitCallback, ConsumerCore
+from kafkalite.consumer.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListedOffset
+from kafkalite.consumer.records import ConsumerRecords
+from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
+from kafkalite.metrics import MetricName
+from kafkalite.net.engine import EngineThread
+from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+
+T = TypeVar("T")
+_SLICE = 0.1
+
+
+class Consumer:
+    """A Kafka consumer with a blocking API (see the module doc for an example).
+
+    Args:
+        config: settings with Java names (``{"group.id": "g"}``); keyword arguments
+            take snake_case aliases (``group_id="g"``). See ``docs/consumer.md``.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self._closed = True
+        self.config = fe.resolve_settings(config, kwargs)
+        self._event = threading.Event()
+        self._wakeup = False
+        name = f"kafkalite-consumer-{self.config['client.id'] or id(self)}"
+        self._engine = EngineThread(name=name).start()
+        engine = self._engine
+        event = self._event
+
+        async def make() -> ConsumerCore:
+            import asyncio
+
+            return ConsumerCore(self.config, asyncio.get_running_loop(), event.set, engine.call_soon)
+
+        self._core: ConsumerCore = engine.run(make(), timeout=30, what="starting the consumer")
+        self._closed = False
+        engine.call_soon(self._core.start)
+
+    # ------------------------------------------------------------ plumbing
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the consumer is closed")
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str) -> T:
+        """Run ``coro`` on the engine; honours ``timeout``, wakeup() and Ctrl-C."""
+        self._check_open()
+        future = self._engine.submit(coro)
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        try:
+            while True:
+                if self._wakeup:
+                    self._wakeup = False
+                    future.cancel()
+                    raise WakeupError(f"{what} was interrupted by wakeup()")
+                wait = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
+                if wait <= 0:
+                    future.cancel()
+                    raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s")
+                done, _ = concurrent.futures.wait([future], wait)
+                if done:
+                    return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
+
+    def _drain_callbacks(self) -> None:
+        err = self._core.run_app_calls()
+        if err is not None:
+            raise err
+
+    # ------------------------------------------------------------ subscribing
+
+    def subscribe(self, topics: Iterable[str] | str | Any = None, listener: Any = None, *,
+                  pattern: Any = None) -> None:
+        """Join the group and read the topics it assigns to this member.
+
+        ``topics`` is a list of names, or a regex (``re.Pattern``, ``pattern="^orders-.*"``,
+        or a string starting with ``^``) matched against every topic's whole name.
+        ``listener`` is a :class:`~kafkalite.ConsumerRebalanceListener`. An empty list
+        unsubscribes. Needs ``group.id``; mixing with assign() raises IllegalStateError.
+        """
+        self._check_open()
+        names, regex = fe.parse_subscription(topics, pattern)
+        if names is not None and not names:
+            self.unsubscribe()
+            return
+        fe.require_group(self.config, "subscribe()")
+        core = self._core
+        if names is not None:
+            core.subs.subscribe(names, listener)
+        else:
+            core.subs.subscribe_pattern(regex, listener)
+
+        async def attach() -> None:
+            core.ensure_group()
+            core.start()
+        self._run(attach(), 30, "subscribe()")
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly these partitions, with no group membership (positions from the
+        committed offsets if ``group.id`` is set, else ``auto.offset.reset``)."""
+        self._check_open()
+        self._core.subs.assign_from_user(fe.partitions_arg(partitions))
+        self._engine.call_soon(self._core.wake_positions)
+
+    def unsubscribe(self) -> None:
+        """Stop reading: leave the group (after revoking through the listener) or drop the assignment."""
+        self._check_open()
+        core = self._core
+        if core.group is not None and core.subs.has_auto_assignment:
+            owned = core.subs.assigned_partitions()
+            if core.auto_commit and owned:
+                try:
+                    self.commit(core.subs.all_consumed())
+                except Exception:
+                    pass
+            if owned:
+                self._drain_callbacks()
+                core.revoke_now(owned)
+            self._run(core.group.leave("the consumer unsubscribed"), self._timeout(None), "unsubscribe()")
+        core.subs.unsubscribe()
+        core.buffer.drop()
+
+    def assignment(self) -> set[TopicPartition]:
+        """Partitions currently assigned to this consumer."""
+        return self._core.subs.assigned_partitions()
+
+    def subscription(self) -> set[str]:
+        """Topics subscribed to (for a pattern, those it currently matches)."""
+        return self._core.subs.subscription()
+
+    # ------------------------------------------------------------ polling
+
+    def poll(self, timeout: float | None = None, max_records: int | None = None) -> ConsumerRecords:
+        """Return fetched records, waiting up to ``timeout`` seconds (None: until some arrive).
+
+        At most ``max_records`` (default ``max.poll.records``). Runs pending rebalance
+        and commit callbacks, commits automatically when due (what earlier polls
+        returned), and raises errors of the partitions it reads (e.g.
+        OffsetOutOfRangeError with auto.offset.reset=none, CorruptRecordsError).
+        """
+        self._check_open()
+        core = self._core
+        subs = core.subs
+        if not subs.assignment and not subs.has_auto_assignment:
+            raise IllegalStateError("the consumer is not subscribed to any topic and has no assigned partitions")
+        limit = max_records or core.max_poll_records
+        deadline = None if timeout is None else time.monotonic() + timeout
+        event = self._event
+        core.poll_begin()
+        while True:
+            event.clear()
+            if self._wakeup:
+                self._wakeup = False
+                raise WakeupError("poll() was interrupted by wakeup()")
+            if core.app_calls:
+                self._drain_callbacks()
+            core.raise_errors()
+            records = core.collect(limit)
+            if records:
+                return records
+            now = time.monotonic()
+            core.last_poll = now
+            if deadline is not None and now >= deadline:
+                return records
+            event.wait(_SLICE if deadline is None else min(_SLICE, deadline - now))
+
+    def __iter__(self) -> Iterator[Any]:
+        """Records forever (poll in a loop); stop with wakeup(), close() or Ctrl-C."""
+        while not self._closed:
+            try:
+                records = self.poll(1.0)
+            except ClientClosedError:
+                return
+            yield from records
+
+    def wakeup(self) -> None:
+        """Make the current (or next) blocking call raise WakeupError. Thread-safe."""
+        self._wakeup = True
+        self._event.set()
+
+    # ------------------------------------------------------------ positions
+
+    def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
+        """The offset of the next record poll() returns for ``partition`` (looked up if needed)."""
+        self._check_open()
+        (tp,) = fe.partitions_arg([partition])
+        pos = self._core.subs.position(tp)
+        if pos is not None:
+            return pos
+        t = self._timeout(timeout)
+        return self._run(self._core.wait_for_position(tp, t), t, f"position({tp})")
+
+    def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
+        """Make the next poll() return ``partition`` from ``offset``."""
+        self._check_open()
+        (tp,) = fe.partitions_arg([partition])
+        epoch: int | None = None
+        if isinstance(offset, OffsetAndMetadata):
+            value, epoch = offset.offset, offset.leader_epoch
+        else:
+            value = offset
+        self._core.subs.seek(tp, value, epoch)
+        self._engine.call_soon(self._core.fetcher.wake)
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Start from the earliest offset (all assigned partitions if none given); lazy, as Java."""
+        self._seek_to("earliest", partitions)
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Start from the end of the log (only new records); lazy, as Java."""
+        self._seek_to("latest", partitions)
+
+    def _seek_to(self, where: str, partitions: Iterable[TopicPartition] | None) -> None:
+        self._check_open()
+        subs = self._core.subs
+        tps = fe.partitions_arg(partitions) if partitions is not None else sorted(subs.assigned_partitions())
+        for tp in tps:
+            subs.state(tp)
+        subs.request_reset(tps, where)
+        self._engine.call_soon(self._core.wake_positions)
+
+    def committed(self, partitions: Iterable[TopicPartition] | TopicPartition, timeout: float | None = None
+                  ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets (None where nothing is committed)."""
+        self._check_open()
+        fe.require_group(self.config, "committed()")
+        tps = fe.partitions_arg(partitions)
+        t = self._timeout(timeout)
+        return self._run(self._core.offsets.fetch_committed(tps, t, self._core._generation_for_fetch()),
+                         t, "committed()")
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
+                          ) -> dict[TopicPartition, int]:
+        """The first offset of each partition."""
+        return self._list(partitions, EARLIEST_TIMESTAMP, timeout)
+
+    def end_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
+                    ) -> dict[TopicPartition, int]:
+        """The offset after the last record (the last stable offset with read_committed)."""
+        return self._list(partitions, LATEST_TIMESTAMP, timeout)
+
+    def _list(self, partitions: Iterable[TopicPartition], stamp: int, timeout: float | None) -> dict[TopicPartition, int]:
+        self._check_open()
+        tps = fe.partitions_arg(partitions)
+        t = self._timeout(timeout)
+        found = self._run(self._core.offsets.list_offsets({tp: stamp for tp in tps}, t), t, "listing offsets")
+        return {tp: (v.offset if v is not None else -1) for tp, v in found.items()}
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
+                          ) -> dict[TopicPartition, ListedOffset | None]:
+        """For each partition, the earliest offset whose timestamp is >= the given one
+        (ms), as ``ListedOffset(offset, timestamp, leader_epoch)``; None if there is none."""
+        self._check_open()
+        stamps = {}
+        for tp, ts in timestamps.items():
+            (tp2,) = fe.partitions_arg([tp])
+            if not isinstance(ts, int) or ts < 0:
+                raise IllegalStateError(f"timestamp for {tp2} must be >= 0, got {ts!r}",
+                                        topic=tp2.topic, partition=tp2.partition)
+            stamps[tp2] = ts
+        t = self._timeout(timeout)
+        return self._run(self._core.offsets.list_offsets(stamps, t), t, "offsets_for_times()")
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop returning records of these partitions (the group membership stays)."""
+        self._check_open()
+        tps = fe.partitions_arg(partitions)
+        self._core.subs.pause(tps)
+        self._core.buffer.drop(lambda f: f.tp not in set(tps))
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self._check_open()
+        self._core.subs.resume(fe.partitions_arg(partitions))
+        self._engine.call_soon(self._core.fetcher.wake)
+
+    def paused(self) -> set[TopicPartition]:
+        return self._core.subs.paused_partitions()
+
+    def lag(self, partition: TopicPartition) -> int | None:
+        """Records between the position and the end of the partition as of the last fetch
+        (the last stable offset with read_committed); None if unknown yet."""
+        (tp,) = fe.partitions_arg([partition])
+        return self._core.subs.lag(tp, self._core.read_committed)
+
+    current_lag = lag
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> set[TopicPartition]:
+        """The partitions of ``topic`` (metadata is fetched if needed)."""
+        self._check_open()
+        t = self._timeout(timeout)
+        meta = self._run(self._core.client.refresh_metadata({topic}, timeout_s=t), t, "partitions_for()")
+        return {TopicPartition(topic, p.partition) for p in meta.partitions_for(topic)}
+
+    def list_topics(self, timeout: float | None = None) -> dict[str, set[TopicPartition]]:
+        """Every topic the client may see, with its partitions."""
+        self._check_open()
+        t = self._timeout(timeout)
+        meta = self._run(self._core.client.refresh_metadata(all_topics=True, timeout_s=t), t, "list_topics()")
+        return {name: {TopicPartition(name, p) for p in topic.partitions} for name, topic in meta.topics.items()}
+
+    # ------------------------------------------------------------ commits
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None, *,
+               asynchronous: bool = False, callback: CommitCallback | None = None,
+               timeout: float | None = None) -> None:
+        """Commit ``offsets`` (default: the positions of everything poll() returned).
+
+        The committed offset is the NEXT offset to read. Synchronous commits retry
+        retriable errors until ``timeout`` (default.api.timeout.ms); asynchronous ones
+        never retry and call ``callback(offsets, error_or_None)`` from a later poll().
+        """
+        if asynchronous:
+            self.commit_async(offsets, callback)
+        else:
+            self.commit_sync(offsets, timeout)
+
+    def commit_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+                    timeout: float | None = None) -> None:
+        self._check_open()
+        core = self._core
+        values = core.subs.all_consumed() if offsets is None else fe.offsets_arg(offsets)
+        core.check_commit(values)
+        if core.app_calls:
+            self._drain_callbacks()
+        if not values:
+            return
+        t = self._timeout(timeout)
+        self._run(core.commit(values, t), t, "commit")
+        if core.app_calls:
+            self._drain_callbacks()
+
+    def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+                     callback: CommitCallback | None = None) -> None:
+        self._check_open()
+        core = self._core
+        values = core.subs.all_consumed() if offsets is None else fe.offsets_arg(offsets)
+        core.check_commit(values)
+        self._engine.call_soon(core.commit_async_from_poll, values, callback)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group identity, for ``Producer.send_offsets_to_transaction``."""
+        self._check_open()
+        return self._core.group_metadata()
+
+    # ------------------------------------------------------------ metrics and closing
+
+    def metrics(self) -> dict[MetricName, float]:
+        """Current metric values with the Java names (e.g. ``records-lag-max``)."""
+        return self._core.registry.snapshot()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Commit (with enable.auto.commit), revoke through the listener, leave the group
+        (unless static member), and stop. Never takes longer than ``timeout`` seconds."""
+        if self._closed:
+            return
+        deadline = time.monotonic() + max(0.0, timeout)
+        core = self._core
+        try:
+            if core.group is not None and core.subs.has_auto_assignment:
+                owned = core.subs.assigned_partitions()
+                if core.auto_commit and owned:
+                    try:
+                        self._run(core.commit(core.subs.all_consumed(), max(0.01, deadline - time.monotonic())),
+                                  max(0.01, deadline - time.monotonic()), "commit on close")
+                    except Exception:
+                        pass
+                try:
+                    core.run_app_calls()
+                    if owned:
+                        core.revoke_now(owned)
+                except Exception:
+                    pass
+            leave = self.config["group.instance.id"] is None
+            try:
+                self._run(core.close(max(0.01, deadline - time.monotonic()), commit=False, leave=leave),
+                          max(0.05, deadline - time.monotonic()) + 0.5, "close")
+            except Exception:
+                pass
+        finally:
+            self._closed = True
+            self._engine.stop(timeout=max(0.1, min(2.0, deadline - time.monotonic())))
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._core.subs.assignment)} partitions"
+        return f"<kafkalite.Consumer group={self.config['group.id']!r} {state}>"

@@ -1,0 +1,530 @@
+"""Classic consumer group membership: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+
+:class:`ClassicGroupMember` runs on the consumer's engine, talking to the group
+coordinator on its own connection (``COORDINATOR_CHANNEL``), so a JoinGroup that waits
+for the whole group never queues behind a fetch, and heartbeats go on while the
+application processes records.
+
+A rebalance, as in Java's ``ConsumerCoordinator``:
+
+1. prepare: with auto-commit, commit what was consumed; eager assignors revoke
+   everything (``on_partitions_revoked``, possibly empty); cooperative ones revoke only
+   partitions of topics no longer subscribed; a member that lost its membership calls
+   ``on_partitions_lost`` instead;
+2. JoinGroup with one protocol per configured assignor (its subscription: topics, owned
+   partitions, generation, rack); the elected leader runs the agreed assignor over
+   every member's subscription;
+3. SyncGroup hands out (or receives) the assignments;
+4. complete: eager members take the new assignment; cooperative members first revoke
+   what moved away, keep what stays (still fetched throughout), add the rest, and
+   rejoin once more if they revoked anything (the second round of KIP-429).
+
+Listener calls run in the thread that calls poll() (see :mod:`kafkalite.consumer.core`).
+The member joins only while the application polls: exceeding ``max.poll.interval.ms``
+makes it leave the group (LeaveGroup, unless static), and the next poll() rejoins.
+Static members (``group.instance.id``, KIP-345) never send LeaveGroup; a newer member
+with the same instance id fences this one: poll() then raises FencedInstanceIdError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from typing import Any
+
+from kafkalite.backoff import ExponentialBackoff
+from kafkalite.consumer.assignors import (
+    PROTOCOL_TYPE,
+    Assignment,
+    RebalanceProtocol,
+    Subscription,
+    assignors_from_config,
+    common_rebalance_protocol,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    validate_assignment,
+    validate_cooperative_assignment,
+)
+from kafkalite.consumer.offsets import Generation
+from kafkalite.errors import (
+    ApiError,
+    CommitFailedError,
+    FencedInstanceIdError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    error_for_code,
+)
+from kafkalite.net.client import COORDINATOR_CHANNEL
+from kafkalite.protocol.messages.heartbeat import HeartbeatRequest
+from kafkalite.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from kafkalite.protocol.messages.leave_group import (
+    LeaveGroupRequest,
+    LeaveGroupRequestMemberIdentity,
+)
+from kafkalite.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from kafkalite.types import TopicPartition
+
+log = logging.getLogger("kafkalite.consumer.group")
+
+# Error codes
+_COORDINATOR_LOAD, _COORDINATOR_NA, _NOT_COORDINATOR = 14, 15, 16
+_ILLEGAL_GENERATION, _UNKNOWN_MEMBER_ID, _REBALANCE_IN_PROGRESS = 22, 25, 27
+_MEMBER_ID_REQUIRED, _FENCED_INSTANCE_ID = 79, 82
+_COORDINATOR_ERRORS = {_COORDINATOR_LOAD, _COORDINATOR_NA, _NOT_COORDINATOR}
+_FATAL = {23, 24, 26, 30, 81, 82}  # INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT,
+# GROUP_AUTHORIZATION_FAILED, GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID
+
+
+class MemberState(enum.Enum):
+    UNJOINED = "unjoined"
+    PREPARING = "preparing"
+    JOINING = "joining"
+    SYNCING = "syncing"
+    STABLE = "stable"
+
+
+class _Rejoin(Exception):
+    """The join/sync round must start over (REBALANCE_IN_PROGRESS and friends)."""
+
+
+class ClassicGroupMember:
+    """This consumer's membership in a classic group (engine side)."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        cfg = core.cfg
+        self.cfg = cfg
+        self.client = core.client
+        self.group_id: str = cfg["group.id"]
+        self.instance_id: str | None = cfg["group.instance.id"]
+        self.assignors = assignors_from_config(cfg["partition.assignment.strategy"])
+        self.protocol = common_rebalance_protocol(self.assignors)
+        self.session_timeout_ms: int = cfg["session.timeout.ms"]
+        self.heartbeat_interval_s: float = cfg["heartbeat.interval.ms"] / 1000.0
+        self.rebalance_timeout_ms: int = cfg["max.poll.interval.ms"]
+        self.generation_id = -1
+        self.member_id = ""
+        self.protocol_name: str | None = None
+        self.leader_id = ""
+        self.state = MemberState.UNJOINED
+        self.need_rejoin = True
+        self.rejoin_reason = "the consumer subscribed"
+        self._rejoin_allowed = True
+        self._fatal: KafkaError | None = None
+        self._lost = False
+        self._wake = asyncio.Event()
+        self._hb_wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
+        self._last_heartbeat_ok = time.monotonic()
+        self._snapshot: dict[str, int] = {}
+        self._subscribed_at_join: frozenset[str] = frozenset()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        if self._tasks:
+            return
+        loop = self.core.loop
+        for coro, name in ((self._run(), "join"), (self._heartbeat_loop(), "heartbeat")):
+            task = loop.create_task(coro, name=f"kafkalite-group-{name}")
+            task.add_done_callback(self.core._task_done)
+            self._tasks.append(task)
+
+    def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+    def generation(self) -> Generation:
+        return Generation(self.generation_id, self.member_id, self.instance_id)
+
+    def raise_fatal(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+
+    def check_can_commit(self) -> None:
+        if self.generation_id < 0 and self.core.subs.has_auto_assignment:
+            raise CommitFailedError(
+                f"cannot commit: this consumer is not an active member of group {self.group_id!r} "
+                "(a rebalance is in progress or the membership was lost); poll() to rejoin",
+                group_id=self.group_id)
+
+    def on_commit_result(self, error: BaseException | None) -> None:
+        return None
+
+    # ------------------------------------------------------------ signals (engine side unless noted)
+
+    def on_poll(self, now: float) -> None:
+        """Poll side: the application is polling, joining is allowed again."""
+        if not self._rejoin_allowed:
+            self.core.call_soon(self._allow_rejoin)
+
+    def _allow_rejoin(self) -> None:
+        self._rejoin_allowed = True
+        self._wake.set()
+
+    def request_rejoin(self, reason: str) -> None:
+        if not self.need_rejoin:
+            log.info("group %s: rejoining (%s)", self.group_id, reason)
+        self.need_rejoin = True
+        self.rejoin_reason = reason
+        self._wake.set()
+
+    def on_subscription_change(self) -> None:
+        subs = self.core.subs
+        if subs.has_auto_assignment and frozenset(subs.topics) != self._subscribed_at_join:
+            self.request_rejoin("the subscription changed")
+        self._wake.set()
+
+    def on_metadata_update(self) -> None:
+        if self.state is not MemberState.STABLE or not self._snapshot:
+            return
+        meta = self.client.metadata
+        current = {t: meta.partition_count(t) or 0 for t in self._snapshot}
+        if current != self._snapshot:
+            self.request_rejoin("the partitions of subscribed topics changed")
+
+    # ------------------------------------------------------------ the join loop
+
+    async def _run(self) -> None:
+        attempt = 0
+        while True:
+            await self._wait_for_work()
+            try:
+                await self._rebalance()
+                attempt = 0
+            except asyncio.CancelledError:
+                raise
+            except KafkaError as exc:
+                if self._is_fatal(exc):
+                    self._set_fatal(exc)
+                    continue
+                attempt += 1
+                delay = self._backoff.delay_s(attempt - 1)
+                log.info("group %s: rebalance attempt failed (%s); retrying in %.2fs", self.group_id, exc, delay)
+                self.core.metrics.failed_rebalance.record()
+                await asyncio.sleep(delay)
+
+    def _is_fatal(self, exc: KafkaError) -> bool:
+        return isinstance(exc, ApiError) and exc.code in _FATAL
+
+    def _set_fatal(self, exc: KafkaError) -> None:
+        if isinstance(exc, FencedInstanceIdError) or getattr(exc, "code", None) == _FENCED_INSTANCE_ID:
+            exc = FencedInstanceIdError(
+                f"another consumer joined group {self.group_id!r} with the same group.instance.id "
+                f"{self.instance_id!r}; this one was fenced and must be closed (static member ids must "
+                "be unique)", group_id=self.group_id)
+        elif isinstance(exc, ApiError):
+            exc.with_context(group_id=self.group_id)
+        log.error("group %s: fatal error: %s", self.group_id, exc)
+        self._fatal = exc
+        self.need_rejoin = False
+        self._reset_generation()
+        self.core.notify_poll()
+
+    async def _wait_for_work(self) -> None:
+        subs = self.core.subs
+        while not (subs.has_auto_assignment and self.need_rejoin and self._rejoin_allowed and self._fatal is None):
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def _coordinator(self) -> int:
+        return await self.client.find_coordinator(self.group_id, timeout_s=self.core._api_timeout)
+
+    async def _send(self, request: Any, timeout_ms: float | None = None) -> Any:
+        node = await self._coordinator()
+        try:
+            return await self.client.send(node, request, channel=COORDINATOR_CHANNEL, timeout_ms=timeout_ms)
+        except KafkaConnectionError:
+            self.client.invalidate_coordinator(self.group_id)
+            raise
+
+    def _coordinator_error(self, code: int) -> bool:
+        if code in _COORDINATOR_ERRORS:
+            if code != _COORDINATOR_LOAD:
+                self.client.invalidate_coordinator(self.group_id)
+            return True
+        return False
+
+    async def _rebalance(self) -> None:
+        core = self.core
+        subs = core.subs
+        await self._refresh_subscription_metadata()
+        self.state = MemberState.PREPARING
+        owned = subs.assigned_partitions()
+        if self._lost or (self.generation_id < 0 and owned):
+            self._lost = False
+            await core.revoke(owned, lost=True)
+        elif self.generation_id >= 0:
+            if self.protocol is RebalanceProtocol.EAGER:
+                await core.revoke(owned, always=True)
+            else:
+                gone = {tp for tp in owned if tp.topic not in subs.topics}
+                if gone:
+                    await core.revoke(gone)
+        started = time.monotonic()
+        while True:
+            if self._lost:
+                self._lost = False
+                await core.revoke(subs.assigned_partitions(), lost=True)
+            self.state = MemberState.JOINING
+            try:
+                join = await self._join()
+                core.metrics.join_latency.record((time.monotonic() - started) * 1000.0)
+                self.state = MemberState.SYNCING
+                sync_started = time.monotonic()
+                assignment_bytes = await self._sync(join)
+                core.metrics.sync_latency.record((time.monotonic() - sync_started) * 1000.0)
+                break
+            except _Rejoin as why:
+                log.debug("group %s: %s; joining again", self.group_id, why)
+                continue
+        await self._complete(join, assignment_bytes)
+
+    async def _refresh_subscription_metadata(self) -> None:
+        subs = self.core.subs
+        try:
+            if subs.pattern is not None:
+                await self.client.refresh_metadata(all_topics=True, timeout_s=self.core._api_timeout)
+                self.core._after_metadata()
+            elif subs.topics:
+                await self.client.refresh_metadata(subs.topics, timeout_s=self.core._api_timeout)
+        except KafkaTimeoutError as exc:
+            log.debug("metadata before joining: %s", exc)
+
+    def _subscription_bytes(self, topics: list[str], owned: list[TopicPartition]) -> list[JoinGroupRequestProtocol]:
+        rack = self.cfg["client.rack"] or None
+        out = []
+        for assignor in self.assignors:
+            sub = Subscription(topics=topics, user_data=assignor.subscription_user_data(set(topics)),
+                               owned_partitions=owned, generation_id=self.generation_id, rack_id=rack)
+            out.append(JoinGroupRequestProtocol(name=assignor.name, metadata=encode_subscription(sub)))
+        return out
+
+    async def _join(self) -> Any:
+        subs = self.core.subs
+        while True:
+            topics = sorted(subs.topics)
+            self._subscribed_at_join = frozenset(topics)
+            owned = sorted(subs.assigned_partitions())
+            request = JoinGroupRequest(
+                group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
+                rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=self.member_id,
+                group_instance_id=self.instance_id, protocol_type=PROTOCOL_TYPE,
+                protocols=self._subscription_bytes(topics, owned), reason=self.rejoin_reason,
+            )
+            self.need_rejoin = False
+            timeout = max(self.cfg["request.timeout.ms"], self.rebalance_timeout_ms + 5000)
+            response = await self._send(request, timeout_ms=timeout)
+            code = response.error_code
+            if code == 0:
+                self.generation_id = response.generation_id
+                self.member_id = response.member_id
+                self.protocol_name = response.protocol_name
+                self.leader_id = response.leader
+                return response
+            if code == _MEMBER_ID_REQUIRED:
+                self.member_id = response.member_id  # KIP-394: join again with the given id
+                continue
+            if code == _UNKNOWN_MEMBER_ID:
+                self._reset_generation(keep_member=False)
+                continue
+            if code in (_ILLEGAL_GENERATION, _REBALANCE_IN_PROGRESS):
+                self._reset_generation(keep_member=True)
+                continue
+            if self._coordinator_error(code):
+                raise error_for_code(code, "JoinGroup failed", group_id=self.group_id)
+            raise error_for_code(code, "JoinGroup failed", group_id=self.group_id)
+
+    async def _sync(self, join: Any) -> bytes:
+        assignments: list[SyncGroupRequestAssignment] = []
+        if join.leader == join.member_id and not getattr(join, "skip_assignment", False):
+            assignments = await self._leader_assign(join)
+        request = SyncGroupRequest(
+            group_id=self.group_id, generation_id=join.generation_id, member_id=join.member_id,
+            group_instance_id=self.instance_id, protocol_type=PROTOCOL_TYPE, protocol_name=join.protocol_name,
+            assignments=assignments,
+        )
+        response = await self._send(request)
+        code = response.error_code
+        if code == 0:
+            return bytes(response.assignment or b"")
+        if code == _REBALANCE_IN_PROGRESS:
+            raise _Rejoin("the group is rebalancing again")
+        if code in (_UNKNOWN_MEMBER_ID, _ILLEGAL_GENERATION):
+            self._reset_generation(keep_member=code == _ILLEGAL_GENERATION)
+            raise _Rejoin(f"SyncGroup said {error_for_code(code).name}")
+        self._coordinator_error(code)
+        raise error_for_code(code, "SyncGroup failed", group_id=self.group_id)
+
+    async def _leader_assign(self, join: Any) -> list[SyncGroupRequestAssignment]:
+        subscriptions: dict[str, Subscription] = {}
+        for m in join.members:
+            sub = decode_subscription(m.metadata)
+            sub.group_instance_id = m.group_instance_id
+            subscriptions[m.member_id] = sub
+        all_topics = sorted({t for s in subscriptions.values() for t in s.topics})
+        self.core.subs.group_topics = frozenset(all_topics)
+        self.client.track_topics(all_topics)
+        if all_topics:
+            try:
+                await self.client.refresh_metadata(all_topics, timeout_s=self.core._api_timeout)
+            except KafkaTimeoutError as exc:
+                log.warning("group %s: leader could not refresh metadata: %s", self.group_id, exc)
+        meta = self.client.metadata
+        per_topic = {t: meta.partition_count(t) or 0 for t in all_topics}
+        per_topic = {t: n for t, n in per_topic.items() if n > 0}
+        self._snapshot = dict(per_topic)
+        assignor = next((a for a in self.assignors if a.name == join.protocol_name), None)
+        if assignor is None:
+            raise error_for_code(23, f"the group chose assignor {join.protocol_name!r}, which this member "
+                                     "does not have", group_id=self.group_id)
+        racks = None
+        if any(s.rack_id for s in subscriptions.values()):
+            racks = {}
+            for t in per_topic:
+                for p in meta.partitions_for(t):
+                    racks[TopicPartition(t, p.partition)] = {
+                        b.rack for r in p.replicas if (b := meta.broker(r)) is not None and b.rack}
+        result = assignor.assign(per_topic, subscriptions, partition_racks=racks)
+        validate_assignment(result, per_topic, subscriptions)
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
+            validate_cooperative_assignment({m: s.owned_partitions for m, s in subscriptions.items()}, result)
+        log.info("group %s: leader assigned %s", self.group_id,
+                 {m: sorted(a.partitions) for m, a in result.items()})
+        return [SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(result.get(m, Assignment([]))))
+                for m in subscriptions]
+
+    async def _complete(self, join: Any, assignment_bytes: bytes) -> None:
+        core = self.core
+        assignment = decode_assignment(assignment_bytes)
+        assignor = next((a for a in self.assignors if a.name == join.protocol_name), None)
+        if assignor is not None:
+            assignor.on_assignment(assignment, join.generation_id)
+        self.state = MemberState.STABLE
+        self._last_heartbeat_ok = time.monotonic()
+        self._hb_wake.set()
+        new = set(assignment.partitions)
+        owned = core.subs.assigned_partitions()
+        log.info("group %s: generation %d, member %s, assigned %s", self.group_id, join.generation_id,
+                 join.member_id, sorted(new))
+        if self.protocol is RebalanceProtocol.EAGER:
+            await core.assign(new, new)
+        else:
+            revoked = owned - new
+            added = new - owned
+            if revoked:
+                await core.revoke(revoked)
+            await core.assign(new, added)
+            if revoked:
+                self.request_rejoin("partitions were revoked (cooperative rebalance, second round)")
+        core.metrics.rebalance.record()
+        core.metrics.last_rebalance = time.monotonic()
+        subscribed = core.subs.topics
+        if any(tp.topic not in subscribed for tp in new):
+            self.request_rejoin("the assignment holds topics this member does not subscribe to")
+
+    def _reset_generation(self, keep_member: bool = False) -> None:
+        if self.generation_id >= 0 and self.core.subs.assignment:
+            self._lost = True
+            self.core.subs.mark_pending_revocation(self.core.subs.assigned_partitions())
+        self.generation_id = -1
+        if not keep_member:
+            self.member_id = ""
+        self.state = MemberState.UNJOINED
+        self.need_rejoin = True
+        self._wake.set()
+
+    # ------------------------------------------------------------ heartbeats
+
+    async def _heartbeat_loop(self) -> None:
+        max_poll_s = self.cfg["max.poll.interval.ms"] / 1000.0
+        while True:
+            self._hb_wake.clear()
+            try:
+                await asyncio.wait_for(self._hb_wake.wait(), self.heartbeat_interval_s)
+                continue  # woken: a new generation started, wait a full interval
+            except asyncio.TimeoutError:
+                pass
+            if self.generation_id < 0 or self.state not in (MemberState.STABLE, MemberState.PREPARING):
+                continue
+            if time.monotonic() - self.core.last_poll > max_poll_s:
+                await self._poll_timeout()
+                continue
+            await self._heartbeat()
+
+    async def _poll_timeout(self) -> None:
+        log.warning(
+            "group %s: poll() was not called for more than max.poll.interval.ms=%d; leaving the group "
+            "(the next poll() rejoins). Process faster or raise max.poll.interval.ms / lower "
+            "max.poll.records.", self.group_id, self.cfg["max.poll.interval.ms"])
+        self._rejoin_allowed = False
+        try:
+            await self.leave("consumer poll timeout has expired")
+        except KafkaError as exc:
+            log.debug("LeaveGroup after poll timeout failed: %s", exc)
+        self._reset_generation(keep_member=self.instance_id is not None)
+
+    async def _heartbeat(self) -> None:
+        request = HeartbeatRequest(group_id=self.group_id, generation_id=self.generation_id,
+                                   member_id=self.member_id, group_instance_id=self.instance_id)
+        started = time.monotonic()
+        try:
+            response = await self._send(request)
+        except KafkaError as exc:
+            log.debug("group %s: heartbeat failed: %s", self.group_id, exc)
+            if time.monotonic() - self._last_heartbeat_ok > self.session_timeout_ms / 1000.0:
+                self.client.invalidate_coordinator(self.group_id)
+            return
+        now = time.monotonic()
+        self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
+        code = response.error_code
+        if code == 0:
+            self._last_heartbeat_ok = now
+            self.core.metrics.last_heartbeat = now
+            return
+        if code == _REBALANCE_IN_PROGRESS:
+            self._last_heartbeat_ok = now
+            if self.state is MemberState.STABLE:
+                self.request_rejoin("the group is rebalancing")
+            return
+        if code in (_ILLEGAL_GENERATION, _UNKNOWN_MEMBER_ID):
+            log.info("group %s: heartbeat says %s; the membership is lost", self.group_id,
+                     error_for_code(code).name)
+            self._reset_generation(keep_member=code == _ILLEGAL_GENERATION)
+            return
+        if code == _FENCED_INSTANCE_ID:
+            self._set_fatal(error_for_code(code))
+            return
+        if self._coordinator_error(code):
+            return
+        log.warning("group %s: heartbeat error %s", self.group_id, error_for_code(code))
+
+    # ------------------------------------------------------------ leaving
+
+    async def leave(self, reason: str) -> None:
+        """LeaveGroup (dynamic members only), then forget the generation."""
+        if self.instance_id is None and self.member_id and self.state is not MemberState.UNJOINED:
+            node = await self._coordinator()
+            conn = await self.client.connection(node, COORDINATOR_CHANNEL)
+            if conn.api_version(LeaveGroupRequest) >= 3:
+                request = LeaveGroupRequest(group_id=self.group_id, members=[
+                    LeaveGroupRequestMemberIdentity(member_id=self.member_id, reason=reason)])
+            else:
+                request = LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
+            try:
+                response = await self._send(request)
+                if response.error_code:
+                    log.debug("LeaveGroup: %s", error_for_code(response.error_code))
+            finally:
+                log.info("group %s: member %s left (%s)", self.group_id, self.member_id, reason)
+        self.generation_id = -1
+        if self.instance_id is None:
+            self.member_id = ""
+        self.state = MemberState.UNJOINED
+        self.need_rejoin = True

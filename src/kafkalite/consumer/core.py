@@ -1,0 +1,692 @@
+"""The consumer's core: one per consumer, shared by the blocking and asyncio front ends.
+
+It owns, on the engine's event loop: the :class:`NetworkClient`, the fetcher
+(prefetching into the fetch buffer), the position initializer (committed offsets, then
+``auto.offset.reset``), periodic metadata refreshes (and pattern matching), offset
+commits, and the group member (classic or KIP-848).
+
+The thread that calls ``poll()`` (or the task, for asyncio) works through the
+``poll_*`` methods below, which never block and never do I/O: they run queued
+*application calls* (rebalance listener and commit callbacks, which must run in the
+polling thread, never on the engine), commit automatically, and slice records out of
+the fetch buffer, decoding lazily. The engine asks for an application call with
+:meth:`ConsumerCore.app_call` and waits for the poll side to run it; meanwhile
+heartbeats go on.
+
+Commits are written to the coordinator in the order they are made (one lock around
+"find coordinator, write request"; responses are awaited outside it), so an older
+asynchronous commit never lands after a newer one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
+from kafkalite.consumer.fetcher import Fetcher
+from kafkalite.consumer.metrics import ConsumerMetrics
+from kafkalite.consumer.offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    Generation,
+    OffsetsClient,
+)
+from kafkalite.consumer.records import ConsumerRecords
+from kafkalite.consumer.subscription import SubscriptionState, SubscriptionType
+from kafkalite.errors import (
+    ClientClosedError,
+    CommitFailedError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+)
+from kafkalite.metrics import Metrics
+from kafkalite.net.client import NetworkClient
+from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger("kafkalite.consumer")
+
+CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], Any]
+
+
+class AppCall:
+    """A function the engine needs run in the polling thread, and its outcome."""
+
+    __slots__ = ("args", "fn", "future")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any] | None) -> None:
+        self.fn = fn
+        self.args = args
+        self.future = future
+
+
+def _settle(future: asyncio.Future[Any] | None, result: Any = None, exc: BaseException | None = None) -> None:
+    if future is None or future.done():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+        future.exception()
+    else:
+        future.set_result(result)
+
+
+class ConsumerCore:
+    """Everything a consumer does, minus the front end's waiting.
+
+    Args:
+        cfg: resolved consumer settings.
+        loop: the engine's event loop.
+        notify_poll: wakes a waiting poll() (called on the engine; must be thread-safe
+            for the blocking front end).
+        call_soon: runs a callable on the engine (thread-safe), used by the poll side.
+        deserializers: (key_deserializer, value_deserializer) callables or None.
+    """
+
+    def __init__(self, cfg: Any, loop: asyncio.AbstractEventLoop, notify_poll: Callable[[], None],
+                 call_soon: Callable[..., None]) -> None:
+        self.cfg = cfg
+        self.loop = loop
+        self.notify_poll = notify_poll
+        self.call_soon = call_soon
+        self.group_id: str | None = cfg["group.id"] or None
+        self.client = NetworkClient(cfg)
+        self.subs = SubscriptionState(cfg["auto.offset.reset"], cfg["exclude.internal.topics"])
+        self.subs.set_change_callback(self._subscription_changed)
+        self.buffer = FetchBuffer()
+        self.read_committed = cfg["isolation.level"] == "read_committed"
+        self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
+        self.metrics = ConsumerMetrics(self.registry, self.subs, self.read_committed, cfg["client.id"])
+        self.fetcher = Fetcher(self.client, self.subs, self.buffer, cfg, notify_poll,
+                               self._on_out_of_range, self.request_metadata, self.metrics)
+        self.offsets = OffsetsClient(self.client, cfg, self.group_id)
+        self.group: Any = None
+        self.max_poll_records: int = cfg["max.poll.records"]
+        self.auto_commit = bool(cfg["enable.auto.commit"]) and self.group_id is not None
+        self._auto_commit_interval = cfg["auto.commit.interval.ms"] / 1000.0
+        self._next_auto_commit = time.monotonic() + self._auto_commit_interval
+        self.last_poll = time.monotonic()
+        self.app_calls: deque[AppCall] = deque()
+        self.errors: deque[BaseException] = deque()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._started = False
+        self.closed = False
+        self._positions_wake = asyncio.Event()
+        self._metadata_wake = asyncio.Event()
+        self._metadata_topics: set[str] = set()
+        self._commit_lock = asyncio.Lock()
+        self._commits_in_flight: set[asyncio.Future[Any]] = set()
+        self.key_deserializer: Any = cfg["key.deserializer"]
+        self.value_deserializer: Any = cfg["value.deserializer"]
+        self._api_timeout = cfg["default.api.timeout.ms"] / 1000.0
+
+    # ------------------------------------------------------------ lifecycle (engine)
+
+    def start(self) -> None:
+        """Start the background tasks (idempotent; on the engine loop)."""
+        if self._started or self.closed:
+            return
+        self._started = True
+        self._spawn(self.fetcher.run(), "fetcher")
+        self._spawn(self._positions_loop(), "positions")
+        self._spawn(self._metadata_loop(), "metadata")
+        if self.group is not None:
+            self.group.start()
+
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        task = self.loop.create_task(coro, name=f"kafkalite-consumer-{name}")
+        task.add_done_callback(self._task_done)
+        self._tasks.append(task)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and not self.closed:
+            log.error("consumer task %s died: %r", task.get_name(), exc, exc_info=exc)
+            self.errors.append(exc)
+            self.notify_poll()
+
+    def ensure_group(self) -> Any:
+        """The group member, created on first subscribe() (classic or KIP-848)."""
+        if self.group is None:
+            if self.cfg["group.protocol"] == "consumer":
+                from kafkalite.consumer.group_consumer_protocol import ConsumerGroupMember
+
+                self.group = ConsumerGroupMember(self)
+            else:
+                from kafkalite.consumer.coordinator import ClassicGroupMember
+
+                self.group = ClassicGroupMember(self)
+            if self._started:
+                self.group.start()
+        return self.group
+
+    async def close(self, timeout_s: float, *, commit: bool, leave: bool = True) -> None:
+        """Commit (if asked), leave the group, stop everything; bounded by ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            if commit and self.auto_commit and self.subs.assignment and self.group_id:
+                try:
+                    await self.commit(self.subs.all_consumed(), timeout_s=max(0.01, deadline - time.monotonic()))
+                except Exception as exc:
+                    log.warning("auto-commit on close failed: %s", exc)
+            if self.group is not None and leave:
+                try:
+                    await asyncio.wait_for(self.group.leave("the consumer is closing"),
+                                           max(0.01, deadline - time.monotonic()))
+                except Exception as exc:
+                    log.debug("leaving the group on close: %r", exc)
+        finally:
+            self.closed = True
+            if self.group is not None:
+                self.group.stop()
+            self.fetcher.close()
+            for task in self._tasks:
+                task.cancel()
+            while self.app_calls:
+                call = self.app_calls.popleft()
+                if call.future is not None and not call.future.done():
+                    call.future.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.client.close()
+
+    # ------------------------------------------------------------ application calls
+
+    async def app_call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` in the polling thread and await its result (engine side)."""
+        if self.closed:
+            raise ClientClosedError("the consumer is closed")
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self.app_calls.append(AppCall(fn, args, future))
+        self.notify_poll()
+        return await future
+
+    def post_app_call(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue ``fn(*args)`` for the polling thread without waiting (commit callbacks)."""
+        self.app_calls.append(AppCall(fn, args, None))
+        self.notify_poll()
+
+    def run_app_calls(self) -> BaseException | None:
+        """Run queued application calls (poll side); returns the first error raised."""
+        first: BaseException | None = None
+        calls = self.app_calls
+        while calls:
+            call = calls.popleft()
+            try:
+                result = call.fn(*call.args)
+            except BaseException as exc:  # delivered to the engine and re-raised by poll()
+                if call.future is not None:
+                    self.call_soon(_settle, call.future, None, None)
+                if first is None:
+                    first = exc
+                continue
+            if call.future is not None:
+                self.call_soon(_settle, call.future, result, None)
+        return first
+
+    async def run_app_calls_async(self) -> BaseException | None:
+        """As :meth:`run_app_calls`, awaiting coroutine results (asyncio front end)."""
+        first: BaseException | None = None
+        calls = self.app_calls
+        while calls:
+            call = calls.popleft()
+            try:
+                result = call.fn(*call.args)
+                if asyncio.iscoroutine(result):
+                    result = await result
+            except BaseException as exc:
+                _settle(call.future)
+                if first is None:
+                    first = exc
+                continue
+            _settle(call.future, result)
+        return first
+
+    # ------------------------------------------------------------ partitions given and taken
+
+    def _listener_call(self, method: str, partitions: set[TopicPartition]) -> Any:
+        listener = self.subs.listener
+        fn = getattr(listener, method, None) if listener is not None else None
+        if fn is None:
+            if method == "on_partitions_lost" and listener is not None:
+                fn = getattr(listener, "on_partitions_revoked", None)
+            if fn is None:
+                return None
+        return fn(set(partitions))
+
+    def _after_listener(self, result: Any, then: Callable[[], None]) -> Any:
+        if asyncio.iscoroutine(result):
+            async def finish() -> None:
+                try:
+                    await result
+                finally:
+                    then()
+            return finish()
+        then()
+        return None
+
+    def revoke_now(self, partitions: set[TopicPartition], method: str = "on_partitions_revoked") -> Any:
+        """Poll side: call the listener, then stop owning the partitions."""
+        def remove() -> None:
+            self.subs.remove_partitions(partitions)
+            self.buffer.drop(lambda f: f.tp not in partitions)
+            self.metrics.forget_partitions(partitions)
+        try:
+            result = self._listener_call(method, partitions)
+        except BaseException:
+            remove()
+            raise
+        return self._after_listener(result, remove)
+
+    def assigned_now(self, partitions: set[TopicPartition]) -> Any:
+        """Poll side: call on_partitions_assigned, then let the partitions be fetched."""
+        def release() -> None:
+            self.subs.callback_done(partitions)
+        try:
+            result = self._listener_call("on_partitions_assigned", partitions)
+        except BaseException:
+            release()
+            raise
+        return self._after_listener(result, release)
+
+    async def revoke(self, partitions: set[TopicPartition], *, lost: bool = False, always: bool = False) -> None:
+        """Engine side: commit (auto-commit, unless lost), stop fetching, call the listener."""
+        if not partitions and not always:
+            return
+        if lost:
+            self.subs.mark_pending_revocation(partitions)
+            self.buffer.drop(lambda f: f.tp not in partitions)
+            if partitions:
+                await self.app_call(self.revoke_now, set(partitions), "on_partitions_lost")
+            return
+        if self.auto_commit and partitions:
+            offsets = {tp: om for tp, om in self.subs.all_consumed().items() if tp in partitions}
+            try:
+                await self.commit(offsets, timeout_s=self.cfg["max.poll.interval.ms"] / 1000.0)
+            except Exception as exc:
+                log.warning("auto-commit before revoking %s failed: %s", sorted(partitions), exc)
+        self.buffer.drop(lambda f: f.tp not in partitions)
+        await self.app_call(self.revoke_now, set(partitions))
+
+    async def assign(self, partitions: set[TopicPartition], added: set[TopicPartition]) -> None:
+        """Engine side: take the new assignment, then run on_partitions_assigned(added)."""
+        self.subs.assign_from_subscribed(partitions, awaiting_callback=added)
+        self._positions_wake.set()
+        await self.app_call(self.assigned_now, set(added))
+
+    # ------------------------------------------------------------ metadata
+
+    def request_metadata(self, topics: Iterable[str] = ()) -> None:
+        self._metadata_topics.update(topics)
+        self._metadata_wake.set()
+
+    def _subscription_changed(self) -> None:
+        # May run in the poll thread: hop to the engine.
+        self.call_soon(self._on_subscription_changed)
+
+    def _on_subscription_changed(self) -> None:
+        subs = self.subs
+        with subs.lock:
+            topics = set(subs.topics) | set(subs.group_topics)
+            pattern = subs.type is SubscriptionType.AUTO_PATTERN
+        self.client.track_all_topics(pattern)
+        if topics:
+            self.client.track_topics(topics)
+            self._metadata_topics.update(topics)
+        self._metadata_wake.set()
+        self._positions_wake.set()
+        self.fetcher.wake()
+        if self.group is not None:
+            self.group.on_subscription_change()
+
+    async def _metadata_loop(self) -> None:
+        max_age = self.cfg["metadata.max.age.ms"] / 1000.0
+        backoff = self.cfg["retry.backoff.ms"] / 1000.0
+        while True:
+            try:
+                await asyncio.wait_for(self._metadata_wake.wait(), max_age)
+            except asyncio.TimeoutError:
+                pass
+            self._metadata_wake.clear()
+            topics, self._metadata_topics = self._metadata_topics, set()
+            try:
+                await self.client.refresh_metadata(topics, timeout_s=self._api_timeout)
+            except KafkaError as exc:
+                log.debug("metadata refresh failed: %s", exc)
+                self._metadata_topics.update(topics)
+                await asyncio.sleep(backoff)
+                self._metadata_wake.set()
+                continue
+            self._after_metadata()
+            await asyncio.sleep(backoff)  # coalesce bursts of refresh requests
+
+    def _after_metadata(self) -> None:
+        subs = self.subs
+        meta = self.client.metadata
+        if subs.type is SubscriptionType.AUTO_PATTERN:
+            matched = {name for name, t in meta.topics.items() if subs.matches(name, t.is_internal)}
+            subs.update_pattern_topics(matched)
+        self.fetcher.wake()
+        self._positions_wake.set()
+        if self.group is not None:
+            self.group.on_metadata_update()
+
+    # ------------------------------------------------------------ positions
+
+    async def _positions_loop(self) -> None:
+        backoff = self.cfg["retry.backoff.ms"] / 1000.0
+        attempt = 0
+        while True:
+            await self._positions_wake.wait()
+            self._positions_wake.clear()
+            try:
+                await self.update_positions(self._api_timeout)
+                attempt = 0
+            except KafkaError as exc:
+                attempt += 1
+                log.debug("initializing positions failed (attempt %d): %s", attempt, exc)
+                await asyncio.sleep(min(backoff * (2 ** min(attempt, 5)), 1.0))
+                self._positions_wake.set()
+
+    async def update_positions(self, timeout_s: float) -> None:
+        """Give every assigned partition a position: committed offset, else reset."""
+        need = self.subs.partitions_needing_position()
+        if need:
+            if self.group_id is not None:
+                tokens = self._tokens(need)
+                committed = await self.offsets.fetch_committed(need, timeout_s, self._generation_for_fetch())
+                reset = []
+                for tp in need:
+                    om = committed.get(tp)
+                    if om is not None:
+                        self.subs.set_position_if_unset(tp, om.offset, om.leader_epoch, tokens.get(tp))
+                    else:
+                        reset.append(tp)
+                self._request_default_reset(reset)
+            else:
+                self._request_default_reset(need)
+        resets = self.subs.partitions_needing_reset()
+        if resets:
+            await self._reset_offsets(resets, timeout_s)
+        self.fetcher.wake()
+
+    def _request_default_reset(self, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        if self.subs.default_reset == "none":
+            with self.subs.lock:
+                partitions = [tp for tp in partitions if tp in self.subs.assignment
+                              and self.subs.assignment[tp].position is None]
+            if partitions:
+                names = ", ".join(sorted(f"{tp.topic}-{tp.partition}" for tp in partitions))
+                self.errors.append(NoOffsetForPartitionError(
+                    f"no committed offset for {names} and auto.offset.reset is 'none'; "
+                    "seek() to a position first", partitions=partitions, group_id=self.group_id))
+                self.notify_poll()
+            return
+        self.subs.request_reset(partitions)
+
+    def _tokens(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        with self.subs.lock:
+            return {tp: self.subs.assignment[tp].token for tp in partitions if tp in self.subs.assignment}
+
+    async def _reset_offsets(self, resets: dict[TopicPartition, str], timeout_s: float) -> None:
+        tokens = self._tokens(resets)
+        stamps = {tp: (EARLIEST_TIMESTAMP if s == "earliest" else LATEST_TIMESTAMP) for tp, s in resets.items()}
+        listed = await self.offsets.list_offsets(stamps, timeout_s)
+        for tp, found in listed.items():
+            if found is None:
+                continue
+            with self.subs.lock:
+                state = self.subs.assignment.get(tp)
+                if state is None or state.token != tokens.get(tp) or state.reset is None:
+                    continue
+                state.position = found.offset
+                state.position_epoch = found.leader_epoch
+                state.reset = None
+                state.token += 1
+
+    def _on_out_of_range(self, tp: TopicPartition, token: int, fetch_offset: int) -> None:
+        with self.subs.lock:
+            state = self.subs.assignment.get(tp)
+            if state is None or state.token != token or state.position != fetch_offset:
+                return
+            if self.subs.default_reset == "none":
+                err = OffsetOutOfRangeError(
+                    f"fetch offset {fetch_offset} is out of range for {tp.topic}-{tp.partition} and "
+                    "auto.offset.reset is 'none'; seek() to a valid position",
+                    topic=tp.topic, partition=tp.partition)
+                err.context["offsets"] = {tp: fetch_offset}
+                self.buffer.add(CompletedFetch(tp, token, fetch_offset, None, error=err))
+                self.notify_poll()
+                return
+        log.info("fetch offset %d is out of range for %s; resetting to %s", fetch_offset, tp,
+                 self.subs.default_reset)
+        self.subs.request_reset([tp])
+        self._positions_wake.set()
+
+    def wake_positions(self) -> None:
+        self._positions_wake.set()
+        self.fetcher.wake()
+
+    async def wait_for_position(self, tp: TopicPartition, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pos = self.subs.position(tp)
+            if pos is not None:
+                return pos
+            self.raise_errors()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KafkaTimeoutError(f"the position of {tp.topic}-{tp.partition} was not known within "
+                                        f"{timeout_s:.1f}s", topic=tp.topic, partition=tp.partition)
+            await self.update_positions(remaining)
+            if self.subs.position(tp) is None:
+                await asyncio.sleep(min(0.05, max(0.0, remaining)))
+
+    # ------------------------------------------------------------ commits
+
+    def generation(self) -> Generation:
+        if self.group is not None and self.subs.has_auto_assignment:
+            return self.group.generation()  # type: ignore[no-any-return]
+        return Generation(-1, "", None)
+
+    def _generation_for_fetch(self) -> Generation | None:
+        if self.group is not None and self.cfg["group.protocol"] == "consumer":
+            return self.group.generation()  # type: ignore[no-any-return]
+        return None
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        if self.group_id is None:
+            from kafkalite.errors import InvalidGroupIdError
+
+            raise InvalidGroupIdError("group_metadata() needs the setting 'group.id'")
+        gen = self.generation()
+        return ConsumerGroupMetadata(self.group_id, gen.generation_id, gen.member_id,
+                                     self.cfg["group.instance.id"])
+
+    def check_commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """A member may only commit partitions it owns (never silently a revoked one)."""
+        if self.group_id is None:
+            from kafkalite.errors import InvalidGroupIdError
+
+            raise InvalidGroupIdError("committing offsets needs the setting 'group.id'")
+        if self.subs.has_auto_assignment:
+            with self.subs.lock:
+                not_owned = sorted(tp for tp in offsets if tp not in self.subs.assignment)
+            if not_owned:
+                names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in not_owned)
+                raise CommitFailedError(
+                    f"cannot commit {names}: not assigned to this member of group {self.group_id!r} "
+                    "(revoked by a rebalance, or never assigned); commit only partitions you own, "
+                    "e.g. in on_partitions_revoked", group_id=self.group_id)
+
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_s: float,
+                     *, retry: bool = True) -> None:
+        """Commit ``offsets`` in order with all other commits (engine side)."""
+        if not offsets:
+            return
+        if self.group is not None and self.subs.has_auto_assignment:
+            self.group.check_can_commit()
+        started = time.monotonic()
+        deadline = started + timeout_s
+        offsets = {TopicPartition(*tp): (om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om)))
+                   for tp, om in offsets.items()}
+        async with self._commit_lock:
+            # Ordering: every commit waits for the one before it to be written; the
+            # request is written before the lock is released (see OffsetsClient.commit).
+            gen = self.generation()
+            future = await self.offsets.start_commit(offsets, gen, deadline)
+        try:
+            await self.offsets.finish_commit(future, offsets, gen)
+        except KafkaError as exc:
+            if not retry or not exc.retriable or time.monotonic() >= deadline:
+                raise
+            await self.offsets.commit(offsets, self.generation(), max(0.01, deadline - time.monotonic()))
+        finally:
+            self.metrics.commit_latency.record((time.monotonic() - started) * 1000.0)
+        if self.group is not None:
+            self.group.on_commit_result(None)
+
+    def commit_async_from_poll(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                               callback: CommitCallback | None) -> None:
+        """Engine side entry of commit_async: never retries; callback runs in poll()."""
+        async def run() -> None:
+            err: BaseException | None = None
+            try:
+                await self.commit(offsets, self._api_timeout, retry=False)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                err = exc
+                if callback is None:
+                    log.warning("asynchronous offset commit failed: %s", exc)
+            if callback is not None and not self.closed:
+                self.post_app_call(callback, dict(offsets), err)
+        task = self.loop.create_task(run())
+        self._commits_in_flight.add(task)
+        task.add_done_callback(self._commits_in_flight.discard)
+
+    async def wait_commits(self, timeout_s: float) -> None:
+        if self._commits_in_flight:
+            await asyncio.wait(list(self._commits_in_flight), timeout=timeout_s)
+
+    # ------------------------------------------------------------ poll side
+
+    def raise_errors(self) -> None:
+        if self.errors:
+            raise self.errors.popleft()
+        if self.group is not None:
+            self.group.raise_fatal()
+
+    def poll_begin(self) -> None:
+        """Poll side, before taking records: liveness, auto-commit, group progress."""
+        now = time.monotonic()
+        self.metrics.record_poll(now)
+        self.last_poll = now
+        if self.group is not None:
+            self.group.on_poll(now)
+        if self.auto_commit and now >= self._next_auto_commit:
+            self._next_auto_commit = now + self._auto_commit_interval
+            offsets = self.subs.all_consumed()
+            if offsets and (self.subs.is_user_assigned or self.group is not None):
+                # What earlier polls returned: positions advance only as records are handed out.
+                self.call_soon(self.commit_async_from_poll, offsets, None)
+
+    def collect(self, max_records: int) -> ConsumerRecords:
+        """Poll side: take up to ``max_records`` records from the buffer."""
+        out = ConsumerRecords()
+        buffer = self.buffer
+        subs = self.subs
+        remaining = max_records
+        drained_any = False
+        consumed_bytes = 0
+        while remaining > 0:
+            fetch = buffer.peek()
+            if fetch is None:
+                break
+            tp = fetch.tp
+            with subs.lock:
+                state = subs.assignment.get(tp)
+                valid = (state is not None and state.token == fetch.token and not state.paused
+                         and not state.pending_revocation and not state.awaiting_callback
+                         and state.position == fetch.next_offset)
+            if not valid:
+                buffer.pop(fetch)
+                drained_any = True
+                continue
+            if fetch.error is not None:
+                buffer.pop(fetch)
+                drained_any = True
+                if out:
+                    # Return what we have; the error is raised by the next poll().
+                    self.errors.appendleft(fetch.error)
+                    break
+                self.call_soon(self.fetcher.wake)
+                raise fetch.error
+            start = len(out)
+            try:
+                n = fetch.take(remaining, out)
+            except KafkaError:
+                if out:
+                    break  # raised again by the next poll(); records before it go out now
+                raise
+            if n:
+                out._add_range(tp, start, len(out))
+                remaining -= n
+            with subs.lock:
+                subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
+            if fetch.exhausted:
+                consumed_bytes += fetch.bytes
+                buffer.pop(fetch)
+                drained_any = True
+                self.metrics.record_lag(tp)
+        if drained_any:
+            self.call_soon(self.fetcher.wake)
+        if out or consumed_bytes:
+            self.metrics.record_consumed(len(out), consumed_bytes)
+        if out and (self.key_deserializer is not None or self.value_deserializer is not None):
+            out = self._deserialize(out)
+        return out
+
+    def _deserialize(self, records: ConsumerRecords) -> ConsumerRecords:
+        kd = _deserializer(self.key_deserializer)
+        vd = _deserializer(self.value_deserializer)
+        out = ConsumerRecords()
+        out._ranges = records._ranges
+        for r in records:
+            key, value = r[2], r[3]
+            try:
+                new_key = kd(r[6], key, r[4]) if kd is not None and key is not None else key
+                new_value = vd(r[6], value, r[4]) if vd is not None and value is not None else value
+            except Exception as exc:
+                from kafkalite.errors import SerializationError
+
+                raise SerializationError(
+                    f"cannot deserialize the record at offset {r[0]} of {r[6]}-{r[7]}: {exc}; "
+                    f"seek() past offset {r[0]} to skip it", topic=r[6], partition=r[7]) from exc
+            out.append(ConsumerRecord._make((r[0], r[1], new_key, new_value, r[4], r[5], r[6], r[7], r[8],
+                                             len(key) if key is not None else -1,
+                                             len(value) if value is not None else -1)))
+        return out
+
+    def has_buffered_data(self) -> bool:
+        return len(self.buffer) > 0
+
+
+def _deserializer(obj: Any) -> Callable[[str, bytes, Any], Any] | None:
+    if obj is None:
+        return None
+    method = getattr(obj, "deserialize", None)
+    if method is not None:
+        return lambda topic, data, headers: method(topic, data, headers)
+    if callable(obj):
+        return lambda topic, data, headers: obj(data)
+    raise TypeError(f"a deserializer must be callable or have deserialize(): {obj!r}")

@@ -1,0 +1,345 @@
+"""The prefetching fetcher: Fetch requests per broker, on the engine (asyncio).
+
+One task keeps at most one Fetch request in flight per broker (fetch sessions require
+it, KIP-227) for every fetchable partition that broker leads, and puts each partition's
+data into the :class:`~kafkalite.consumer.fetch_buffer.FetchBuffer` undecoded. It
+fetches ahead: while poll() drains one fetch of a partition, the next one (starting
+where the buffered data ends) is already on its way, up to
+:data:`MAX_BUFFERED_FETCHES` undrained fetches per partition, which bounds memory to
+about that many times ``max.partition.fetch.bytes`` per partition (and
+``fetch.max.bytes`` per broker and request).
+
+Requests use topic ids from Fetch v13 on (falling back to v12 and names while a topic's
+id is unknown), ``isolation.level``, ``client.rack`` (KIP-392: the broker may name a
+preferred read replica, used until metadata goes stale), the leader epoch known from
+metadata (KIP-320 fencing) and the fetch size settings. A partition error updates what
+the consumer knows: stale leaders refresh metadata (using the KIP-951 leader hint when
+present), OFFSET_OUT_OF_RANGE hands over to the core (reset or a typed error), and other
+errors are queued so that poll() raises them naming the partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
+from kafkalite.consumer.fetch_session import FetchSessionHandler, PartitionFetchData
+from kafkalite.consumer.subscription import SubscriptionState, _fetchable
+from kafkalite.errors import KafkaError, error_for_code
+from kafkalite.net.client import NetworkClient
+from kafkalite.net.cluster import BrokerNode
+from kafkalite.protocol.messages.fetch import (
+    FetchRequest,
+    FetchRequestFetchPartition,
+    FetchRequestFetchTopic,
+    FetchRequestForgottenTopic,
+)
+from kafkalite.protocol.primitives import ZERO_UUID
+from kafkalite.types import TopicPartition
+
+log = logging.getLogger("kafkalite.consumer")
+
+#: Undrained fetches per partition before the fetcher stops fetching it ahead.
+MAX_BUFFERED_FETCHES = 2
+
+_OFFSET_OUT_OF_RANGE = 1
+# Errors after which metadata is refreshed and the partition fetched again.
+_REFRESH = {3, 5, 6, 9, 56, 74, 75, 100, 103, 106}
+_UNKNOWN_LEADER_EPOCH = 76
+_FETCH_SESSION_TOPIC_ID_ERROR = 106
+
+
+class Fetcher:
+    """Sends Fetch requests and buffers their data (engine side).
+
+    Args:
+        client: the consumer's network client.
+        subs: subscription state (positions, fetchable partitions).
+        buffer: where completed fetches go.
+        cfg: consumer settings.
+        on_data: called (on the engine) when new data was buffered.
+        on_out_of_range: ``(tp, token, fetch_offset)`` when the broker says the fetch
+            offset is out of range.
+        on_metadata_needed: ``(topics)`` to request a metadata refresh.
+        metrics: consumer metrics (fetch latency, sizes).
+    """
+
+    def __init__(self, client: NetworkClient, subs: SubscriptionState, buffer: FetchBuffer, cfg: Any,
+                 on_data: Callable[[], None],
+                 on_out_of_range: Callable[[TopicPartition, int, int], None],
+                 on_metadata_needed: Callable[[set[str]], None],
+                 metrics: Any = None) -> None:
+        self.client = client
+        self.subs = subs
+        self.buffer = buffer
+        self.cfg = cfg
+        self._on_data = on_data
+        self._on_out_of_range = on_out_of_range
+        self._on_metadata_needed = on_metadata_needed
+        self.metrics = metrics
+        self.read_committed = cfg["isolation.level"] == "read_committed"
+        self._isolation = 1 if self.read_committed else 0
+        self._check_crcs = cfg["check.crcs"]
+        self._max_wait_ms = cfg["fetch.max.wait.ms"]
+        self._min_bytes = cfg["fetch.min.bytes"]
+        self._max_bytes = cfg["fetch.max.bytes"]
+        self._partition_max_bytes = cfg["max.partition.fetch.bytes"]
+        self._rack = cfg["client.rack"] or ""
+        self._sessions: dict[int, FetchSessionHandler] = {}
+        self._in_flight_nodes: set[int] = set()
+        self._in_flight: set[TopicPartition] = set()
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._retry_at: dict[int, float] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------ loop
+
+    def wake(self) -> None:
+        """Plan fetches again soon (called on the engine)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Send fetches whenever something becomes fetchable, until closed."""
+        while not self._closed:
+            self._wake.clear()
+            delay = self.send_fetches()
+            if delay is None:
+                await self._wake.wait()
+            else:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        for task in list(self._tasks):
+            task.cancel()
+
+    def send_fetches(self) -> float | None:
+        """Start one fetch per broker with work; returns seconds until a retry is due."""
+        plans, delay = self._plan()
+        for node, (wanted, tokens) in plans.items():
+            task = asyncio.ensure_future(self._fetch(node, wanted, tokens))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return delay
+
+    def _plan(self) -> tuple[dict[int, tuple[dict[TopicPartition, PartitionFetchData], dict[TopicPartition, int]]], float | None]:
+        now = time.monotonic()
+        meta = self.client.metadata
+        plans: dict[int, tuple[dict[TopicPartition, PartitionFetchData], dict[TopicPartition, int]]] = {}
+        missing: set[str] = set()
+        delay: float | None = None
+        buffer = self.buffer
+        with self.subs.lock:
+            for tp, state in self.subs.assignment.items():
+                if not _fetchable(state) or tp in self._in_flight:
+                    continue
+                n = buffer.buffered(tp)
+                offset = state.position
+                if n:
+                    if n >= MAX_BUFFERED_FETCHES:
+                        continue
+                    last = buffer.last_for(tp)
+                    if last is not None and last.token == state.token:
+                        if last.error is not None:
+                            continue  # an error waits for poll() to raise it
+                        offset = last.end_offset
+                assert offset is not None
+                node = -1
+                if state.preferred_read_replica >= 0:
+                    if now < state.preferred_replica_expires and state.preferred_read_replica in meta.brokers:
+                        node = state.preferred_read_replica
+                    else:
+                        state.preferred_read_replica = -1
+                if node < 0:
+                    leader = meta.leader_for(tp.topic, tp.partition)
+                    if leader is None:
+                        missing.add(tp.topic)
+                        continue
+                    node = leader
+                if node in self._in_flight_nodes:
+                    continue
+                retry_at = self._retry_at.get(node, 0.0)
+                if retry_at > now:
+                    delay = retry_at - now if delay is None else min(delay, retry_at - now)
+                    continue
+                wanted, tokens = plans.setdefault(node, ({}, {}))
+                wanted[tp] = PartitionFetchData(meta.topic_id(tp.topic), offset, self._partition_max_bytes,
+                                                meta.leader_epoch(tp.topic, tp.partition), -1)
+                tokens[tp] = state.token
+        if missing:
+            self._on_metadata_needed(missing)
+        for node, (wanted, _) in plans.items():
+            self._in_flight_nodes.add(node)
+            self._in_flight.update(wanted)
+        return plans, delay
+
+    # ------------------------------------------------------------ one fetch
+
+    def _session(self, node: int) -> FetchSessionHandler:
+        session = self._sessions.get(node)
+        if session is None:
+            session = self._sessions[node] = FetchSessionHandler(node)
+        return session
+
+    async def _fetch(self, node: int, wanted: dict[TopicPartition, PartitionFetchData],
+                     tokens: dict[TopicPartition, int]) -> None:
+        session = self._session(node)
+        started = time.monotonic()
+        try:
+            conn = await self.client.connection(node)
+            version = conn.api_version(FetchRequest)
+            if version >= 13 and any(d.topic_id == ZERO_UUID for d in wanted.values()):
+                version = 12
+            if session.enabled != (version >= 7):
+                session.enabled = version >= 7
+                session.handle_error()
+                session.epoch = 0 if session.enabled else -1
+            plan = session.build(wanted)
+            request = self._request(plan, version)
+            timeout_ms = self.cfg["request.timeout.ms"] + self._max_wait_ms
+            response = await conn.request(request, api_version=version, timeout_ms=timeout_ms)
+        except asyncio.CancelledError:
+            session.handle_error()
+            raise
+        except KafkaError as exc:
+            session.handle_error()
+            log.debug("fetch from node %s failed: %s", node, exc)
+            self._retry_at[node] = time.monotonic() + self.client.reconnect_delay(node) + \
+                self.cfg["retry.backoff.ms"] / 1000.0
+            self._on_metadata_needed({tp.topic for tp in wanted})
+            self._done(node, wanted)
+            return
+        except Exception:  # never let the fetch loop die silently
+            session.handle_error()
+            log.exception("unexpected error handling a fetch from node %s", node)
+            self._retry_at[node] = time.monotonic() + 1.0
+            self._done(node, wanted)
+            return
+        try:
+            self._handle(node, session, plan.wanted, tokens, response, version, started)
+        finally:
+            self._done(node, wanted)
+
+    def _done(self, node: int, wanted: dict[TopicPartition, PartitionFetchData]) -> None:
+        self._in_flight_nodes.discard(node)
+        self._in_flight.difference_update(wanted)
+        self._wake.set()
+
+    def _request(self, plan: Any, version: int) -> FetchRequest:
+        topics: dict[str, FetchRequestFetchTopic] = {}
+        for tp, d in plan.to_send.items():
+            topic = topics.get(tp.topic)
+            if topic is None:
+                topic = topics[tp.topic] = FetchRequestFetchTopic(topic=tp.topic, topic_id=d.topic_id, partitions=[])
+            topic.partitions.append(FetchRequestFetchPartition(
+                partition=tp.partition, current_leader_epoch=d.current_leader_epoch, fetch_offset=d.fetch_offset,
+                last_fetched_epoch=d.last_fetched_epoch, log_start_offset=-1, partition_max_bytes=d.max_bytes))
+        forgotten: dict[tuple[str, Any], list[int]] = defaultdict(list)
+        for tp, topic_id in plan.forgotten:
+            forgotten[(tp.topic, topic_id)].append(tp.partition)
+        return FetchRequest(
+            replica_id=-1, max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes,
+            isolation_level=self._isolation, session_id=plan.session_id, session_epoch=plan.epoch,
+            topics=list(topics.values()),
+            forgotten_topics_data=[FetchRequestForgottenTopic(topic=t, topic_id=i, partitions=p)
+                                   for (t, i), p in forgotten.items()],
+            rack_id=self._rack,
+        )
+
+    def _handle(self, node: int, session: FetchSessionHandler, wanted: dict[TopicPartition, PartitionFetchData],
+                tokens: dict[TopicPartition, int], response: Any, version: int, started: float) -> None:
+        if not session.handle_response(response.error_code, response.session_id):
+            err = error_for_code(response.error_code, f"fetch from node {node} failed")
+            log.debug("fetch session error from node %s: %s", node, err)
+            if response.error_code in _REFRESH:
+                self._on_metadata_needed({tp.topic for tp in wanted})
+            return
+        meta = self.client.metadata
+        for endpoint in response.node_endpoints or ():
+            meta.add_broker(BrokerNode(endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack))
+        added = False
+        total_bytes = 0
+        refresh: set[str] = set()
+        now = time.monotonic()
+        subs = self.subs
+        for topic_response in response.responses:
+            name = topic_response.topic if version < 13 else meta.topic_name(topic_response.topic_id)
+            if name is None:
+                refresh.update(tp.topic for tp in wanted)
+                continue
+            for p in topic_response.partitions:
+                tp = TopicPartition(name, p.partition_index)
+                data = wanted.get(tp)
+                if data is None:
+                    continue
+                token = tokens.get(tp, -1)
+                code = p.error_code
+                if code == 0:
+                    with subs.lock:
+                        state = subs.assignment.get(tp)
+                        if state is None or state.token != token:
+                            continue  # seeked, reset or revoked meanwhile
+                        subs.update_marks(tp, p.high_watermark, p.last_stable_offset, p.log_start_offset)
+                        if p.preferred_read_replica >= 0 and p.preferred_read_replica != node:
+                            state.preferred_read_replica = p.preferred_read_replica
+                            state.preferred_replica_expires = now + self.cfg["metadata.max.age.ms"] / 1000.0
+                    records = p.records
+                    if records is not None and len(records):
+                        aborted = ([(a.producer_id, a.first_offset) for a in p.aborted_transactions]
+                                   if self.read_committed and p.aborted_transactions else None)
+                        fetch = CompletedFetch(tp, token, data.fetch_offset, records,
+                                               high_watermark=p.high_watermark,
+                                               last_stable_offset=p.last_stable_offset,
+                                               log_start_offset=p.log_start_offset, aborted=aborted,
+                                               read_committed=self.read_committed, check_crcs=self._check_crcs)
+                        if fetch.bytes == 0:
+                            # No whole batch: a broker older than KIP-74 cut a batch larger
+                            # than our limits; Java raises RecordTooLarge in this case.
+                            fetch.error = error_for_code(
+                                10, f"the batch at offset {data.fetch_offset} of {name}-{p.partition_index} "
+                                    f"is larger than max.partition.fetch.bytes={self._partition_max_bytes}",
+                                topic=name, partition=p.partition_index)
+                        total_bytes += len(records)
+                        self.buffer.add(fetch)
+                        added = True
+                    elif self.metrics is not None:
+                        self.metrics.record_lag(tp)
+                elif code == _OFFSET_OUT_OF_RANGE:
+                    self._on_out_of_range(tp, token, data.fetch_offset)
+                elif code in _REFRESH or code == _UNKNOWN_LEADER_EPOCH:
+                    leader = p.current_leader
+                    if leader is not None and leader.leader_id >= 0 and meta.update_leader(
+                            name, p.partition_index, leader.leader_id, leader.leader_epoch):
+                        continue  # KIP-951: the new leader is known, fetch from it at once
+                    if code != _UNKNOWN_LEADER_EPOCH:
+                        meta.forget_leader(name, p.partition_index)
+                    refresh.add(name)
+                else:
+                    err = error_for_code(code, f"fetching {name}-{p.partition_index} failed",
+                                         topic=name, partition=p.partition_index)
+                    if err.retriable:
+                        log.debug("retriable fetch error: %s", err)
+                        continue
+                    self.buffer.add(CompletedFetch(tp, token, data.fetch_offset, None, error=err))
+                    added = True
+        if self.metrics is not None:
+            self.metrics.record_fetch(node, (time.monotonic() - started) * 1000.0, total_bytes)
+        if refresh:
+            self._on_metadata_needed(refresh)
+        if added:
+            self._on_data()
+
+    def forget_sessions(self) -> None:
+        """Start every broker's session afresh (e.g. after a big assignment change)."""
+        for session in self._sessions.values():
+            session.handle_error()

@@ -1,0 +1,57 @@
+"""The rebalance listener: what the application hears when partitions come and go.
+
+Subclass :class:`ConsumerRebalanceListener` (or pass any object with the same methods)
+to ``subscribe(..., listener=...)``. Callbacks run in the thread that calls ``poll()``
+(for ``kafkalite.aio.Consumer``: in the task that awaits ``poll()``, and they may be
+coroutines), never on the engine, so they may call the consumer: commit in
+``on_partitions_revoked``, seek in ``on_partitions_assigned``.
+
+Calling rules (as the Java client):
+
+* eager assignors (range, roundrobin, sticky): every rebalance first calls
+  ``on_partitions_revoked`` with everything owned (possibly empty), then
+  ``on_partitions_assigned`` with the complete new assignment;
+* cooperative (cooperative-sticky, and KIP-848 ``group.protocol=consumer``):
+  ``on_partitions_revoked`` only with the partitions that move away, and never with an
+  empty set; ``on_partitions_assigned`` on every rebalance with the partitions added
+  (possibly empty); retained partitions are fetched throughout;
+* ``on_partitions_lost`` when the membership was lost (session timeout, fenced,
+  max.poll.interval.ms exceeded): the partitions may already belong to another member,
+  so do not commit them. The default implementation calls ``on_partitions_revoked``.
+
+Example::
+
+    class SaveOnRevoke(ConsumerRebalanceListener):
+        def __init__(self, consumer):
+            self.consumer = consumer
+
+        def on_partitions_revoked(self, partitions):
+            self.consumer.commit()          # commit what was processed before giving them up
+
+        def on_partitions_assigned(self, partitions):
+            print("now reading", sorted(partitions))
+
+    consumer.subscribe(["orders"], listener=SaveOnRevoke(consumer))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.types import TopicPartition
+
+
+class ConsumerRebalanceListener:
+    """Base class with no-op callbacks; override the ones you need."""
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Any:
+        """Partitions this member stops owning (after auto-commit, before anyone else gets them)."""
+        return None
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Any:
+        """Partitions this member starts owning (before records of them are returned)."""
+        return None
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> Any:
+        """Partitions owned when membership was lost; they may have new owners already."""
+        return self.on_partitions_revoked(partitions)

@@ -1,0 +1,156 @@
+"""Consumer metrics with the Java client's names and groups.
+
+``consumer-fetch-manager-metrics``: fetch-latency-avg/max, fetch-rate, fetch-total,
+fetch-size-avg/max, bytes-consumed-rate/total, records-consumed-rate/total,
+records-per-request-avg, records-lag-max, and per partition (tags topic, partition)
+records-lag.
+
+``consumer-coordinator-metrics``: commit-latency-avg/max, commit-rate, commit-total,
+assigned-partitions, join-time-avg/max, join-rate, join-total, sync-time-avg/max,
+sync-rate, heartbeat-rate, heartbeat-total, heartbeat-response-time-max,
+rebalance-total, failed-rebalance-total, last-heartbeat-seconds-ago,
+last-rebalance-seconds-ago.
+
+``consumer-metrics``: last-poll-seconds-ago, time-between-poll-avg/max.
+
+Recording happens per fetch response, per poll() and per group request, never per record.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from kafkalite.metrics import Metrics
+from kafkalite.types import TopicPartition
+
+FETCH = "consumer-fetch-manager-metrics"
+COORDINATOR = "consumer-coordinator-metrics"
+CONSUMER = "consumer-metrics"
+
+
+class ConsumerMetrics:
+    """The sensors of one consumer; ``registry`` is what ``Consumer.metrics()`` reads."""
+
+    def __init__(self, registry: Metrics, subs: Any, read_committed: bool, client_id: str = "") -> None:
+        self.registry = registry
+        self.subs = subs
+        self.read_committed = read_committed
+        tags = {"client-id": client_id} if client_id else None
+        self._tags = tags
+        s = registry.sensor("fetch-latency")
+        s.add_avg("fetch-latency-avg", FETCH, "Average time a fetch request takes (ms)", tags)
+        s.add_max("fetch-latency-max", FETCH, "Longest fetch request (ms)", tags)
+        s.add_count_rate("fetch-rate", FETCH, "Fetch requests per second", tags)
+        s.add_count("fetch-total", FETCH, "Fetch requests", tags)
+        self.fetch_latency = s
+        s = registry.sensor("fetch-size")
+        s.add_avg("fetch-size-avg", FETCH, "Average bytes per fetch response", tags)
+        s.add_max("fetch-size-max", FETCH, "Largest fetch response (bytes)", tags)
+        self.fetch_size = s
+        s = registry.sensor("bytes-consumed")
+        s.add_rate("bytes-consumed-rate", FETCH, "Bytes consumed per second", tags)
+        s.add_total("bytes-consumed-total", FETCH, "Bytes consumed", tags)
+        self.bytes_consumed = s
+        s = registry.sensor("records-consumed")
+        s.add_rate("records-consumed-rate", FETCH, "Records returned by poll() per second", tags)
+        s.add_total("records-consumed-total", FETCH, "Records returned by poll()", tags)
+        self.records_consumed = s
+        s = registry.sensor("records-per-request")
+        s.add_avg("records-per-request-avg", FETCH, "Average records per poll() that returned records", tags)
+        self.records_per_request = s
+        s = registry.sensor("records-lag")
+        s.add_max("records-lag-max", FETCH, "Largest lag in records of any partition in the window", tags)
+        self.records_lag = s
+        self._lag_gauges: set[TopicPartition] = set()
+        # coordinator
+        s = registry.sensor("commit-latency")
+        s.add_avg("commit-latency-avg", COORDINATOR, "Average time of a commit request (ms)", tags)
+        s.add_max("commit-latency-max", COORDINATOR, "Longest commit request (ms)", tags)
+        s.add_count_rate("commit-rate", COORDINATOR, "Commits per second", tags)
+        s.add_count("commit-total", COORDINATOR, "Commits", tags)
+        self.commit_latency = s
+        s = registry.sensor("join-latency")
+        s.add_avg("join-time-avg", COORDINATOR, "Average JoinGroup time (ms)", tags)
+        s.add_max("join-time-max", COORDINATOR, "Longest JoinGroup time (ms)", tags)
+        s.add_count_rate("join-rate", COORDINATOR, "Joins per second", tags)
+        s.add_count("join-total", COORDINATOR, "Joins", tags)
+        self.join_latency = s
+        s = registry.sensor("sync-latency")
+        s.add_avg("sync-time-avg", COORDINATOR, "Average SyncGroup time (ms)", tags)
+        s.add_max("sync-time-max", COORDINATOR, "Longest SyncGroup time (ms)", tags)
+        s.add_count_rate("sync-rate", COORDINATOR, "Syncs per second", tags)
+        self.sync_latency = s
+        s = registry.sensor("heartbeat-latency")
+        s.add_max("heartbeat-response-time-max", COORDINATOR, "Longest heartbeat response time (ms)", tags)
+        s.add_count_rate("heartbeat-rate", COORDINATOR, "Heartbeats per second", tags)
+        s.add_count("heartbeat-total", COORDINATOR, "Heartbeats", tags)
+        self.heartbeat_latency = s
+        s = registry.sensor("rebalance")
+        s.add_count("rebalance-total", COORDINATOR, "Completed rebalances", tags)
+        s.add_count_rate("rebalance-rate-per-hour", COORDINATOR, "Rebalances (per second in the window)", tags)
+        self.rebalance = s
+        s = registry.sensor("failed-rebalance")
+        s.add_count("failed-rebalance-total", COORDINATOR, "Failed rebalances", tags)
+        self.failed_rebalance = s
+        self.last_heartbeat = math.nan
+        self.last_rebalance = math.nan
+        registry.gauge("assigned-partitions", COORDINATOR, lambda: float(len(subs.assignment)),
+                       "Partitions currently assigned to this consumer", tags)
+        registry.gauge("last-heartbeat-seconds-ago", COORDINATOR,
+                       lambda: time.monotonic() - self.last_heartbeat, "Seconds since the last heartbeat", tags)
+        registry.gauge("last-rebalance-seconds-ago", COORDINATOR,
+                       lambda: time.monotonic() - self.last_rebalance, "Seconds since the last rebalance", tags)
+        # poll
+        self.last_poll = math.nan
+        s = registry.sensor("time-between-poll")
+        s.add_avg("time-between-poll-avg", CONSUMER, "Average time between poll() calls (ms)", tags)
+        s.add_max("time-between-poll-max", CONSUMER, "Longest time between poll() calls (ms)", tags)
+        self.time_between_poll = s
+        registry.gauge("last-poll-seconds-ago", CONSUMER, lambda: time.monotonic() - self.last_poll,
+                       "Seconds since the last poll()", tags)
+
+    # ------------------------------------------------------------ recording
+
+    def record_fetch(self, node: int, latency_ms: float, size: int) -> None:
+        now = time.monotonic()
+        self.fetch_latency.record(latency_ms, now)
+        self.fetch_size.record(size, now)
+
+    def record_poll(self, now: float) -> None:
+        if not math.isnan(self.last_poll):
+            self.time_between_poll.record((now - self.last_poll) * 1000.0, now)
+        self.last_poll = now
+
+    def record_consumed(self, records: int, nbytes: int) -> None:
+        now = time.monotonic()
+        if records:
+            self.records_consumed.record(records, now)
+            self.records_per_request.record(records, now)
+        if nbytes:
+            self.bytes_consumed.record(nbytes, now)
+
+    def record_lag(self, tp: TopicPartition) -> None:
+        lag = self.subs.lag(tp, self.read_committed)
+        if lag is None:
+            return
+        self.records_lag.record(lag)
+        if tp not in self._lag_gauges:
+            self._lag_gauges.add(tp)
+            tags = dict(self._tags or {})
+            tags.update({"topic": tp.topic, "partition": str(tp.partition)})
+            subs, rc = self.subs, self.read_committed
+            self.registry.gauge("records-lag", FETCH, lambda: float(_nan_if_none(subs.lag(tp, rc))),
+                                "Lag of the partition in records", tags)
+
+    def forget_partitions(self, partitions: set[TopicPartition]) -> None:
+        for tp in partitions & self._lag_gauges:
+            tags = dict(self._tags or {})
+            tags.update({"topic": tp.topic, "partition": str(tp.partition)})
+            self.registry.remove(FETCH, tags)
+            self._lag_gauges.discard(tp)
+
+
+def _nan_if_none(value: int | None) -> float:
+    return math.nan if value is None else float(value)
