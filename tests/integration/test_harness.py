@@ -141,6 +141,32 @@ def test_broker_starts_with_no_java_on_path(tmp_path: Path) -> None:
     assert result["ready"] is True
 
 
+@pytest.mark.timeout(180)
+def test_brokers_die_with_a_sigkilled_test_run(tmp_path: Path) -> None:
+    """A crashed (SIGKILLed) test process takes its broker JVM down with it."""
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from pathlib import Path
+        from kafkalite.testing import LocalBroker
+        broker = LocalBroker(run_dir=Path(sys.argv[1])).start()
+        print(broker.pid, flush=True)
+        time.sleep(120)
+        """
+    )
+    run = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "node")],
+                           stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None
+    jvm = int(run.stdout.readline())
+    assert processes.is_alive(jvm)
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 30
+    while processes.is_alive(jvm) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not processes.is_alive(jvm), "the broker outlived the test run that started it"
+
+
 def _isr(cluster: LocalCluster, topic: str) -> list[int]:
     info = _metadata(cluster.live_bootstrap(), [topic]).topics[topic]
     return sorted(info.partitions[0].isr)

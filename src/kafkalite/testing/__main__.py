@@ -3,7 +3,8 @@
 ``up`` starts a broker (or a cluster) that keeps running after the command returns,
 records it under ``<state>/cli/`` and prints its bootstrap address; running it again
 while that broker is up just prints the address. ``status`` shows what runs;
-``down`` stops it (and any broker a crashed test run left behind). ``fetch`` only
+``down`` stops it, plus any other detached kafkalite broker in the same state
+directory and any broker a crashed test run left behind. ``fetch`` only
 downloads the jars (CI does it before the tests, so the first test does not wait).
 
 Example::
