@@ -52,13 +52,14 @@ class DistributionError(RuntimeError):
 class ChecksumMismatchError(DistributionError):
     """A downloaded jar does not match the checksum recorded in the lock."""
 
-    def __init__(self, artifact: Artifact, url: str, actual: str) -> None:
+    def __init__(self, artifact: Artifact, url: str, actual: str, algorithm: str = "sha256") -> None:
         self.artifact = artifact
         self.url = url
         self.actual = actual
+        expected = artifact.sha1 if algorithm == "sha1" else artifact.sha256
         super().__init__(
             f"checksum mismatch for {artifact.coordinate} from {url}: "
-            f"expected sha256 {artifact.sha256}, got {actual}. The file was not used; "
+            f"expected {algorithm} {expected}, got {actual}. The file was not used; "
             "if KAFKALITE_MAVEN_REPO points at a mirror, check that it serves the "
             "original Maven Central artifacts."
         )
@@ -66,7 +67,10 @@ class ChecksumMismatchError(DistributionError):
 
 @dataclass(frozen=True)
 class Artifact:
-    """One jar of a Kafka release, as recorded in its lock.
+    """One file of a Maven repository (a jar of a Kafka release, or another bundle).
+
+    ``extension`` is ``"jar"`` for Kafka's jars; ``sha1``, when recorded, is Maven
+    Central's published checksum and is verified too (the Schema Registry bundle).
 
     >>> a = Artifact("org.apache.kafka", "kafka-clients", "4.3.1", sha256="00", size=1)
     >>> a.repository_path
@@ -79,11 +83,13 @@ class Artifact:
     sha256: str
     size: int
     classifier: str | None = None
+    extension: str = "jar"
+    sha1: str | None = None
 
     @property
     def filename(self) -> str:
         suffix = f"-{self.classifier}" if self.classifier else ""
-        return f"{self.artifact}-{self.version}{suffix}.jar"
+        return f"{self.artifact}-{self.version}{suffix}.{self.extension}"
 
     @property
     def repository_path(self) -> str:
@@ -280,50 +286,68 @@ class KafkaDistribution:
             return False
         return _sha256_file(path) == artifact.sha256
 
-    @contextlib.contextmanager
-    def _file_lock(self) -> Iterator[None]:
-        with (self.directory / ".lock").open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _file_lock(self) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.directory / ".lock")
 
     def _download(self, artifact: Artifact, progress: ProgressCallback | None) -> None:
-        url = self.url(artifact)
-        target = self.libs / artifact.filename
-        # Unique temp name in the same folder: os.replace is then an atomic rename.
-        tmp = target.with_name(f".{artifact.filename}.{os.getpid()}.part")
-        for attempt in range(1, _ATTEMPTS + 1):
-            try:
-                actual = _fetch(url, tmp)
-                break
-            except (urllib.error.URLError, OSError, TimeoutError) as exc:
-                tmp.unlink(missing_ok=True)
-                if isinstance(exc, urllib.error.HTTPError) and exc.code == 404:
-                    raise DistributionError(f"{artifact.coordinate} not found at {url}") from exc
-                if attempt == _ATTEMPTS:
-                    raise DistributionError(
-                        f"could not download {artifact.coordinate} from {url}: {exc}"
-                    ) from exc
-                time.sleep(0.5 * 2**attempt)
-        if actual != artifact.sha256:
-            tmp.unlink(missing_ok=True)
-            raise ChecksumMismatchError(artifact, url, actual)
-        os.replace(tmp, target)
+        download_artifact(artifact, self.url(artifact), self.libs / artifact.filename)
         if progress is not None:
             progress(artifact)
 
 
-def _fetch(url: str, dest: Path) -> str:
-    """Stream ``url`` into ``dest``; return the sha256 of what was written."""
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def download_artifact(artifact: Artifact, url: str, target: Path) -> None:
+    """Fetch ``url`` to ``target``, verified against the artifact's checksums.
+
+    Retries transient failures; streams into a temp file in the same folder and
+    renames it into place only once its sha256 (and sha1, if recorded) match, so a
+    half-written or tampered file is never used.
+    """
+    # Unique temp name in the same folder: os.replace is then an atomic rename.
+    tmp = target.with_name(f".{artifact.filename}.{os.getpid()}.part")
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            sha256, sha1 = _fetch(url, tmp)
+            break
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            tmp.unlink(missing_ok=True)
+            if isinstance(exc, urllib.error.HTTPError) and exc.code == 404:
+                raise DistributionError(f"{artifact.coordinate} not found at {url}") from exc
+            if attempt == _ATTEMPTS:
+                raise DistributionError(
+                    f"could not download {artifact.coordinate} from {url}: {exc}"
+                ) from exc
+            time.sleep(0.5 * 2**attempt)
+    if sha256 != artifact.sha256:
+        tmp.unlink(missing_ok=True)
+        raise ChecksumMismatchError(artifact, url, sha256)
+    if artifact.sha1 is not None and sha1 != artifact.sha1:
+        tmp.unlink(missing_ok=True)
+        raise ChecksumMismatchError(artifact, url, sha1, "sha1")
+    os.replace(tmp, target)
+
+
+def _fetch(url: str, dest: Path) -> tuple[str, str]:
+    """Stream ``url`` into ``dest``; return the sha256 and sha1 of what was written."""
     digest = hashlib.sha256()
+    digest1 = hashlib.sha1()
     request = urllib.request.Request(url, headers={"User-Agent": "kafkalite-testing"})
     with urllib.request.urlopen(request, timeout=60) as response, dest.open("wb") as out:
         for chunk in iter(lambda: response.read(_CHUNK), b""):
             digest.update(chunk)
+            digest1.update(chunk)
             out.write(chunk)
-    return digest.hexdigest()
+    return digest.hexdigest(), digest1.hexdigest()
 
 
 def _sha256_file(path: Path) -> str:
