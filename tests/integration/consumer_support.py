@@ -32,17 +32,26 @@ async def _produce(bootstrap: str, topic: str, batches: dict[int, list[bytes]]) 
         meta = await client.refresh_metadata({topic}, timeout_s=30)
         out: dict[int, list[int]] = {}
         for partition, payloads in batches.items():
-            leader = meta.leader_for(topic, partition)
-            assert leader is not None, f"no leader for {topic}-{partition}"
             for payload in payloads:
                 request = ProduceRequest(acks=-1, timeout_ms=30000, topic_data=[ProduceRequestTopicProduceData(
                     name=topic, partition_data=[ProduceRequestPartitionProduceData(index=partition, records=payload)])])
-                conn = await client.connection(leader)
-                version = min(conn.api_version(ProduceRequest), 12)  # v13 needs topic ids
-                response = await conn.request(request, api_version=version)
-                p = response.responses[0].partition_responses[0]
-                if p.error_code:
-                    raise error_for_code(p.error_code, "test produce failed", topic=topic, partition=partition)
+                for attempt in range(50):
+                    leader = meta.leader_for(topic, partition)
+                    if leader is None:
+                        await asyncio.sleep(0.1)
+                        meta = await client.refresh_metadata({topic}, timeout_s=30)
+                        continue
+                    conn = await client.connection(leader)
+                    version = min(conn.api_version(ProduceRequest), 12)  # v13 needs topic ids
+                    response = await conn.request(request, api_version=version)
+                    p = response.responses[0].partition_responses[0]
+                    if not p.error_code:
+                        break
+                    err = error_for_code(p.error_code, "test produce failed", topic=topic, partition=partition)
+                    if not err.retriable or attempt == 49:
+                        raise err
+                    await asyncio.sleep(0.1)
+                    meta = await client.refresh_metadata({topic}, timeout_s=30)
                 out.setdefault(partition, []).append(p.base_offset)
         return out
     finally:

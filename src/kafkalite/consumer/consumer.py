@@ -407,9 +407,9 @@ class Consumer:
                         core.revoke_now(owned)
                 except Exception:
                     pass
-            leave = self.config["group.instance.id"] is None
             try:
-                self._run(core.close(max(0.01, deadline - time.monotonic()), commit=False, leave=leave),
+                # Static members do not leave (classic: no LeaveGroup; KIP-848: epoch -2).
+                self._run(core.close(max(0.01, deadline - time.monotonic()), commit=False, leave=True),
                           max(0.05, deadline - time.monotonic()) + 0.5, "close")
             except Exception:
                 pass

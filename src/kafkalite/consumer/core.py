@@ -547,8 +547,13 @@ class ConsumerCore:
         try:
             await self.offsets.finish_commit(future, offsets, gen)
         except KafkaError as exc:
-            if not retry or not exc.retriable or time.monotonic() >= deadline:
+            # KIP-848: the member epoch moved on while the commit was in flight; a
+            # synchronous commit tries again with the current epoch, as Java does.
+            stale_epoch = getattr(exc, "code", None) == 113
+            if not retry or not (exc.retriable or stale_epoch) or time.monotonic() >= deadline:
                 raise
+            if stale_epoch and self.group is not None:
+                self.group.check_can_commit()
             await self.offsets.commit(offsets, self.generation(), max(0.01, deadline - time.monotonic()))
         finally:
             self.metrics.commit_latency.record((time.monotonic() - started) * 1000.0)
