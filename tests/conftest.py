@@ -14,3 +14,14 @@ import pytest
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("kafkalite"):
         config.pluginmanager.import_plugin("kafkalite.testing.pytest_plugin")
+
+
+# Property tests run on busy 2-core CI machines next to Kafka brokers: a per-example
+# deadline measures the machine's load, not the code, so it is off. Tests bound their
+# own work (max_examples) and pytest-timeout catches real hangs.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "kafkalite", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("kafkalite")
