@@ -169,6 +169,13 @@ def server_properties(cfg: NodeConfig) -> dict[str, str]:
                 "share.coordinator.state.topic.replication.factor": rf,
                 "share.coordinator.state.topic.min.isr": isr,
                 "share.coordinator.state.topic.num.partitions": internal,
+                # KIP-848 groups (group.protocol=consumer, on by default in 4.x): the broker dictates the
+                # heartbeat interval (default 5 s, minimum 5 s) and session timeout
+                # (45 s); tests of members joining, leaving and dying need seconds.
+                "group.consumer.min.heartbeat.interval.ms": "500",
+                "group.consumer.heartbeat.interval.ms": "1000",
+                "group.consumer.min.session.timeout.ms": "6000",
+                "group.consumer.session.timeout.ms": "10000",
             }
         )
     if cfg.security is not None:
