@@ -43,6 +43,7 @@ from kafkalite.errors import (
     NotControllerError,
     NotCoordinatorError,
     ThrottlingQuotaExceededError,
+    UnknownTopicIdError,
     UnknownTopicOrPartitionError,
     error_for_code,
 )
@@ -95,13 +96,14 @@ def outcome_for(code: int, message: str | None, **resource: Any) -> Outcome | No
     Retriable: the generated retriable classes (NOT_CONTROLLER, NOT_LEADER_OR_FOLLOWER,
     COORDINATOR_LOAD_IN_PROGRESS, THROTTLING_QUOTA_EXCEEDED, REQUEST_TIMED_OUT ...).
     Metadata errors (InvalidMetadataError) and NOT_CONTROLLER also refresh metadata.
-    UNKNOWN_TOPIC_OR_PARTITION is final here: admin calls report a missing topic rather
-    than waiting for it to appear (Java's AdminClient does the same for describe/delete).
+    UNKNOWN_TOPIC_OR_PARTITION and UNKNOWN_TOPIC_ID are final here: admin calls report a
+    missing topic rather than waiting for it to appear (Java's AdminClient does the same
+    for describe/delete).
     """
     if not code:
         return None
     err = error_for_code(code, message or None, **resource)
-    if isinstance(err, UnknownTopicOrPartitionError):
+    if isinstance(err, (UnknownTopicOrPartitionError, UnknownTopicIdError)):
         return Fail(err)
     if err.retriable:
         refresh = isinstance(err, (InvalidMetadataError, NotControllerError))
