@@ -16,7 +16,6 @@ processes (pytest-xdist workers, two terminals) share one download.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -31,6 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.testing.paths import cache_dir
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; concurrent first downloads may race
+    fcntl = None  # type: ignore[assignment]
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 """The release the harness runs unless told otherwise."""
