@@ -1,0 +1,217 @@
+"""Subscription state, fetch sessions (KIP-227) and consumer settings, with no broker."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from kafkalite.consumer import _frontend as fe
+from kafkalite.consumer.fetch_session import (
+    FetchSessionHandler,
+    PartitionFetchData,
+    next_epoch,
+)
+from kafkalite.consumer.records import ConsumerRecords
+from kafkalite.consumer.subscription import SubscriptionState
+from kafkalite.errors import (
+    ConfigError,
+    IllegalStateError,
+    InvalidGroupIdError,
+    InvalidRegularExpressionError,
+)
+from kafkalite.types import ConsumerRecord, OffsetAndMetadata, TopicPartition
+
+A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
+
+
+# ------------------------------------------------------------------ subscription state
+
+
+def test_subscribe_and_assign_are_mutually_exclusive() -> None:
+    subs = SubscriptionState()
+    subs.subscribe(["a"])
+    with pytest.raises(IllegalStateError, match="mutually exclusive"):
+        subs.assign_from_user([A0])
+    subs.unsubscribe()
+    subs.assign_from_user([A0])
+    with pytest.raises(IllegalStateError, match="mutually exclusive"):
+        subs.subscribe(["a"])
+    with pytest.raises(IllegalStateError, match="mutually exclusive"):
+        subs.subscribe_pattern("a.*")
+
+
+def test_invalid_regex_is_a_typed_error_naming_it() -> None:
+    subs = SubscriptionState()
+    with pytest.raises(InvalidRegularExpressionError, match=r"orders\["):
+        subs.subscribe_pattern("orders[")
+
+
+def test_pattern_matches_whole_names_and_skips_internal_topics() -> None:
+    subs = SubscriptionState()
+    subs.subscribe_pattern(re.compile("ord.*"))
+    assert subs.matches("orders") and not subs.matches("xorders")
+    assert not subs.matches("ord_internal", internal=True)
+    assert subs.update_pattern_topics(["orders"]) and subs.subscription() == {"orders"}
+    assert not subs.update_pattern_topics(["orders"])
+
+
+def test_seek_requires_an_assigned_partition() -> None:
+    subs = SubscriptionState()
+    subs.assign_from_user([A0])
+    with pytest.raises(IllegalStateError, match="b-0|'b' partition 0"):
+        subs.seek(B0, 5)
+    with pytest.raises(IllegalStateError):
+        subs.seek(A0, -1)
+
+
+def test_positions_resets_and_tokens() -> None:
+    subs = SubscriptionState("earliest")
+    subs.assign_from_user([A0, A1])
+    assert subs.partitions_needing_position() == [A0, A1]
+    assert subs.fetchable_partitions() == []
+    subs.seek(A0, 10)
+    token = subs.state(A0).token
+    assert subs.fetchable_partitions() == [A0]
+    assert subs.advance(A0, token, 15, 3) and subs.position(A0) == 15
+    subs.request_reset([A0])
+    assert subs.partitions_needing_reset() == {A0: "earliest"} and subs.position(A0) is None
+    assert not subs.advance(A0, token, 20, None)  # a fetch from before the reset is stale
+    assert not subs.set_position_if_unset(A0, 1, token=token)
+    assert subs.set_position_if_unset(A0, 0, token=subs.state(A0).token)
+    assert subs.all_consumed() == {A0: OffsetAndMetadata(0, "", None)}
+
+
+def test_pause_resume_and_callbacks_gate_fetching() -> None:
+    subs = SubscriptionState()
+    subs.subscribe(["a"])
+    subs.assign_from_subscribed([A0, A1], awaiting_callback=[A1])
+    subs.seek(A0, 0)
+    subs.seek(A1, 0)
+    assert subs.fetchable_partitions() == [A0]  # A1 waits for on_partitions_assigned
+    subs.callback_done([A1])
+    subs.pause([A0])
+    assert subs.fetchable_partitions() == [A1] and subs.paused_partitions() == {A0}
+    subs.resume([A0])
+    subs.mark_pending_revocation([A1])
+    assert subs.fetchable_partitions() == [A0]
+    assert A1 not in subs.all_consumed()
+
+
+def test_assignment_keeps_positions_of_retained_partitions() -> None:
+    subs = SubscriptionState()
+    subs.subscribe(["a"])
+    subs.assign_from_subscribed([A0, A1])
+    subs.seek(A0, 42)
+    subs.assign_from_subscribed([A0])
+    assert subs.position(A0) == 42 and subs.assigned_partitions() == {A0}
+
+
+def test_lag_uses_hw_or_lso() -> None:
+    subs = SubscriptionState()
+    subs.assign_from_user([A0])
+    assert subs.lag(A0, False) is None
+    subs.seek(A0, 10)
+    subs.update_marks(A0, 25, 20, 0)
+    assert subs.lag(A0, False) == 15 and subs.lag(A0, True) == 10
+
+
+# ------------------------------------------------------------------ fetch sessions
+
+
+def _d(offset: int, tid: uuid.UUID = uuid.UUID(int=1)) -> PartitionFetchData:
+    return PartitionFetchData(tid, offset, 1024, 0)
+
+
+def test_fetch_session_full_then_incremental() -> None:
+    h = FetchSessionHandler(1)
+    plan = h.build({A0: _d(0), A1: _d(0)})
+    assert plan.full and plan.epoch == 0 and plan.session_id == 0 and set(plan.to_send) == {A0, A1}
+    assert h.handle_response(0, 77)
+    assert (h.session_id, h.epoch) == (77, 1)
+    plan = h.build({A0: _d(5), A1: _d(0)})  # A0 got data (new offset), A1 unchanged
+    assert not plan.full and plan.session_id == 77 and plan.epoch == 1
+    assert set(plan.to_send) == {A0} and plan.forgotten == []
+    assert h.handle_response(0, 77) and h.epoch == 2
+    plan = h.build({A1: _d(0)})  # A0 paused: forget it or the broker keeps returning it
+    assert plan.to_send == {} and plan.forgotten == [(A0, uuid.UUID(int=1))]
+
+
+def test_fetch_session_recreated_topic_is_forgotten_and_readded() -> None:
+    h = FetchSessionHandler(1)
+    h.build({A0: _d(0)})
+    h.handle_response(0, 5)
+    plan = h.build({A0: _d(0, uuid.UUID(int=2))})
+    assert set(plan.to_send) == {A0} and plan.forgotten == [(A0, uuid.UUID(int=1))]
+
+
+def test_fetch_session_errors_restart_the_session() -> None:
+    h = FetchSessionHandler(1)
+    h.build({A0: _d(0)})
+    h.handle_response(0, 5)
+    h.build({A0: _d(1)})
+    assert not h.handle_response(71, 0)  # INVALID_FETCH_SESSION_EPOCH: close it, open a new one
+    assert h.is_full and h.session_id == 5 and h.epoch == 0
+    h.build({A0: _d(1)})
+    assert not h.handle_response(70, 0)  # FETCH_SESSION_ID_NOT_FOUND
+    assert h.session_id == 0 and h.epoch == 0
+    h.build({A0: _d(1)})
+    assert h.handle_response(0, 0)  # the broker declined to create a session: stay sessionless
+    assert h.is_full and h.session_id == 0
+    h.build({A0: _d(1)})
+    h.handle_error()
+    assert h.is_full
+
+
+def test_epochs_wrap_to_one() -> None:
+    assert next_epoch(1) == 2 and next_epoch(2**31 - 1) == 1 and next_epoch(-1) == -1
+
+
+# ------------------------------------------------------------------ settings and arguments
+
+
+def test_settings_cross_checks() -> None:
+    base = {"bootstrap.servers": "127.0.0.1:9092"}
+    with pytest.raises(ConfigError, match="group.instance.id"):
+        fe.resolve_settings({**base, "group.instance.id": "x"}, {})
+    with pytest.raises(ConfigError, match="partition.assignment.strategy"):
+        fe.resolve_settings({**base, "group.id": "g", "group.protocol": "consumer",
+                             "partition.assignment.strategy": "range"}, {})
+    with pytest.raises(ConfigError, match="group.remote.assignor"):
+        fe.resolve_settings({**base, "group.id": "g", "group.remote.assignor": "uniform"}, {})
+    with pytest.raises(ConfigError, match="heartbeat.interval.ms"):
+        fe.resolve_settings({**base, "group.id": "g", "heartbeat.interval.ms": 50000}, {})
+    with pytest.raises(ConfigError, match="unknown assignor"):
+        fe.resolve_settings({**base, "group.id": "g", "partition.assignment.strategy": "nope"}, {})
+    cfg = fe.resolve_settings(base, {"group_id": "g", "max_poll_records": 7})
+    assert cfg["max.poll.records"] == 7
+    with pytest.raises(InvalidGroupIdError, match="group.id"):
+        fe.require_group(fe.resolve_settings(base, {}), "subscribe()")
+
+
+def test_parse_subscription_forms() -> None:
+    assert fe.parse_subscription(["a", "b"], None) == (["a", "b"], None)
+    assert fe.parse_subscription("a", None) == (["a"], None)
+    assert fe.parse_subscription("^a.*", None) == (None, "^a.*")
+    assert fe.parse_subscription(None, "a.*") == (None, "a.*")
+    pat = re.compile("x")
+    assert fe.parse_subscription(pat, None) == (None, pat)
+    with pytest.raises(IllegalStateError):
+        fe.parse_subscription(["a"], "b")
+    with pytest.raises(IllegalStateError):
+        fe.parse_subscription(None, None)
+    with pytest.raises(IllegalStateError):
+        fe.partitions_arg([("a", "0")])
+    assert fe.offsets_arg({("a", 0): 5}) == {A0: OffsetAndMetadata(5)}
+
+
+def test_consumer_records_grouping() -> None:
+    recs = ConsumerRecords()
+    recs.extend([ConsumerRecord("a", 0, i, 0, 0, None, b"x") for i in range(3)])
+    recs._add_range(A0, 0, 3)
+    recs.append(ConsumerRecord("b", 0, 9, 0, 0, None, b"y"))
+    recs._add_range(B0, 3, 4)
+    assert recs.partitions() == {A0, B0}
+    assert [r.offset for r in recs.records(A0)] == [0, 1, 2]
+    assert len(recs) == 4 and recs.by_partition()[B0][0].value == b"y"
