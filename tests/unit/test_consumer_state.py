@@ -120,7 +120,10 @@ def test_lag_uses_hw_or_lso() -> None:
 # ------------------------------------------------------------------ fetch sessions
 
 
-def _d(offset: int, tid: uuid.UUID = uuid.UUID(int=1)) -> PartitionFetchData:
+ID1 = uuid.UUID(int=1)
+
+
+def _d(offset: int, tid: uuid.UUID = ID1) -> PartitionFetchData:
     return PartitionFetchData(tid, offset, 1024, 0)
 
 

@@ -54,7 +54,7 @@ class AsyncConsumer:
         if self._core is None:
             loop = asyncio.get_running_loop()
             self._event = asyncio.Event()
-            self._core = ConsumerCore(self.config, loop, self._event.set, loop.call_soon)
+            self._core = ConsumerCore(self.config, loop, self._event.set, _call_soon(loop))
             self._core.start()
         return self._core
 
@@ -347,3 +347,9 @@ class AsyncConsumer:
 
     def __repr__(self) -> str:
         return f"<kafkalite.aio.Consumer group={self.config['group.id']!r}>"
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop) -> Any:
+    def call(fn: Any, *args: Any) -> None:
+        loop.call_soon(fn, *args)
+    return call
