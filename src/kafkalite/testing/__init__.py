@@ -12,6 +12,8 @@ wheel ships, in KRaft combined mode on loopback ports.
 pytest users get the fixtures of :mod:`kafkalite.testing.pytest_plugin`
 (``kafka_broker``, ``kafka_cluster``, ``topic_factory`` ...) automatically; the
 command line ``python -m kafkalite.testing up|status|down`` runs one in the background.
+A Schema Registry (Apicurio Registry, Confluent-compatible API) comes the same way:
+:class:`ApicurioRegistry`, the ``schema_registry`` fixture, ``... registry up``.
 """
 
 from kafkalite.testing.backends import Backend, ExternalKafka, KafkaService, select_backend
@@ -36,13 +38,21 @@ from kafkalite.testing.distribution import (
 from kafkalite.testing.java import JavaNotFoundError, JavaRuntime, find_java
 from kafkalite.testing.processes import reap_orphans, tied_popen_kwargs
 from kafkalite.testing.properties import SASL_PRESET, NodeConfig, SecurityPreset
+from kafkalite.testing.registry import (
+    DEFAULT_REGISTRY_VERSION,
+    ApicurioRegistry,
+    ExternalSchemaRegistry,
+    RegistryStartError,
+)
 from kafkalite.testing.tools import JavaTools, ToolError
 from kafkalite.testing.topics import create_topic, unique_topic_name, wait_for_topic
 
 __all__ = [
     "COMPAT_KAFKA_VERSION",
     "DEFAULT_KAFKA_VERSION",
+    "DEFAULT_REGISTRY_VERSION",
     "SASL_PRESET",
+    "ApicurioRegistry",
     "Artifact",
     "Backend",
     "BrokerStartError",
@@ -51,6 +61,7 @@ __all__ = [
     "DockerKafka",
     "DockerUnavailableError",
     "ExternalKafka",
+    "ExternalSchemaRegistry",
     "JavaNotFoundError",
     "JavaRuntime",
     "JavaTools",
@@ -61,6 +72,7 @@ __all__ = [
     "LocalCluster",
     "NodeConfig",
     "PortInUseError",
+    "RegistryStartError",
     "SecurityPreset",
     "ToolError",
     "available_versions",

@@ -16,6 +16,12 @@ Example::
       node 1: pid 12345, ready, logs in ~/.local/state/kafkalite/cli/run-.../logs
     $ python -m kafkalite.testing down
     stopped Kafka 4.3.1 at 127.0.0.1:9092
+
+``registry up|down|status`` does the same for a Schema Registry (Apicurio Registry,
+Confluent-compatible API); ``up`` prints the ``schema.registry.url``::
+
+    $ python -m kafkalite.testing registry up
+    http://127.0.0.1:8081/apis/ccompat/v7
 """
 
 from __future__ import annotations
@@ -44,6 +50,12 @@ from kafkalite.testing.java import find_java
 from kafkalite.testing.paths import state_dir
 from kafkalite.testing.ports import port_is_free
 from kafkalite.testing.properties import SASL_PRESET
+from kafkalite.testing.registry import (
+    DEFAULT_REGISTRY_VERSION,
+    RegistryDistribution,
+    registry_command,
+    registry_versions,
+)
 from kafkalite.testing.wire import KafkaSocket, WireError
 
 
@@ -194,9 +206,23 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         dist.ensure()
         how = "cached" if cached else f"downloaded in {time.monotonic() - started:.1f} s"
         print(f"Kafka {version}: {len(dist.lock.artifacts)} jars {how} in {dist.libs}")
+    if not args.versions:
+        registry = RegistryDistribution()
+        started = time.monotonic()
+        how = "cached" if registry.is_complete() else "downloaded"
+        registry.ensure()
+        how = how if how == "cached" else f"downloaded in {time.monotonic() - started:.1f} s"
+        print(f"Apicurio Registry {registry.version}: {how} in {registry.app}")
     java = find_java()
     print(f"Java {java.version} from {java.source}: {java.executable}")
     return 0
+
+
+def cmd_registry(args: argparse.Namespace) -> int:
+    """``registry up|down|status``: see :mod:`kafkalite.testing.registry`."""
+    return registry_command(
+        args.action, version=args.version, port=args.port, compatibility=args.compatibility, timeout=args.timeout
+    )
 
 
 def _pids(state: dict[str, Any] | None) -> set[int]:
@@ -221,6 +247,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     fetch = sub.add_parser("fetch", help="download Kafka's jars into the cache (no broker)")
     fetch.add_argument("versions", nargs="*", metavar="VERSION", help="default: the pinned releases")
     fetch.set_defaults(func=cmd_fetch)
+    registry = sub.add_parser("registry", help="a Schema Registry (Apicurio) in the background")
+    registry.add_argument("action", choices=("up", "down", "status"))
+    registry.add_argument("--version", default=DEFAULT_REGISTRY_VERSION, choices=registry_versions())
+    registry.add_argument("--port", type=int, default=8081, help="HTTP port (default 8081 if free)")
+    registry.add_argument("--compatibility", default="BACKWARD", help="global compatibility rule")
+    registry.add_argument("--timeout", type=float, default=120.0)
+    registry.set_defaults(func=cmd_registry)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

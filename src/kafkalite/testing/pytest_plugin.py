@@ -16,6 +16,10 @@ Fixtures (every broker starts on first use only, once per session; the release i
     a Kafka 3.9.x broker for compatibility tests.
 ``kafka_broker_sasl``
     a broker with the SASL preset (:data:`SASL_PRESET`).
+``schema_registry``
+    a Schema Registry for the session (Apicurio Registry with its Confluent-compatible
+    API, see :mod:`kafkalite.testing.registry`), or ``$KAFKALITE_SCHEMA_REGISTRY_URL``.
+    ``.url`` is the value for ``schema.registry.url``.
 ``unique_topic``
     a fresh topic name per test (not created).
 ``topic_factory``
@@ -46,6 +50,12 @@ from kafkalite.testing.broker import LocalBroker
 from kafkalite.testing.cluster import LocalCluster
 from kafkalite.testing.distribution import COMPAT_KAFKA_VERSION, DEFAULT_KAFKA_VERSION
 from kafkalite.testing.properties import SASL_PRESET
+from kafkalite.testing.registry import (
+    ApicurioRegistry,
+    ExternalSchemaRegistry,
+    SchemaRegistryService,
+    start_default_registry,
+)
 from kafkalite.testing.topics import unique_topic_name
 
 _KEEP_SESSIONS = 5
@@ -169,6 +179,12 @@ def kafka_broker_sasl(kafkalite_session: KafkaTestSession) -> LocalBroker:
     )
 
 
+@pytest.fixture(scope="session")
+def schema_registry(kafkalite_session: KafkaTestSession) -> SchemaRegistryService:
+    """A running Schema Registry; ``.url`` is its Confluent-compatible API root."""
+    return kafkalite_session.service("schema-registry", start_default_registry)  # type: ignore[no-any-return]
+
+
 @pytest.fixture
 def unique_topic(request: pytest.FixtureRequest) -> str:
     """A topic name no other test uses (the topic is not created)."""
@@ -202,7 +218,8 @@ def topic_factory(request: pytest.FixtureRequest) -> TopicFactory:
 
 def _services_of(item: pytest.Item) -> list[Any]:
     values = getattr(item, "funcargs", {}).values()
-    return [v for v in values if isinstance(v, LocalBroker | LocalCluster | KafkaService)]
+    kinds = (LocalBroker, LocalCluster, KafkaService, ApicurioRegistry, ExternalSchemaRegistry)
+    return [v for v in values if isinstance(v, kinds)]
 
 
 @pytest.hookimpl(wrapper=True)
