@@ -134,12 +134,10 @@ class LocalBroker:
         self._owns_run_dir = run_dir is None
         self.run_dir = Path(run_dir or tempfile.mkdtemp(prefix=f"kafkalite-node{node_id}-"))
         self._auto_ports = port is None and controller_port is None and voters is None
-        self._settings = {
-            "auto_create_topics": auto_create_topics,
-            "replication_factor": replication_factor,
-            "min_insync_replicas": min_insync_replicas,
-            "extra": {k: str(v) for k, v in (extra_properties or {}).items()},
-        }
+        self.auto_create_topics = auto_create_topics
+        self.replication_factor = replication_factor
+        self.min_insync_replicas = min_insync_replicas
+        self.extra_properties = {k: str(v) for k, v in (extra_properties or {}).items()}
         self.controller_port = controller_port or free_port()
         self.listeners: dict[str, int] = {CLIENT_LISTENER: port or free_port()}
         if security is not None:
@@ -223,7 +221,7 @@ class LocalBroker:
         return self._tools
 
     def config(self) -> NodeConfig:
-        s = self._settings
+        """What :meth:`write_config` renders (ports as currently assigned)."""
         return NodeConfig(
             node_id=self.node_id,
             version=self.version,
@@ -232,11 +230,11 @@ class LocalBroker:
             controller_port=self.controller_port,
             voters=dict(self.voters),
             host=self.host,
-            replication_factor=int(s["replication_factor"]),  # type: ignore[call-overload]
-            min_insync_replicas=int(s["min_insync_replicas"]),  # type: ignore[call-overload]
-            auto_create_topics=bool(s["auto_create_topics"]),
+            replication_factor=self.replication_factor,
+            min_insync_replicas=self.min_insync_replicas,
+            auto_create_topics=self.auto_create_topics,
             security=self.security,
-            extra=s["extra"],  # type: ignore[arg-type]
+            extra=self.extra_properties,
         )
 
     def write_config(self) -> Path:
