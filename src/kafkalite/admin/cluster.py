@@ -91,9 +91,9 @@ async def update_features(core: AdminCore, updates: Mapping[str, FeatureUpdate |
         for r in response.results:
             out[r.feature] = top if top is not None else outcome_for(
                 r.error_code, r.error_message, resource=f"feature '{r.feature}'")
-        if top is not None:
-            for n in names:
-                out.setdefault(n, top)
+        # v2 dropped the per-feature results: the top-level error (or success) is everyone's.
+        for n in names:
+            out.setdefault(n, top)
         return out
 
     return await core.run_batch("update_features", list(wanted), core.route_controller, send, timeout,
