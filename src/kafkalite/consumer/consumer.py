@@ -35,6 +35,7 @@ from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
 from kafkalite.metrics import MetricName
 from kafkalite.net.engine import EngineThread
+from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
@@ -199,6 +200,51 @@ class Consumer:
             core.last_poll = now
             if deadline is not None and now >= deadline:
                 return records
+            event.wait(_SLICE if deadline is None else min(_SLICE, deadline - now))
+
+    def poll_batches(self, timeout: float | None = None, max_bytes: int = 8 * 1024 * 1024
+                     ) -> list[tuple[TopicPartition, list[Batch]]]:
+        """Like :meth:`poll`, but return whole fetched record batches, undecoded.
+
+        For columnar readers (the Spark connector builds Arrow arrays from
+        ``RecordBatch.columns()`` with no Python object per record). Returns
+        ``[(partition, [batch, ...]), ...]``, about ``max_bytes`` at most (at least one
+        fetch), and advances positions past the batches returned. Control batches and
+        aborted transactions (read_committed) are left out; a partition's first batch
+        may start before its position, so drop offsets below the position you sought.
+        Deserializers do not apply. An empty list after ``timeout`` seconds.
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            consumer.seek(TopicPartition("orders", 0), 100)
+            for tp, batches in consumer.poll_batches(timeout=1.0):
+                for batch in batches:
+                    cols = batch.columns()   # offsets, timestamps, key/value positions ...
+        """
+        self._check_open()
+        core = self._core
+        subs = core.subs
+        if not subs.assignment and not subs.has_auto_assignment:
+            raise IllegalStateError("the consumer is not subscribed to any topic and has no assigned partitions")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        event = self._event
+        core.poll_begin()
+        while True:
+            event.clear()
+            if self._wakeup:
+                self._wakeup = False
+                raise WakeupError("poll_batches() was interrupted by wakeup()")
+            if core.app_calls:
+                self._drain_callbacks()
+            core.raise_errors()
+            batches = core.collect_batches(max_bytes)
+            if batches:
+                return batches
+            now = time.monotonic()
+            core.last_poll = now
+            if deadline is not None and now >= deadline:
+                return batches
             event.wait(_SLICE if deadline is None else min(_SLICE, deadline - now))
 
     def __iter__(self) -> Iterator[Any]:

@@ -48,6 +48,7 @@ from kafkalite.errors import (
 )
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
+from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.consumer")
@@ -659,6 +660,68 @@ class ConsumerCore:
             self.metrics.record_consumed(len(out), consumed_bytes)
         if out and (self.key_deserializer is not None or self.value_deserializer is not None):
             out = self._deserialize(out)
+        return out
+
+    def collect_batches(self, max_bytes: int) -> list[tuple[TopicPartition, list[Batch]]]:
+        """Poll side, columnar path: take whole fetched batches, undecoded.
+
+        Like :meth:`collect` (same validity checks, errors and position updates) but
+        hands out ``(partition, [RecordBatch, ...])`` per drained fetch, stopping once
+        about ``max_bytes`` of batches are taken. Deserializers do not apply: callers
+        read the raw key and value bytes (e.g. with ``RecordBatch.columns()``). The
+        first batch of a partition may start before its position (see
+        :meth:`CompletedFetch.take_batches`).
+        """
+        out: list[tuple[TopicPartition, list[Batch]]] = []
+        buffer = self.buffer
+        subs = self.subs
+        taken_bytes = 0
+        drained_any = False
+        while taken_bytes < max_bytes:
+            fetch = buffer.peek()
+            if fetch is None:
+                break
+            tp = fetch.tp
+            with subs.lock:
+                state = subs.assignment.get(tp)
+                valid = (state is not None and state.token == fetch.token and not state.paused
+                         and not state.pending_revocation and not state.awaiting_callback
+                         and state.position == fetch.next_offset)
+            if not valid:
+                buffer.pop(fetch)
+                drained_any = True
+                continue
+            if fetch.error is not None:
+                buffer.pop(fetch)
+                drained_any = True
+                if out:
+                    self.errors.appendleft(fetch.error)
+                    break
+                self.call_soon(self.fetcher.wake)
+                raise fetch.error
+            batches: list[Batch] = []
+            try:
+                fetch.take_batches(batches)
+            except KafkaError:
+                if out:
+                    break  # raised again by the next call; batches before it go out now
+                raise
+            if batches:
+                out.append((tp, batches))
+            with subs.lock:
+                subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
+            if fetch.exhausted:
+                taken_bytes += fetch.bytes
+                buffer.pop(fetch)
+                drained_any = True
+                self.metrics.record_lag(tp)
+            elif batches:
+                break  # a corrupt batch follows: raised by the next call
+        if drained_any:
+            self.call_soon(self.fetcher.wake)
+        if taken_bytes:
+            self.metrics.record_consumed(
+                sum(int(getattr(b, "record_count", 1)) for _, bs in out for b in bs), taken_bytes)
         return out
 
     def _deserialize(self, records: ConsumerRecords) -> ConsumerRecords:

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from kafkalite.errors import CorruptRecordsError, KafkaError
+from kafkalite.errors import CorruptRecordsError, IllegalStateError, KafkaError
 from kafkalite.protocol import compression as _compression
 from kafkalite.protocol.record_codec import decode_records
 from kafkalite.protocol.record_types import (
@@ -236,7 +236,9 @@ class CompletedFetch:
             self._idx = 0
             return True
 
-    def _decode_v2(self, batch: RecordBatch) -> list[ConsumerRecord] | None:
+    def _skip_v2(self, batch: RecordBatch) -> bool:
+        """Whether ``batch`` holds nothing to return: a control batch, an aborted
+        transaction's batch (read_committed), or no records (compaction)."""
         attributes = batch.attributes
         if self.read_committed:
             aborted = self._aborted
@@ -245,14 +247,18 @@ class CompletedFetch:
             if attributes & CONTROL_FLAG:
                 if batch.producer_id in self._aborted_pids and self._is_abort_marker(batch):
                     self._aborted_pids.discard(batch.producer_id)
-                return []
+                return True
             if batch.is_transactional and batch.producer_id in self._aborted_pids:
-                return []
+                return True
         elif attributes & CONTROL_FLAG:
+            return True
+        return batch.record_count == 0
+
+    def _decode_v2(self, batch: RecordBatch) -> list[ConsumerRecord] | None:
+        if self._skip_v2(batch):
             return []
+        attributes = batch.attributes
         count = batch.record_count
-        if count == 0:
-            return []
         try:
             view = batch.buffer()
             codec = attributes & CODEC_MASK
@@ -285,6 +291,66 @@ class CompletedFetch:
         except KafkaError as exc:
             self._fail(exc, batch.base_offset)
             return None
+
+    def take_batches(self, out: list[Batch]) -> int:
+        """Append this fetch's remaining data batches, undecoded, to ``out``.
+
+        The columnar path (e.g. the Spark connector turns ``RecordBatch.columns()``
+        into Arrow arrays) takes whole batches instead of records. The filtering is
+        :meth:`take`'s: control batches, aborted transactions (read_committed), empty
+        batches and batches wholly before the fetch offset are left out. The first
+        batch may start before the fetch offset (a compressed batch is fetched whole):
+        callers drop records with offsets below the position they asked for.
+
+        Afterwards the fetch is drained and ``next_offset`` is past its last batch.
+        A corrupt batch stops the walk: the batches before it are returned, and the
+        next call (with nothing before it) raises its :class:`CorruptRecordsError`.
+        Cannot be mixed with :meth:`take` on one fetch.
+        """
+        if self._recs is not None:
+            raise IllegalStateError(
+                f"take_batches() on {self.topic}-{self.partition} after take() left records undrained")
+        if self._error is not None:
+            raise self._error
+        if self._done:
+            return 0
+        if self.data is None:
+            self._done = True
+            return 0
+        batches = self._batches
+        if batches is None:
+            batches = self._batches = iter_batches(self.data, check_crcs=self._check_crcs)
+        n = 0
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except CorruptRecordsError as exc:
+                self._fail(exc)
+                break
+            next_offset = batch.next_offset
+            if next_offset <= self.next_offset:
+                continue
+            if isinstance(batch, RecordBatch):
+                if self._skip_v2(batch):
+                    self.next_offset = next_offset
+                    continue
+                if batch.partition_leader_epoch >= 0:
+                    self.last_epoch = batch.partition_leader_epoch
+            out.append(batch)
+            n += 1
+            self.next_offset = next_offset
+        if self._error is None:
+            self._done = True
+            self._batches = None
+            if self.end_offset > self.next_offset:
+                self.next_offset = self.end_offset
+            # ``data`` stays referenced by the batches handed out; drop ours.
+            self.data = None
+        if not n and self._error is not None:
+            raise self._error
+        return n
 
     @staticmethod
     def _is_abort_marker(batch: RecordBatch) -> bool:
