@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkalite.config import resolve
-from kafkalite.errors import error_for_code
+from kafkalite.errors import KafkaError, error_for_code
 from kafkalite.net.client import NetworkClient
 from kafkalite.protocol.messages.produce import (
     ProduceRequest,
@@ -52,7 +52,15 @@ def produce(bootstrap: str, topic: str, partition: int, values: Sequence[bytes],
     now = int(time.time() * 1000)
     ts = list(timestamps) if timestamps is not None else [now] * len(values)
     ks = list(keys) if keys is not None else [None] * len(values)
-    return asyncio.run(_produce(bootstrap, topic, partition, list(zip(ks, values, ts)), settings))
+    records = list(zip(ks, values, ts))
+    deadline = time.monotonic() + 30
+    while True:  # a new topic's leader may answer NOT_LEADER_OR_FOLLOWER for a moment
+        try:
+            return asyncio.run(_produce(bootstrap, topic, partition, records, settings))
+        except KafkaError as exc:
+            if not exc.retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def tool(broker: Any, name: str, *args: str, bootstrap: str | None = None, check: bool = True,
