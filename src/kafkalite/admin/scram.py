@@ -100,17 +100,27 @@ async def alter_user_scram_credentials(
             salted[id(a)] = (salt, salted_password(a.mechanism, a.password, salt, a.iterations))
 
     async def send(node: int, users: list[str], deadline: float) -> Mapping[Any, Outcome]:
-        items = [a for u in users for a in by_user[u]]
-        request = AlterUserScramCredentialsRequest(
-            deletions=[AlterUserScramCredentialsRequestScramCredentialDeletion(name=a.user, mechanism=int(a.mechanism))
-                       for a in items if isinstance(a, UserScramCredentialDeletion)],
-            upsertions=[AlterUserScramCredentialsRequestScramCredentialUpsertion(
-                name=a.user, mechanism=int(a.mechanism), iterations=a.iterations,
-                salt=salted[id(a)][0], salted_password=salted[id(a)][1])
-                for a in items if isinstance(a, UserScramCredentialUpsertion)],
-        )
-        response, _ = await core.send(node, request, deadline)
-        return {r.user: outcome_for(r.error_code, r.error_message, **_user(r.user)) for r in response.results}
+        # The broker refuses a request that names a user twice (DUPLICATE_RESOURCE), even
+        # for two mechanisms: the k-th change of every user goes into the k-th request.
+        out: dict[Any, Outcome] = {}
+        rounds = max(len(by_user[u]) for u in users)
+        for k in range(rounds):
+            items = [by_user[u][k] for u in users if k < len(by_user[u]) and out.get(u) is None]
+            if not items:
+                break
+            request = AlterUserScramCredentialsRequest(
+                deletions=[AlterUserScramCredentialsRequestScramCredentialDeletion(name=a.user,
+                                                                                   mechanism=int(a.mechanism))
+                           for a in items if isinstance(a, UserScramCredentialDeletion)],
+                upsertions=[AlterUserScramCredentialsRequestScramCredentialUpsertion(
+                    name=a.user, mechanism=int(a.mechanism), iterations=a.iterations,
+                    salt=salted[id(a)][0], salted_password=salted[id(a)][1])
+                    for a in items if isinstance(a, UserScramCredentialUpsertion)],
+            )
+            response, _ = await core.send(node, request, deadline)
+            for r in response.results:
+                out[r.user] = outcome_for(r.error_code, r.error_message, **_user(r.user))
+        return out
 
     return await core.run_batch("alter_user_scram_credentials", list(by_user), core.route_any, send, timeout,
                                 resource_of=_user)
