@@ -1,0 +1,645 @@
+"""The record accumulator: per-partition queues of batches being filled (no I/O).
+
+Callers' threads append records here (``send()`` -> :meth:`RecordAccumulator.append`)
+under a per-partition lock; the sender on the engine asks which leaders have
+sendable batches (:meth:`ready`), takes them (:meth:`drain`) and completes them.
+Records are encoded straight into the open batch's ``bytearray`` by
+:class:`~kafkalite.protocol.record_builder.RecordBatchBuilder` (the C kernel when
+available), so a record costs one encode call and one small future object.
+
+Memory: each new batch reserves ``max(batch.size, record size)`` bytes of
+``buffer.memory`` from the :class:`BufferPool`; the reservation is returned when the
+batch completes. When the pool is exhausted :meth:`append` returns None and the front
+end waits (up to ``max.block.ms``) for memory, then retries.
+
+A batch is sendable when it is full (another batch follows it in its queue), has
+waited ``linger.ms``, is being retried, or a flush/close is in progress, or when
+someone waits for memory (so that memory comes back). Like the Java client's
+``RecordAccumulator``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kafkalite.producer.futures import DoneSignal, RecordFuture, resolve
+from kafkalite.producer.partitioner import StickyPartitioner
+from kafkalite.protocol.record_builder import RecordBatchBuilder, rewrite_producer_state
+from kafkalite.protocol.records import RecordBatch
+
+log = logging.getLogger("kafkalite.producer")
+
+__all__ = ["BufferPool", "PartitionQueue", "ProducerBatch", "RecordAccumulator", "TopicState"]
+
+CB_SEND = 0  # fn(metadata, error)
+CB_FUTURE = 1  # fn(future)
+_SLOW_CALLBACKS_S = 1.0
+
+# Java's CompressionRatioEstimator steps.
+_RATIO_WORSE_STEP = 0.05
+_RATIO_BETTER_STEP = 0.005
+
+
+class ProducerBatch:
+    """One batch for one partition: the builder, its records' callbacks and its outcome."""
+
+    __slots__ = (
+        "_waiters", "attempts", "base_offset", "base_sequence", "builder", "callbacks", "children",
+        "closed", "created", "delivery_deadline", "done", "error", "in_retry", "last_error", "lock",
+        "log_append_time", "parent", "partition", "producer_epoch", "producer_id", "reserved",
+        "retry_at", "sent_once", "sequence_reset", "signal", "topic", "transactional", "wire",
+        "wire_state",
+    )
+
+    def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder, now: float,
+                 signal: DoneSignal, lock: threading.Lock, reserved: int, delivery_deadline: float) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.builder = builder
+        self.created = now
+        self.signal = signal
+        self.lock = lock
+        self.reserved = reserved
+        self.delivery_deadline = delivery_deadline
+        self.done = False
+        self.closed = False
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.error: BaseException | None = None
+        self.last_error: BaseException | None = None
+        self.callbacks: list[tuple[Any, Callable[..., Any], int]] | None = None
+        self._waiters: list[asyncio.Future[None]] | None = None
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.in_retry = False
+        self.sent_once = False
+        self.wire: bytes | None = None
+        self.wire_state: tuple[int, int, int, bool] | None = None
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.transactional = False
+        self.sequence_reset = False
+        self.children: list[tuple[int, ProducerBatch]] | None = None
+        self.parent: ProducerBatch | None = None
+
+    def __repr__(self) -> str:
+        return (f"<ProducerBatch {self.topic}-{self.partition} records={self.builder.record_count} "
+                f"seq={self.base_sequence} attempts={self.attempts} done={self.done}>")
+
+    @property
+    def record_count(self) -> int:
+        return self.builder.record_count
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    def estimated_size(self) -> int:
+        if self.wire is not None:
+            return len(self.wire)
+        return self.builder.estimated_size_in_bytes()
+
+    # -------------------------------------------------------------- producer state
+
+    def set_producer_state(self, producer_id: int, epoch: int, base_sequence: int, transactional: bool) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = epoch
+        self.base_sequence = base_sequence
+        self.transactional = transactional
+
+    def reset_producer_state(self, producer_id: int, epoch: int, base_sequence: int) -> None:
+        """New sequence after an epoch bump (KIP-360); the wire bytes are rewritten on send."""
+        self.set_producer_state(producer_id, epoch, base_sequence, self.transactional)
+        self.sequence_reset = True
+
+    def wire_bytes(self) -> bytes:
+        """The batch as sent: built once, header rewritten if the producer state changed."""
+        state = (self.producer_id, self.producer_epoch, self.base_sequence, self.transactional)
+        if self.wire is None:
+            self.builder.set_producer_state(*state)
+            self.wire = self.builder.build()
+            self.wire_state = state
+        elif self.wire_state != state:
+            self.wire = rewrite_producer_state(self.wire, *state)
+            self.wire_state = state
+        return self.wire
+
+    # -------------------------------------------------------------- callbacks
+
+    def add_callback(self, future: Any, fn: Callable[..., Any], kind: int) -> None:
+        """Register a callback (under the partition lock, while appending)."""
+        cbs = self.callbacks
+        if cbs is None:
+            self.callbacks = [(future, fn, kind)]
+        else:
+            cbs.append((future, fn, kind))
+
+    def add_future_callback(self, future: Any, fn: Callable[..., Any]) -> bool:
+        """Register ``fn(future)``; False if the batch is already done (caller runs it)."""
+        with self.lock:
+            if self.done:
+                return False
+            self.add_callback(future, fn, CB_FUTURE)
+            return True
+
+    def async_waiter(self) -> asyncio.Future[None]:
+        """A future (of the running loop) resolved when this batch completes."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.done:
+            fut.set_result(None)
+            return fut
+        if self._waiters is None:
+            self._waiters = [fut]
+        else:
+            self._waiters.append(fut)
+        return fut
+
+    # -------------------------------------------------------------- completion
+
+    def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> bool:
+        """Record the outcome and run callbacks in record order. False if already done."""
+        if self.done:
+            return False
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self.error = error
+        with self.lock:
+            self.done = True
+            callbacks, self.callbacks = self.callbacks, None
+        self._finish(callbacks)
+        parent = self.parent
+        if parent is not None and all(child.done for _, child in parent.children or ()):
+            parent.complete(-1, -1, None)
+        return True
+
+    def _finish(self, callbacks: list[tuple[Any, Callable[..., Any], int]] | None) -> None:
+        self.signal.notify()
+        waiters, self._waiters = self._waiters, None
+        if waiters:
+            for w in waiters:
+                if not w.done():
+                    w.set_result(None)
+        if not callbacks:
+            return
+        started = time.monotonic()
+        for future, fn, kind in callbacks:
+            try:
+                if kind == CB_SEND:
+                    child = resolve(self, future._index)[0]
+                    fn(future._metadata(), child.error)
+                else:
+                    fn(future)
+            except Exception:
+                log.exception("a producer callback for %s-%d raised", self.topic, self.partition)
+        took = time.monotonic() - started
+        if took > _SLOW_CALLBACKS_S:
+            log.warning(
+                "callbacks of one batch to %s-%d took %.2fs on the producer's I/O thread; "
+                "nothing is sent or acknowledged meanwhile: move slow work out of callbacks",
+                self.topic, self.partition, took,
+            )
+
+    def split(self, batch_size: int, now: float) -> list[ProducerBatch]:
+        """Split into batches of at most ``batch_size`` (after MESSAGE_TOO_LARGE).
+
+        The new batches take over this batch's records in order; futures of this batch
+        resolve through them (:func:`resolve`). Sequence numbers are assigned by the
+        caller.
+        """
+        data = self.wire if self.wire is not None else self.builder.build()
+        records = RecordBatch(data).records()
+        children: list[tuple[int, ProducerBatch]] = []
+        current: ProducerBatch | None = None
+        codec = self.builder._codec
+        level = self.builder._level
+        for index, rec in enumerate(records):
+            headers = rec.headers or None
+            if current is None or current.builder.try_append(rec.timestamp, rec.key, rec.value, headers) < 0:
+                builder = RecordBatchBuilder(compression=codec, compression_level=level, batch_size=batch_size)
+                current = ProducerBatch(self.topic, self.partition, builder, now, self.signal, self.lock,
+                                        0, self.delivery_deadline)
+                current.parent = self
+                current.attempts = self.attempts
+                current.transactional = self.transactional
+                current.closed = True
+                builder.append(rec.timestamp, rec.key, rec.value, headers)
+                children.append((index, current))
+        self.children = children
+        return [c for _, c in children]
+
+
+class BufferPool:
+    """Accounting of ``buffer.memory``: reservations per batch, waiters when exhausted."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.available = total
+        self._cond = threading.Condition(threading.Lock())
+        self.waiters = 0
+        self._async_waiters: list[asyncio.Future[None]] = []
+        self.wait_time_total = 0.0
+
+    def try_reserve(self, size: int) -> bool:
+        with self._cond:
+            if self.available >= size:
+                self.available -= size
+                return True
+            return False
+
+    def release(self, size: int) -> None:
+        if size <= 0:
+            return
+        with self._cond:
+            self.available += size
+            if self.waiters:
+                self._cond.notify_all()
+            waiters, self._async_waiters = self._async_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.get_loop().call_soon_threadsafe(_resolve_none, w)
+
+    def wait_blocking(self, size: int, deadline: float) -> bool:
+        """Block until ``size`` bytes could be free (True) or ``deadline`` passes (False)."""
+        start = time.monotonic()
+        with self._cond:
+            self.waiters += 1
+            try:
+                while self.available < size:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._cond.wait(min(remaining, 0.1))
+                return True
+            finally:
+                self.waiters -= 1
+                self.wait_time_total += time.monotonic() - start
+
+    async def wait_async(self, size: int, deadline: float) -> bool:
+        start = time.monotonic()
+        self.waiters += 1
+        try:
+            while self.available < size:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                with self._cond:
+                    self._async_waiters.append(fut)
+                try:
+                    await asyncio.wait_for(fut, remaining)
+                except asyncio.TimeoutError:
+                    pass
+            return True
+        finally:
+            self.waiters -= 1
+            self.wait_time_total += time.monotonic() - start
+
+
+def _resolve_none(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class PartitionQueue:
+    """The batches of one partition, oldest first; ``lock`` guards appends and drains."""
+
+    __slots__ = ("batches", "lock", "muted", "partition", "topic")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.lock = threading.Lock()
+        self.batches: deque[ProducerBatch] = deque()
+        self.muted = False
+
+
+class TopicState:
+    """What send() needs per topic: partition count, available partitions, queues, sticky state."""
+
+    __slots__ = ("available", "num_partitions", "queues", "sticky", "topic")
+
+    def __init__(self, topic: str, num_partitions: int, available: list[int], batch_size: int) -> None:
+        self.topic = topic
+        self.num_partitions = num_partitions
+        self.available = available
+        self.queues = [PartitionQueue(topic, p) for p in range(num_partitions)]
+        self.sticky = StickyPartitioner(batch_size)
+
+
+class RecordAccumulator:
+    """Queues of batches per partition, shared by callers' threads and the sender."""
+
+    def __init__(self, *, batch_size: int, linger_ms: int, compression: int, compression_level: int | None,
+                 delivery_timeout_ms: int, pool: BufferPool, signal: DoneSignal,
+                 wakeup: Callable[[], None]) -> None:
+        self.batch_size = batch_size
+        self.linger_s = linger_ms / 1000.0
+        self.compression = compression
+        self.compression_level = compression_level
+        self.delivery_timeout_s = delivery_timeout_ms / 1000.0
+        self.pool = pool
+        self.signal = signal
+        self.wakeup = wakeup
+        self.topics: dict[str, TopicState] = {}
+        self.incomplete: set[ProducerBatch] = set()
+        self.flushes_in_progress = 0
+        self.closed = False
+        self._ratio: dict[str, float] = {}
+        self._drain_index: dict[int, int] = {}
+        self._topics_lock = threading.Lock()
+
+    # -------------------------------------------------------------- topics
+
+    def update_topic(self, topic: str, num_partitions: int, available: list[int]) -> TopicState:
+        """Apply metadata: create the topic's state or grow its partition list."""
+        with self._topics_lock:
+            state = self.topics.get(topic)
+            if state is None:
+                state = TopicState(topic, num_partitions, available, self.batch_size)
+                self.topics[topic] = state
+                return state
+            if num_partitions > len(state.queues):
+                state.queues.extend(PartitionQueue(topic, p) for p in range(len(state.queues), num_partitions))
+            if num_partitions >= state.num_partitions:
+                # Partitions are only ever added; a smaller count is a stale answer.
+                state.num_partitions = num_partitions
+            state.available = available
+            return state
+
+    # -------------------------------------------------------------- appending
+
+    def append(self, state: TopicState, partition: int, timestamp: int, key: Any, value: Any,
+               headers: Any, key_size: int, value_size: int, future_cls: type[RecordFuture],
+               callback: Callable[..., Any] | None, interceptor_cb: Callable[..., Any] | None,
+               size_hint: int) -> RecordFuture | None:
+        """Append one record to ``partition``; None when no buffer memory is free.
+
+        ``size_hint`` is the record's encoded size estimate, reserved when it starts
+        a batch of its own beyond ``batch.size``.
+        """
+        pq = state.queues[partition]
+        with pq.lock:
+            dq = pq.batches
+            if dq:
+                last = dq[-1]
+                if not last.closed:
+                    index = last.builder.try_append(timestamp, key, value, headers)
+                    if index >= 0:
+                        future = future_cls(last, index, timestamp, key_size, value_size)
+                        if interceptor_cb is not None:
+                            last.add_callback(future, interceptor_cb, CB_SEND)
+                        if callback is not None:
+                            last.add_callback(future, callback, CB_SEND)
+                        return future
+                    last.closed = True  # full: the next batch starts now
+            created = self._new_batch(pq, timestamp, key, value, headers, key_size, value_size, future_cls,
+                                      size_hint)
+            if created is None:
+                return None
+            future = created
+            batch = future._batch
+            if interceptor_cb is not None:
+                batch.add_callback(future, interceptor_cb, CB_SEND)
+            if callback is not None:
+                batch.add_callback(future, callback, CB_SEND)
+        # One wake-up per batch: the sender starts its linger timer, or sends the
+        # batch just closed.
+        self.wakeup()
+        return future
+
+    def append_sticky(self, state: TopicState, timestamp: int, key: Any, value: Any, headers: Any,
+                      key_size: int, value_size: int, future_cls: type[RecordFuture],
+                      callback: Callable[..., Any] | None, interceptor_cb: Callable[..., Any] | None,
+                      size_hint: int) -> RecordFuture | None:
+        """Append an unkeyed record to the topic's sticky partition (KIP-794)."""
+        sticky = state.sticky
+        batch_size = self.batch_size
+        while True:
+            n = state.num_partitions
+            partition = sticky.partition(state.available, n)
+            pq = state.queues[partition]
+            new_batch = False
+            with pq.lock:
+                if sticky.current != partition:
+                    continue  # switched by another thread meanwhile
+                dq = pq.batches
+                last = dq[-1] if dq else None
+                all_full = last is None or last.closed or last.builder.is_full()
+                if all_full and sticky.produced_bytes >= batch_size:
+                    sticky.update(partition, 0, True, state.available, n)
+                    continue
+                future = None
+                if last is not None and not last.closed:
+                    before = last.builder.uncompressed_size_in_bytes
+                    index = last.builder.try_append(timestamp, key, value, headers)
+                    if index >= 0:
+                        future = future_cls(last, index, timestamp, key_size, value_size)
+                        appended = last.builder.uncompressed_size_in_bytes - before
+                    else:
+                        last.closed = True
+                        if sticky.produced_bytes >= batch_size:
+                            sticky.update(partition, 0, True, state.available, n)
+                            continue
+                if future is None:
+                    future = self._new_batch(pq, timestamp, key, value, headers, key_size, value_size,
+                                             future_cls, size_hint)
+                    if future is None:
+                        return None
+                    appended = future._batch.builder.uncompressed_size_in_bytes
+                    new_batch = True
+                batch = future._batch
+                if interceptor_cb is not None:
+                    batch.add_callback(future, interceptor_cb, CB_SEND)
+                if callback is not None:
+                    batch.add_callback(future, callback, CB_SEND)
+                sticky.update(partition, appended, batch.builder.is_full(), state.available, n)
+            if new_batch:
+                self.wakeup()
+            return future
+
+    def _new_batch(self, pq: PartitionQueue, timestamp: int, key: Any, value: Any, headers: Any,
+                   key_size: int, value_size: int, future_cls: type[RecordFuture],
+                   size_hint: int) -> RecordFuture | None:
+        reserve = self.batch_size if size_hint <= self.batch_size else size_hint
+        if not self.pool.try_reserve(reserve):
+            return None
+        builder = RecordBatchBuilder(
+            compression=self.compression, compression_level=self.compression_level,
+            batch_size=self.batch_size, compression_ratio_estimate=self._ratio.get(pq.topic, 1.0),
+        )
+        now = time.monotonic()
+        batch = ProducerBatch(pq.topic, pq.partition, builder, now, self.signal, pq.lock, reserve,
+                              now + self.delivery_timeout_s)
+        builder.append(timestamp, key, value, headers)
+        pq.batches.append(batch)
+        self.incomplete.add(batch)
+        return future_cls(batch, 0, timestamp, key_size, value_size)
+
+    # -------------------------------------------------------------- sender side
+
+    def ready(self, leader_for: Callable[[str, int], int | None], now: float,
+              adaptive: bool = False, unavailable_nodes: set[int] | None = None,
+              ) -> tuple[dict[int, list[PartitionQueue]], float, set[str]]:
+        """Leaders with sendable batches, seconds until the next check, topics without leaders."""
+        ready: dict[int, list[PartitionQueue]] = {}
+        next_check = 3600.0
+        unknown: set[str] = set()
+        linger = self.linger_s
+        urgent = self.flushes_in_progress > 0 or self.closed or self.pool.waiters > 0
+        for state in list(self.topics.values()):
+            sizes: list[int] | None = [] if adaptive else None
+            ids: list[int] | None = [] if adaptive else None
+            topic = state.topic
+            for pq in state.queues:
+                dq = pq.batches
+                leader = leader_for(topic, pq.partition)
+                if sizes is not None and ids is not None and leader is not None and (
+                        not unavailable_nodes or leader not in unavailable_nodes):
+                    sizes.append(len(dq))
+                    ids.append(pq.partition)
+                if not dq:
+                    continue
+                if leader is None:
+                    unknown.add(topic)
+                    continue
+                if pq.muted:
+                    continue
+                try:
+                    first = dq[0]
+                except IndexError:
+                    continue
+                if first.retry_at > now:
+                    next_check = min(next_check, first.retry_at - now)
+                    continue
+                waited = now - first.created
+                if urgent or first.in_retry or len(dq) > 1 or first.closed or waited >= linger \
+                        or first.builder.is_full():
+                    ready.setdefault(leader, []).append(pq)
+                else:
+                    next_check = min(next_check, linger - waited)
+            if sizes is not None:
+                state.sticky.update_load_stats(sizes, ids, state.num_partitions)
+        return ready, max(0.0, next_check), unknown
+
+    def drain(self, node: int, queues: list[PartitionQueue], max_size: int, now: float,
+              allowed: Callable[[PartitionQueue, ProducerBatch], bool] | None = None) -> list[ProducerBatch]:
+        """Take at most one batch per partition for ``node``, up to ``max_size`` bytes."""
+        out: list[ProducerBatch] = []
+        size = 0
+        n = len(queues)
+        start = self._drain_index.get(node, 0) % n if n else 0
+        for i in range(n):
+            pq = queues[(start + i) % n]
+            with pq.lock:
+                dq = pq.batches
+                if not dq:
+                    continue
+                first = dq[0]
+                if first.retry_at > now:
+                    continue
+                estimate = first.estimated_size()
+                if out and size + estimate > max_size:
+                    self._drain_index[node] = (start + i) % n
+                    break
+                if allowed is not None and not allowed(pq, first):
+                    continue
+                dq.popleft()
+                first.closed = True
+            out.append(first)
+            size += estimate
+        else:
+            self._drain_index[node] = start + 1
+        return out
+
+    def reenqueue(self, batch: ProducerBatch, now: float, backoff_s: float) -> None:
+        """Put a batch back at the front of its queue for a retry (sequence order kept)."""
+        batch.attempts += 1
+        batch.in_retry = True
+        batch.retry_at = now + backoff_s
+        state = self.topics[batch.topic]
+        pq = state.queues[batch.partition]
+        with pq.lock:
+            dq = pq.batches
+            if batch.base_sequence >= 0:
+                # Before the first batch without a sequence or with a higher one.
+                pos = 0
+                for existing in dq:
+                    if existing.base_sequence < 0 or existing.base_sequence > batch.base_sequence:
+                        break
+                    pos += 1
+                dq.insert(pos, batch)
+            else:
+                dq.appendleft(batch)
+
+    def update_compression_ratio(self, batch: ProducerBatch) -> None:
+        if not self.compression:
+            return
+        observed = batch.builder.compression_ratio
+        current = self._ratio.get(batch.topic, 1.0)
+        if observed > current:
+            self._ratio[batch.topic] = max(current + _RATIO_WORSE_STEP, observed)
+        elif observed < current:
+            self._ratio[batch.topic] = max(current - _RATIO_BETTER_STEP, observed)
+
+    def expired(self, now: float) -> list[ProducerBatch]:
+        """Remove and return queued batches whose delivery.timeout.ms has passed."""
+        out: list[ProducerBatch] = []
+        for state in list(self.topics.values()):
+            for pq in state.queues:
+                if not pq.batches:
+                    continue
+                with pq.lock:
+                    dq = pq.batches
+                    while dq and dq[0].delivery_deadline <= now:
+                        batch = dq.popleft()
+                        batch.closed = True
+                        out.append(batch)
+        return out
+
+    def next_expiry(self) -> float:
+        soonest = float("inf")
+        for state in list(self.topics.values()):
+            for pq in state.queues:
+                dq = pq.batches
+                if dq:
+                    try:
+                        soonest = min(soonest, dq[0].delivery_deadline)
+                    except IndexError:
+                        pass
+        return soonest
+
+    def remove_all(self, predicate: Callable[[ProducerBatch], bool] | None = None) -> list[ProducerBatch]:
+        """Take every queued (not in-flight) batch out, e.g. to abort them."""
+        out: list[ProducerBatch] = []
+        for state in list(self.topics.values()):
+            for pq in state.queues:
+                with pq.lock:
+                    keep: deque[ProducerBatch] = deque()
+                    for batch in pq.batches:
+                        if predicate is None or predicate(batch):
+                            batch.closed = True
+                            out.append(batch)
+                        else:
+                            keep.append(batch)
+                    pq.batches = keep
+        return out
+
+    def batch_done(self, batch: ProducerBatch) -> None:
+        """Bookkeeping after a batch completed: memory back, not incomplete any more."""
+        self.incomplete.discard(batch)
+        if batch.reserved:
+            self.pool.release(batch.reserved)
+            batch.reserved = 0
+
+    def has_queued(self) -> bool:
+        return any(pq.batches for state in list(self.topics.values()) for pq in state.queues)
+
+    def queued_topics(self) -> Iterable[str]:
+        return [s.topic for s in list(self.topics.values()) if any(pq.batches for pq in s.queues)]

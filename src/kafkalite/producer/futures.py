@@ -1,0 +1,225 @@
+"""Per-record futures that hang off one per-batch result.
+
+``send()`` returns a :class:`RecordFuture` (blocking producer) or an
+:class:`AsyncRecordFuture` (asyncio producer). Each is a small slotted object holding
+its batch, its index in the batch and its timestamp: there is no thread event, lock
+or asyncio future per record. When the broker answers, the batch stores one base
+offset (or one error) and every record's metadata is ``base offset + index``, as the
+Java client's ``FutureRecordMetadata`` does.
+
+Blocking waits (``result(timeout)``) sleep on one condition shared by the producer,
+in short slices so that Ctrl-C is prompt; asyncio waits ``await`` one future per
+waiting batch, created only when someone awaits before the batch is done.
+
+Example::
+
+    future = producer.send("orders", b"v")
+    future.add_done_callback(lambda f: print(f.result()))
+    metadata = future.result(timeout=10)      # RecordMetadata(topic, partition, offset, ...)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.errors import IllegalStateError, KafkaError, KafkaTimeoutError
+from kafkalite.types import RecordMetadata
+
+if TYPE_CHECKING:
+    from kafkalite.producer.accumulator import ProducerBatch
+
+
+def resolve(batch: ProducerBatch, index: int) -> tuple[ProducerBatch, int]:
+    """The batch (and index in it) holding record ``index`` of ``batch`` after splits."""
+    while batch.children:
+        for start, child in reversed(batch.children):
+            if index >= start:
+                batch, index = child, index - start
+                break
+    return batch, index
+
+__all__ = ["AsyncRecordFuture", "DoneSignal", "RecordFuture"]
+
+_WAIT_SLICE_S = 0.1
+
+
+class DoneSignal:
+    """Wakes threads blocked in ``RecordFuture.result()`` / ``flush()`` when batches complete.
+
+    One per producer. Completing a batch costs one attribute read when nobody waits.
+    """
+
+    __slots__ = ("_cond", "waiters")
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self.waiters = 0
+
+    def notify(self) -> None:
+        if self.waiters:
+            with self._cond:
+                self._cond.notify_all()
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float | None, what: str) -> None:
+        """Block until ``predicate()`` is true; KafkaTimeoutError after ``timeout`` s.
+
+        Waits in slices so that KeyboardInterrupt is raised promptly.
+        """
+        if predicate():
+            return
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        cond = self._cond
+        with cond:
+            self.waiters += 1
+            try:
+                while not predicate():
+                    if deadline is None:
+                        slice_s = _WAIT_SLICE_S
+                    else:
+                        slice_s = min(_WAIT_SLICE_S, deadline - time.monotonic())
+                        if slice_s <= 0:
+                            raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s")
+                    cond.wait(slice_s)
+            finally:
+                self.waiters -= 1
+
+
+class RecordFuture:
+    """The outcome of one ``send()``: a :class:`~kafkalite.types.RecordMetadata` or an error.
+
+    ``result(timeout)`` blocks (raising the send's error, or KafkaTimeoutError);
+    ``add_done_callback(fn)`` calls ``fn(future)`` once it is done (at once if it
+    already is; otherwise on the producer's I/O thread, in send order per partition).
+    """
+
+    __slots__ = ("_batch", "_index", "_key_size", "_timestamp", "_value_size")
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int, key_size: int, value_size: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+        self._key_size = key_size
+        self._value_size = value_size
+
+    # -------------------------------------------------------------- state
+
+    def done(self) -> bool:
+        return self._batch.done
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        """Records cannot be taken back once appended; always False."""
+        return False
+
+    def running(self) -> bool:
+        return not self._batch.done
+
+    @property
+    def topic(self) -> str:
+        return self._batch.topic
+
+    @property
+    def partition(self) -> int:
+        return self._batch.partition
+
+    def _metadata(self) -> RecordMetadata:
+        b, index = self._batch, self._index
+        if b.children:  # the batch was split after MESSAGE_TOO_LARGE
+            b, index = resolve(b, index)
+        offset = b.base_offset
+        if offset >= 0:
+            offset += index
+        ts = b.log_append_time if b.log_append_time >= 0 else self._timestamp
+        return RecordMetadata(b.topic, b.partition, offset, ts, self._key_size, self._value_size)
+
+    def _wait(self, timeout: float | None) -> None:
+        b = self._batch
+        if not b.done:
+            b.signal.wait_until(lambda: b.done, timeout, f"send to {b.topic}-{b.partition}")
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        """The record's metadata; raises the send's error, or KafkaTimeoutError after ``timeout`` s."""
+        self._wait(timeout)
+        error = self._error()
+        if error is not None:
+            raise error
+        return self._metadata()
+
+    get = result  # kafka-python's name
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The send's error (None on success), waiting up to ``timeout`` s."""
+        self._wait(timeout)
+        return self._error()
+
+    def _error(self) -> BaseException | None:
+        b = self._batch
+        if b.children:
+            b = resolve(b, self._index)[0]
+        return b.error
+
+    def succeeded(self) -> bool:
+        return self._batch.done and self._error() is None
+
+    def failed(self) -> bool:
+        return self._batch.done and self._error() is not None
+
+    @property
+    def value(self) -> RecordMetadata | None:
+        """The metadata if done and successful, else None (kafka-python compatibility)."""
+        return self._metadata() if self.succeeded() else None
+
+    def add_done_callback(self, fn: Callable[[Any], object]) -> None:
+        """Call ``fn(self)`` when done (immediately, in this thread, if already done)."""
+        if not self._batch.add_future_callback(self, fn):
+            fn(self)
+
+    def __repr__(self) -> str:
+        b = self._batch
+        state = "pending" if not b.done else ("error" if self._error() is not None else "done")
+        return f"<{type(self).__name__} {b.topic}-{b.partition} #{self._index} {state}>"
+
+
+class AsyncRecordFuture(RecordFuture):
+    """The asyncio producer's future: ``await`` it for the RecordMetadata.
+
+    ``result()`` does not block: before the batch is done it raises
+    :class:`~kafkalite.errors.IllegalStateError` (like ``asyncio.Future.result``).
+    """
+
+    __slots__ = ()
+
+    def _wait(self, timeout: float | None) -> None:
+        if not self._batch.done:
+            raise IllegalStateError("the record is not acknowledged yet; await the future")
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        b = self._batch
+        if not b.done:
+            yield from b.async_waiter().__await__()
+        error = self._error()
+        if error is not None:
+            raise error
+        return self._metadata()
+
+    async def wait(self, timeout: float | None = None) -> RecordMetadata:
+        """Await the metadata for at most ``timeout`` seconds (KafkaTimeoutError)."""
+        if timeout is None or self._batch.done:
+            return await self
+        b = self._batch
+        try:
+            await asyncio.wait_for(asyncio.shield(b.async_waiter()), timeout)
+        except asyncio.TimeoutError:
+            raise KafkaTimeoutError(f"send to {b.topic}-{b.partition} did not complete within {timeout:.3f}s") from None
+        return await self
+
+
+def describe_error(error: BaseException) -> str:
+    """Text for logs: ``KafkaError`` str, or the exception's repr."""
+    return str(error) if isinstance(error, KafkaError) else repr(error)

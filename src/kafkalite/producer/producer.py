@@ -1,0 +1,355 @@
+"""The blocking, thread-safe producer: ``kafkalite.Producer``.
+
+Example::
+
+    from kafkalite import Producer
+
+    with Producer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5}) as producer:
+        future = producer.send("orders", value=b"...", key=b"k1", headers=[("trace", b"1")])
+        metadata = future.result(timeout=10)   # RecordMetadata(topic, partition, offset, ...)
+        producer.send("orders", b"x", callback=lambda md, err: print(md, err))
+        producer.flush()
+
+    tx = Producer({"bootstrap.servers": "127.0.0.1:9092", "transactional.id": "copier-1"})
+    tx.init_transactions()
+    with tx.transaction():                     # begin; commit on success, abort on error
+        tx.send("out", b"...")
+
+``send()`` serializes, partitions and appends the record in the calling thread and
+returns at once with a :class:`~kafkalite.producer.futures.RecordFuture`; a
+background engine thread sends batches. It blocks only while the topic's metadata
+is unknown or ``buffer.memory`` is full, for at most ``max.block.ms``, and then
+raises :class:`~kafkalite.errors.KafkaTimeoutError` from ``send()`` itself. Callbacks
+``callback(metadata, error)`` run on the engine thread in send order per partition:
+keep them quick (a slow callback delays every acknowledgement; kafkalite logs a
+warning when one batch's callbacks take over a second).
+
+Every blocking call honours its timeout and Ctrl-C. Leaving a ``with`` block flushes
+and closes. A producer dropped or left at interpreter exit with unacknowledged
+records logs and warns loudly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+from time import time as _time
+import warnings
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from kafkalite.config import Config, resolve
+from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from kafkalite.net.engine import EngineThread
+from kafkalite.producer.core import ProducerCore
+from kafkalite.producer.futures import RecordFuture
+from kafkalite.protocol.record_codec import murmur2
+from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
+
+log = logging.getLogger("kafkalite.producer")
+
+__all__ = ["Producer"]
+
+Callback = Callable[[RecordMetadata, "BaseException | None"], object]
+
+
+class Producer:
+    """Sends records to Kafka (see the module doc for an overview).
+
+    Args:
+        config: settings with Java names (``{"bootstrap.servers": ..., "linger.ms": 5}``).
+        **settings: the same with snake_case names (``linger_ms=5``).
+
+    Raises:
+        kafkalite.errors.ConfigError: an unknown, mistyped or contradictory setting.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
+        cfg = resolve("producer", config, **settings)
+        self._core = core = ProducerCore(cfg, blocking=True)
+        self._engine = EngineThread(name=f"kafkalite-{core.client_id}").start()
+        try:
+            self._engine.run(self._start(), timeout=10.0, what="starting the producer")
+        except BaseException:
+            self._engine.stop()
+            raise
+        self._finalizer = weakref.finalize(self, _finalize, core, self._engine)
+
+    async def _start(self) -> None:
+        import asyncio
+
+        self._core.start(asyncio.get_running_loop())
+
+    @property
+    def config(self) -> Config:
+        """The resolved settings."""
+        return self._core.cfg
+
+    # -------------------------------------------------------------- sending
+
+    def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+             timestamp: int | None = None, headers: Any = None, callback: Callback | None = None) -> RecordFuture:
+        """Append a record for sending; returns a future of its RecordMetadata.
+
+        Args:
+            topic: the topic.
+            value: the value (bytes, or anything ``value.serializer`` takes); None is a
+                null value (a tombstone), distinct from ``b""``.
+            key: the key (bytes or ``key.serializer`` input). Keyed records go to
+                ``murmur2(key) % partitions`` like the Java client's.
+            partition: an explicit partition (wins over the key).
+            timestamp: create time in ms since the epoch (default: now).
+            headers: ordered list of ``(str, bytes | None)``; names may repeat.
+            callback: ``callback(metadata, error)`` once acknowledged or failed
+                (``error`` None on success), on the producer's I/O thread.
+
+        Raises (from send() itself, never through the future):
+            SerializationError: a serializer rejected the key or value.
+            RecordTooLargeError: the record exceeds max.request.size or buffer.memory.
+            UnknownTopicOrPartitionError: the topic does not exist (after
+                max.block.ms), or the partition is out of range.
+            KafkaTimeoutError: metadata or buffer memory not available within max.block.ms.
+            ClientClosedError: the producer is closed.
+        """
+        core = self._core
+        if core.plain and headers is None and timestamp is None:
+            # The common case, inlined (this runs once per record): serialize, pick the
+            # partition, encode into the open batch under its lock, make one future.
+            state = core.topics.get(topic)
+            if state is not None:
+                if core.key_serializer is None and (key is None or type(key) is bytes):
+                    key_bytes = key
+                else:
+                    key_bytes = core.serialize(topic, key, None, True)
+                if core.value_serializer is None and (value is None or type(value) is bytes):
+                    value_bytes = value
+                else:
+                    value_bytes = core.serialize(topic, value, None, False)
+                klen = -1 if key_bytes is None else len(key_bytes)
+                vlen = -1 if value_bytes is None else len(value_bytes)
+                if klen + vlen < core.size_check_threshold:
+                    sticky = None
+                    if partition is None:
+                        if key_bytes is not None:
+                            partition = (murmur2(key_bytes) & 0x7FFFFFFF) % state.num_partitions
+                        else:
+                            sticky = state.sticky
+                            partition = sticky.current
+                            if partition < 0 or sticky.produced_bytes >= core.batch_size:
+                                partition = -1
+                    if type(partition) is int and 0 <= partition < state.num_partitions:
+                        timestamp = int(_time() * 1000)
+                        pq = state.queues[partition]
+                        with pq.lock:
+                            dq = pq.batches
+                            if dq:
+                                last = dq[-1]
+                                if not last.closed:
+                                    index = last.builder.try_append(timestamp, key_bytes, value_bytes, None)
+                                    if index >= 0:
+                                        future = RecordFuture(last, index, timestamp, klen, vlen)
+                                        if callback is not None:
+                                            last.add_callback(future, callback, 0)
+                                        if sticky is not None:
+                                            sticky.produced_bytes += klen + vlen + 32
+                                        return future
+                        if sticky is not None:
+                            partition = None
+                    elif sticky is not None:
+                        partition = None
+                    elif type(partition) is int and partition >= state.num_partitions:
+                        state = self._engine.run(core.wait_for_topic(topic, partition, core.max_block_s), None,
+                                                 f"waiting for metadata of topic '{topic}'")
+                future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp,
+                                     None, callback)
+                if future is None:
+                    future = self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes,
+                                                  timestamp, None, callback)
+                return future
+        if core.closed:
+            raise ClientClosedError("send() on a closed producer")
+        if core.sender.fatal_error is not None:
+            raise core.sender.fatal_error
+        txn = core.txn
+        if txn is not None and txn.state.value != "IN_TRANSACTION":
+            txn.check_send()
+        if core.interceptors is not None:
+            topic, value, key, partition, timestamp, headers = core.intercept(
+                topic, value, key, partition, timestamp, headers)
+        if headers is not None:
+            headers = core.check_headers(headers, topic)
+        if core.key_serializer is None and (key is None or type(key) is bytes):
+            key_bytes = key
+        else:
+            key_bytes = core.serialize(topic, key, headers, True)
+        if core.value_serializer is None and (value is None or type(value) is bytes):
+            value_bytes = value
+        else:
+            value_bytes = core.serialize(topic, value, headers, False)
+        state = core.topics.get(topic)
+        if state is None or (partition is not None and type(partition) is int and partition >= state.num_partitions):
+            state = self._engine.run(core.wait_for_topic(topic, partition, core.max_block_s), None,
+                                     f"waiting for metadata of topic '{topic}'")
+        future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
+                             callback)
+        if future is None:
+            future = self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes, timestamp,
+                                          headers, callback)
+        return future
+
+    def _append_waiting(self, state: Any, topic: str, partition: int | None, key: Any, key_bytes: bytes | None,
+                        value: Any, value_bytes: bytes | None, timestamp: int | None, headers: Any,
+                        callback: Callback | None) -> RecordFuture:
+        """buffer.memory is full: wait (max.block.ms) for batches to complete, then append."""
+        core = self._core
+        deadline = time.monotonic() + core.max_block_s
+        needed = core.memory_needed(key_bytes, value_bytes)
+        if self._engine.in_engine_thread:
+            raise KafkaTimeoutError("buffer.memory is full and send() was called from a producer callback, "
+                                    "which cannot wait", topic=topic)
+        while True:
+            core.acc.wakeup()  # waiting makes every batch urgent; tell the sender
+            if not core.pool.wait_blocking(needed, deadline):
+                raise KafkaTimeoutError(
+                    f"could not allocate {needed} bytes of buffer.memory ({core.buffer_memory}) within "
+                    f"max.block.ms ({int(core.max_block_s * 1000)} ms): records are produced faster than "
+                    "the brokers take them", topic=topic)
+            if core.closed:
+                raise ClientClosedError("the producer was closed while send() waited for memory")
+            future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
+                                 callback)
+            if future is not None:
+                return future
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered and wait until it is acknowledged or failed.
+
+        Raises KafkaTimeoutError if that takes longer than ``timeout`` seconds
+        (None: no limit; records are bounded by delivery.timeout.ms anyway).
+        """
+        core = self._core
+        if not core.acc.incomplete:
+            return
+        self._engine.run(core.flush(timeout), None, "flush()")
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flush (for at most ``timeout`` seconds; None: until done), then release everything.
+
+        Records still unacknowledged when the timeout passes fail. Idempotent.
+        """
+        core = self._core
+        if not self._engine.running:
+            return
+        if self._engine.in_engine_thread:
+            # From a callback: cannot wait for ourselves; close in the background.
+            self._engine.submit(core.close(0.0))
+            return
+        try:
+            self._engine.run(core.close(timeout), None if timeout is None else timeout + 5.0, "close()")
+        except KafkaTimeoutError:
+            log.warning("close() did not finish within its timeout; stopping the engine")
+        finally:
+            self._finalizer.detach()
+            self._engine.stop()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -------------------------------------------------------------- information
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        """The partition ids of ``topic`` (fetching metadata if needed, up to max.block.ms)."""
+        core = self._core
+        cached = core.partitions_for_cached(topic)
+        if cached is not None:
+            return cached
+        wait = core.max_block_s if timeout is None else timeout
+        state = self._engine.run(core.wait_for_topic(topic, None, wait), None, f"partitions_for('{topic}')")
+        return list(range(state.num_partitions))
+
+    def metrics(self) -> dict[str, float]:
+        """Current metrics by Java name (record-send-rate, request-latency-avg, ...)."""
+        return self._core.metrics.snapshot()
+
+    # -------------------------------------------------------------- transactions
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self._core.max_block_s if timeout is None else timeout
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register ``transactional.id`` with its coordinator: fences older producers with
+        the same id and completes (aborts) a transaction they left open. Call once."""
+        self._engine.run(self._core.init_transactions(self._timeout(timeout)), None, "init_transactions()")
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (local; the coordinator learns of it with the first record)."""
+        self._core.begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+                                    group_metadata: ConsumerGroupMetadata | str,
+                                    timeout: float | None = None) -> None:
+        """Commit consumer offsets as part of the transaction (consume-transform-produce).
+
+        ``offsets`` are the NEXT offsets to read; ``group_metadata`` is
+        ``consumer.group_metadata()`` so that zombie group members are fenced (KIP-447).
+        """
+        self._engine.run(self._core.send_offsets_to_transaction(offsets, group_metadata, self._timeout(timeout)),
+                         None, "send_offsets_to_transaction()")
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit. Raises if any record of the transaction failed (then abort).
+
+        A KafkaTimeoutError means the outcome is unknown: call commit_transaction() again.
+        """
+        self._engine.run(self._core.commit_transaction(self._timeout(timeout)), None, "commit_transaction()")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort: records of the transaction are never seen by read_committed consumers."""
+        self._engine.run(self._core.abort_transaction(self._timeout(timeout)), None, "abort_transaction()")
+
+    @contextlib.contextmanager
+    def transaction(self, timeout: float | None = None) -> Iterator[Producer]:
+        """``with producer.transaction():`` begins, then commits, or aborts on an exception."""
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            txn = self._core.txn
+            if txn is not None and not txn.is_fatal:
+                try:
+                    self.abort_transaction(timeout)
+                except KafkaError as exc:
+                    log.warning("aborting the transaction failed: %s", exc)
+            raise
+        self.commit_transaction(timeout)
+
+
+def _finalize(core: ProducerCore, engine: EngineThread) -> None:
+    """The Producer was garbage-collected or the interpreter exits without close()."""
+    if core.closed:
+        engine.stop(0.5)
+        return
+    left = core.unacknowledged()
+    if left:
+        text = (f"kafkalite Producer (client.id={core.client_id}) was not closed and {left} record(s) were "
+                "not yet acknowledged; records still buffered at interpreter exit are lost. "
+                "Call producer.flush() or producer.close(), or use 'with Producer(...)'.")
+        log.error(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=2)
+        if sys.stderr is not None:
+            try:
+                print(f"WARNING: {text}", file=sys.stderr)
+            except Exception:
+                pass
+    try:
+        # Deliver what can be delivered in the background, then stop the engine.
+        future = engine.submit(core.close(core.cfg["delivery.timeout.ms"] / 1000.0))
+        future.add_done_callback(lambda _f: engine.stop(0))
+    except ClientClosedError:
+        pass

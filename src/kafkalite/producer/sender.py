@@ -1,0 +1,563 @@
+"""The sender: drains ready batches into Produce requests and handles the answers.
+
+It runs on the producer's engine (one asyncio task) and wakes up when the
+accumulator starts or closes a batch, when a response arrives, or when the next
+linger/backoff/expiry timer is due. Each pass (:meth:`Sender.run_once`):
+
+1. applies metadata changes (new partitions, leaders) and idempotence epoch bumps;
+2. fails batches whose ``delivery.timeout.ms`` passed (with the last broker error
+   they got, or a timeout);
+3. asks the accumulator for leaders with sendable batches, connects to them, and
+   for each connected leader with fewer than ``max.in.flight.requests.per.connection``
+   requests in flight drains at most one batch per partition into one Produce
+   request (written at once, pipelined; the response is handled in a callback).
+
+Responses: success completes the batch (base offset per batch, per-record futures
+derive their offsets); DUPLICATE_SEQUENCE_NUMBER counts as success; retriable errors
+put the batch back at the front of its queue after an exponential backoff (refreshing
+metadata for stale leaders and applying KIP-951 leader hints first); MESSAGE_TOO_LARGE
+splits a batch of several records; sequence errors go through the idempotence state
+(KIP-360); everything else fails exactly that batch's futures.
+
+Produce versions: the negotiated one, but at most 12 when a topic id is unknown
+(v13 addresses topics by id), and at most 11 inside a transaction of protocol v1
+(v12+ implies KIP-890's implicit AddPartitionsToTxn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.backoff import ExponentialBackoff
+from kafkalite.errors import (
+    ApiError,
+    DuplicateSequenceError,
+    InvalidMetadataError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NotLeaderOrFollowerError,
+    OutOfOrderSequenceError,
+    RecordTooLargeError,
+    error_for_code,
+)
+from kafkalite.net.cluster import BrokerNode
+from kafkalite.protocol.messages.init_producer_id import InitProducerIdRequest
+from kafkalite.protocol.messages.produce import (
+    ProduceRequest,
+    ProduceRequestPartitionProduceData,
+    ProduceRequestTopicProduceData,
+)
+from kafkalite.protocol.primitives import ZERO_UUID
+
+if TYPE_CHECKING:
+    from kafkalite.producer.accumulator import PartitionQueue, ProducerBatch
+    from kafkalite.producer.core import ProducerCore
+
+log = logging.getLogger("kafkalite.producer")
+
+__all__ = ["Sender"]
+
+_INT32_MAX = 2**31 - 1
+_EXPIRY_CHECK_S = 0.05
+
+
+class Sender:
+    """The engine side of one producer."""
+
+    def __init__(self, core: ProducerCore) -> None:
+        self.core = core
+        cfg = core.cfg
+        self.client = core.client
+        self.acc = core.acc
+        self.idem = core.idem
+        self.txn = core.txn
+        self.metrics = core.metrics
+        self.acks = core.acks
+        self.request_timeout_ms = cfg["request.timeout.ms"]
+        self.max_request_size = cfg["max.request.size"]
+        self.max_in_flight = cfg["max.in.flight.requests.per.connection"]
+        self.retries = cfg["retries"] if self.acks != 0 else 0
+        self.batch_size = cfg["batch.size"]
+        self.adaptive = core.partitioner is None and cfg["partitioner.adaptive.partitioning.enable"]
+        self.availability_timeout_s = cfg["partitioner.availability.timeout.ms"] / 1000.0
+        self.guarantee_order = self.max_in_flight == 1
+        self.backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.in_flight: set[ProducerBatch] = set()
+        self.wake_requested = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._wake_pending = False
+        self._stopping = False
+        self._connecting: set[int] = set()
+        self._connect_tasks: set[asyncio.Future[None]] = set()
+        self._metadata_task: asyncio.Task[Any] | None = None
+        self._metadata_wanted: set[str] = set()
+        self._last_metadata_request = 0.0
+        self._pid_task: asyncio.Task[None] | None = None
+        self._pid_attempts = 0
+        self._ready_since: dict[int, float] = {}
+        self._next_expiry_check = 0.0
+        self._seen_metadata_version = -1
+        self.fatal_error: KafkaError | None = None
+
+    # -------------------------------------------------------------- lifecycle
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.task = loop.create_task(self._run(), name="kafkalite-producer-sender")
+
+    def wakeup_threadsafe(self) -> None:
+        """Wake the sender from any thread (one cross-thread call while one is pending)."""
+        if not self.wake_requested:
+            self.wake_requested = True
+            loop = self.loop
+            if loop is not None and not loop.is_closed():
+                try:
+                    loop.call_soon_threadsafe(self.wakeup)
+                except RuntimeError:  # loop closed meanwhile
+                    pass
+
+    def wakeup(self) -> None:
+        """Wake the sender (engine thread only)."""
+        self.wake_requested = False
+        self._wake_pending = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self.wakeup()
+        for task in (self._metadata_task, self._pid_task):
+            if task is not None and not task.done():
+                task.cancel()
+        if self.task is not None and not self.task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self.task), 1.0)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                self.task.cancel()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            self._wake_pending = False
+            try:
+                delay = self.run_once(time.monotonic())
+            except Exception:
+                log.exception("producer sender pass failed")
+                delay = 0.1
+            if self._stopping:
+                break
+            if self._wake_pending:
+                await asyncio.sleep(0)
+                continue
+            waiter = loop.create_future()
+            self._waiter = waiter
+            handle = loop.call_later(delay, _set_none, waiter)
+            try:
+                await waiter
+            finally:
+                handle.cancel()
+                self._waiter = None
+
+    # -------------------------------------------------------------- one pass
+
+    def run_once(self, now: float) -> float:
+        core = self.core
+        metadata = self.client.metadata
+        if metadata.version != self._seen_metadata_version:
+            self._seen_metadata_version = metadata.version
+            core.sync_metadata()
+        delay = 1.0
+        idem = self.idem
+        if idem is not None:
+            if idem.bump_epoch_if_needed() or (not idem.has_producer_id and self.txn is None):
+                self._ensure_producer_id()
+        txn = self.txn
+        if txn is not None:
+            if txn.has_error:
+                self._abort_queued(txn.last_error)
+            elif txn.new_partitions and core.txn_client is not None:
+                core.txn_client.schedule_add_partitions()
+        if now >= self._next_expiry_check:
+            self._expire(now)
+            self._next_expiry_check = now + _EXPIRY_CHECK_S
+        unavailable: set[int] | None = None
+        if self.availability_timeout_s > 0:
+            unavailable = {n for n, t in self._ready_since.items() if now - t > self.availability_timeout_s}
+        ready, next_check, unknown = self.acc.ready(metadata.leader_for, now, self.adaptive, unavailable)
+        if unknown:
+            self.request_metadata(unknown)
+        elif self.client.metadata_is_stale() and self.acc.topics:
+            self.request_metadata(())
+        delay = min(delay, next_check)
+        if idem is not None and not idem.has_producer_id:
+            return min(delay, 0.1)
+        for node, queues in ready.items():
+            conn = self.client.connection_if_ready(node)
+            if conn is None:
+                self._ready_since.setdefault(node, now)
+                self._connect(node)
+                continue
+            if conn.in_flight >= self.max_in_flight:
+                self._ready_since.setdefault(node, now)
+                continue
+            batches = self.acc.drain(node, queues, self.max_request_size, now, self._allowed)
+            if not batches:
+                continue
+            self._ready_since.pop(node, None)
+            self._send(node, conn, batches, now)
+        if self.acc.incomplete:
+            delay = min(delay, max(0.0, self._next_expiry_check - time.monotonic()) + 0.001)
+        return delay
+
+    def _allowed(self, pq: PartitionQueue, batch: ProducerBatch) -> bool:
+        tp = (pq.topic, pq.partition)
+        txn = self.txn
+        if txn is not None and not txn.is_send_allowed(tp):
+            return False
+        idem = self.idem
+        return idem is None or (idem.has_producer_id and not idem.should_stop_drain(tp, batch))
+
+    # -------------------------------------------------------------- sending
+
+    def _send(self, node: int, conn: Any, batches: list[ProducerBatch], now: float) -> None:
+        idem = self.idem
+        metadata = self.client.metadata
+        version = conn.api_version(ProduceRequest)
+        txn = self.txn
+        if txn is not None and not txn.tv2 and version > 11:
+            version = 11  # v12+ inside a transaction means transactions v2 (KIP-890)
+        by_topic: dict[str, list[ProducerBatch]] = {}
+        for batch in batches:
+            if idem is not None and batch.base_sequence < 0:
+                idem.assign(batch)
+            first_build = batch.wire is None
+            batch.wire_bytes()
+            if first_build:
+                self.acc.update_compression_ratio(batch)
+                self.metrics.record_batch(batch, now)
+            else:
+                self.metrics.record_retry(batch.record_count)
+            by_topic.setdefault(batch.topic, []).append(batch)
+            if self.guarantee_order:
+                self.acc.topics[batch.topic].queues[batch.partition].muted = True
+        if version >= 13 and any(metadata.topic_id(t) == ZERO_UUID for t in by_topic):
+            version = 12
+        topic_data = [
+            ProduceRequestTopicProduceData(
+                name=topic, topic_id=metadata.topic_id(topic),
+                partition_data=[ProduceRequestPartitionProduceData(index=b.partition, records=b.wire)
+                                for b in tbatches],
+            )
+            for topic, tbatches in by_topic.items()
+        ]
+        request = ProduceRequest(
+            transactional_id=txn.transactional_id if txn is not None else None,
+            acks=self.acks, timeout_ms=self.request_timeout_ms, topic_data=topic_data,
+        )
+        for batch in batches:
+            batch.sent_once = True
+            batch.in_retry = False
+        if txn is not None:
+            txn.started_on_broker = True  # (with transactions v2 the produce request starts it)
+        if self.acks == 0:
+            future = conn.send(request, api_version=version, expect_response=False)
+            for batch in batches:
+                if future.done() and future.exception() is not None:
+                    self._fail(batch, future.exception())
+                else:
+                    self._complete(batch, -1, -1)
+            self.metrics.record_request(len(batches), sum(b.record_count for b in batches), 0.0)
+            return
+        future = conn.send(request, api_version=version)
+        self.in_flight.update(batches)
+        sent_at = time.monotonic()
+        future.add_done_callback(
+            lambda f: self._on_response(f, node, batches, version, sent_at)
+        )
+
+    def _on_response(self, future: asyncio.Future[Any], node: int, batches: list[ProducerBatch],
+                     version: int, sent_at: float) -> None:
+        now = time.monotonic()
+        try:
+            if future.cancelled():
+                error: BaseException | None = KafkaConnectionError(f"produce request to node {node} was cancelled")
+                response = None
+            else:
+                error = future.exception()
+                response = None if error is not None else future.result()
+            if error is not None:
+                if not isinstance(error, KafkaError):
+                    error = KafkaConnectionError(f"produce request to node {node} failed: {error!r}")
+                for batch in batches:
+                    self._handle_error(batch, error, now, None)
+                if isinstance(error, (KafkaConnectionError, KafkaTimeoutError)):
+                    self.request_metadata({b.topic for b in batches})
+                return
+            self._handle_response(response, batches, version, now)
+            self.metrics.record_request(len(batches), sum(b.record_count for b in batches), now - sent_at,
+                                        getattr(response, "throttle_time_ms", 0))
+        except Exception:
+            log.exception("handling a produce response from node %d failed", node)
+            for batch in batches:
+                if not batch.done and batch in self.in_flight:
+                    self._fail(batch, KafkaError("internal error while handling the produce response"))
+        finally:
+            self.wakeup()
+
+    def _handle_response(self, response: Any, batches: list[ProducerBatch], version: int, now: float) -> None:
+        metadata = self.client.metadata
+        for endpoint in getattr(response, "node_endpoints", None) or ():
+            metadata.add_broker(BrokerNode(endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack))
+        by_tp = {(b.topic, b.partition): b for b in batches}
+        for topic_resp in response.responses:
+            name = topic_resp.name if version < 13 else metadata.topic_name(topic_resp.topic_id)
+            for p in topic_resp.partition_responses:
+                batch = by_tp.pop((name, p.index), None)  # type: ignore[arg-type]
+                if batch is None:
+                    continue
+                code = p.error_code
+                if code == 0:
+                    self._complete(batch, p.base_offset, p.log_append_time_ms)
+                    continue
+                message = p.error_message
+                if p.record_errors:
+                    details = "; ".join(f"record {e.batch_index}: {e.batch_index_error_message}"
+                                        for e in p.record_errors[:5])
+                    message = f"{message or 'the batch was rejected'} ({details})"
+                err = error_for_code(code, message, topic=batch.topic, partition=batch.partition)
+                leader = p.current_leader
+                if leader is not None and leader.leader_id >= 0:
+                    metadata.update_leader(batch.topic, batch.partition, leader.leader_id, leader.leader_epoch)
+                self._handle_error(batch, err, now, p)
+        for batch in by_tp.values():
+            self._handle_error(batch, KafkaError(
+                f"the produce response had no answer for {batch.topic}-{batch.partition}"), now, None)
+
+    # -------------------------------------------------------------- outcomes
+
+    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        self.in_flight.discard(batch)
+        self._unmute(batch)
+        if self.idem is not None:
+            self.idem.on_success(batch, base_offset)
+        if batch.complete(base_offset, log_append_time, None):
+            self.metrics.record_success(batch)
+        self._done(batch)
+
+    def _done(self, batch: ProducerBatch) -> None:
+        self.acc.batch_done(batch)
+        parent = batch.parent
+        if parent is not None and parent.done:
+            self.acc.batch_done(parent)
+
+    def _fail(self, batch: ProducerBatch, error: BaseException, written_unknown: bool = False) -> None:
+        self.in_flight.discard(batch)
+        self._unmute(batch)
+        if batch.done:
+            return
+        if isinstance(error, KafkaError):
+            error.with_context(topic=batch.topic, partition=batch.partition)
+        if self.idem is not None:
+            self.idem.on_failure(batch, error, written_unknown)
+        txn = self.txn
+        if txn is not None and isinstance(error, KafkaError):
+            # A failed record fails the transaction: abortable (or fatal when fenced).
+            if txn.handle_error(error, from_coordinator=False) == "retriable":
+                txn.abortable_error(error)
+        batch.complete(-1, -1, error)
+        self.metrics.record_error(batch.record_count)
+        self._done(batch)
+
+    def _unmute(self, batch: ProducerBatch) -> None:
+        if self.guarantee_order:
+            state = self.acc.topics.get(batch.topic)
+            if state is not None:
+                state.queues[batch.partition].muted = False
+
+    def _handle_error(self, batch: ProducerBatch, error: BaseException, now: float, presp: Any) -> None:
+        if batch.done:
+            self.in_flight.discard(batch)
+            return
+        self.in_flight.discard(batch)
+        self._unmute(batch)
+        if isinstance(error, DuplicateSequenceError):
+            # The broker already has this batch (a retry of a written batch).
+            self._complete(batch, presp.base_offset if presp is not None else -1,
+                           presp.log_append_time_ms if presp is not None else -1)
+            return
+        if isinstance(error, RecordTooLargeError) and batch.record_count > 1 and now < batch.delivery_deadline:
+            self._split(batch, now)
+            return
+        if self._can_retry(batch, error, now):
+            batch.last_error = error
+            if isinstance(error, (InvalidMetadataError, KafkaConnectionError, KafkaTimeoutError)):
+                if isinstance(error, NotLeaderOrFollowerError) and not (
+                        presp is not None and presp.current_leader is not None
+                        and presp.current_leader.leader_id >= 0):
+                    self.client.metadata.forget_leader(batch.topic, batch.partition)
+                self.request_metadata({batch.topic})
+            log.debug("retrying %r after %s", batch, error)
+            self.acc.reenqueue(batch, now, self.backoff.delay_s(batch.attempts))
+            return
+        written_unknown = batch.sent_once and isinstance(error, (KafkaConnectionError, KafkaTimeoutError))
+        self._fail(batch, error, written_unknown)
+
+    def _can_retry(self, batch: ProducerBatch, error: BaseException, now: float) -> bool:
+        if now >= batch.delivery_deadline or batch.attempts >= self.retries:
+            return False
+        if self.fatal_error is not None or (self.txn is not None and self.txn.is_fatal):
+            return False
+        idem = self.idem
+        if idem is not None:
+            if isinstance(error, OutOfOrderSequenceError):  # includes UNKNOWN_PRODUCER_ID
+                return idem.can_retry(batch, error)
+            if (batch.producer_id, batch.producer_epoch) != (idem.producer_id, idem.epoch) and \
+                    self.txn is None and batch.base_sequence >= 0:
+                return True  # its sequence was restarted (KIP-360)
+        if isinstance(error, (KafkaConnectionError, KafkaTimeoutError)):
+            return True
+        return bool(getattr(error, "retriable", False))
+
+    def _split(self, batch: ProducerBatch, now: float) -> None:
+        children = batch.split(self.batch_size, now)
+        log.info("splitting %r into %d batches after MESSAGE_TOO_LARGE", batch, len(children))
+        self.metrics.record_split()
+        idem = self.idem
+        if idem is not None and batch.base_sequence >= 0:
+            idem.remove_in_flight(batch)
+            sequence = batch.base_sequence
+            for child in children:
+                child.set_producer_state(batch.producer_id, batch.producer_epoch, sequence, batch.transactional)
+                idem.add_in_flight(child)
+                sequence += child.record_count
+        for child in reversed(children):
+            self.acc.incomplete.add(child)
+            child.in_retry = True
+            self.acc.reenqueue(child, now, 0.0)
+            child.attempts -= 1
+
+    def _expire(self, now: float) -> None:
+        for batch in self.acc.expired(now):
+            last = batch.last_error
+            if last is not None:
+                error: BaseException = last
+            else:
+                error = KafkaTimeoutError(
+                    f"{batch.record_count} record(s) expired: delivery.timeout.ms="
+                    f"{int(self.acc.delivery_timeout_s * 1000)} passed before they could be sent",
+                    topic=batch.topic, partition=batch.partition,
+                )
+            self._fail(batch, error, written_unknown=batch.sent_once)
+
+    def _abort_queued(self, error: BaseException | None) -> None:
+        """Fail queued batches of a transaction that must be aborted (Java's abortUndrainedBatches)."""
+        queued = self.acc.remove_all()
+        if not queued:
+            return
+        for batch in queued:
+            err = KafkaError(
+                f"the transaction is being aborted because an earlier operation failed: {error}",
+                topic=batch.topic, partition=batch.partition, abortable=True,
+            )
+            self._fail(batch, err)
+
+    def abort_all(self, error: KafkaError) -> None:
+        """Fail every incomplete batch, queued or in flight (forced close)."""
+        for batch in self.acc.remove_all():
+            self._fail(batch, error)
+        for batch in list(self.acc.incomplete):
+            if not batch.done and not batch.children:
+                self._fail(batch, error)
+
+    # -------------------------------------------------------------- side tasks
+
+    def _connect(self, node: int) -> None:
+        if node in self._connecting or self._stopping:
+            return
+        self._connecting.add(node)
+
+        async def connect() -> None:
+            try:
+                await self.client.connection(node)
+            except Exception as exc:
+                log.debug("connecting to node %d failed: %s", node, exc)
+                self.request_metadata(())
+            finally:
+                self._connecting.discard(node)
+                self._connect_tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+                self.wakeup()
+
+        self._connect_tasks.add(asyncio.ensure_future(connect()))
+
+    def request_metadata(self, topics: Any) -> None:
+        """Refresh metadata soon (coalesced; at most once per retry.backoff.ms)."""
+        self._metadata_wanted.update(topics)
+        if self._stopping or (self._metadata_task is not None and not self._metadata_task.done()):
+            return
+        self._metadata_task = asyncio.ensure_future(self._refresh_metadata())
+
+    async def _refresh_metadata(self) -> None:
+        wait = self._last_metadata_request + self.backoff.initial_ms / 1000.0 - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._last_metadata_request = time.monotonic()
+        topics, self._metadata_wanted = self._metadata_wanted, set()
+        try:
+            await self.client.refresh_metadata(topics, timeout_s=self.request_timeout_ms / 1000.0)
+        except Exception as exc:
+            log.debug("metadata refresh failed: %s", exc)
+        self.core.sync_metadata()
+        self.wakeup()
+
+    def _ensure_producer_id(self) -> None:
+        if self._pid_task is not None and not self._pid_task.done():
+            return
+        if self._stopping or self.fatal_error is not None:
+            return
+        self._pid_task = asyncio.ensure_future(self._init_producer_id())
+
+    async def _init_producer_id(self) -> None:
+        """InitProducerId for the idempotent (not transactional) producer."""
+        idem = self.idem
+        assert idem is not None
+        while not idem.has_producer_id and not self._stopping:
+            try:
+                node = self.client.least_loaded_node()
+                response = await self.client.send(
+                    node, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=_INT32_MAX),
+                    timeout_ms=self.request_timeout_ms)
+                if response.error_code:
+                    raise error_for_code(response.error_code, "InitProducerId failed")
+                idem.set_producer_id(response.producer_id, response.producer_epoch)
+                self._pid_attempts = 0
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                log.debug("InitProducerId failed, retrying: %s", exc)
+                await asyncio.sleep(self.backoff.delay_s(self._pid_attempts))
+                self._pid_attempts += 1
+            except ApiError as exc:
+                if exc.retriable:
+                    await asyncio.sleep(self.backoff.delay_s(self._pid_attempts))
+                    self._pid_attempts += 1
+                    continue
+                exc.fatal = True
+                self.core.set_fatal(exc)
+                log.error("the idempotent producer cannot get a producer id: %s", exc)
+                self.abort_all(exc)
+                return
+        self.wakeup()
+
+
+def _set_none(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+SenderFactory = Callable[["ProducerCore"], Sender]

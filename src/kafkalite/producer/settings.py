@@ -1,0 +1,74 @@
+"""Cross-setting rules of the producer, registered with :mod:`kafkalite.config`.
+
+They run inside ``config.resolve("producer", ...)`` (importing :mod:`kafkalite.producer`
+registers them) and follow the Java client's ``ProducerConfig``:
+
+* idempotence (on by default) needs ``acks=all``, ``retries`` > 0 and at most 5
+  requests in flight per connection. When the user set ``enable.idempotence=true``
+  explicitly, a contradiction is a :class:`~kafkalite.errors.ConfigError` naming the
+  setting; when idempotence was only the default, it is silently turned off;
+* ``transactional.id`` needs idempotence;
+* ``delivery.timeout.ms`` must be at least ``linger.ms + request.timeout.ms``: an
+  error when the user set it, raised to that sum (as Java does) when defaulted.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kafkalite.config import Config, acks_value, cross_check
+from kafkalite.errors import ConfigError
+
+log = logging.getLogger("kafkalite.producer")
+
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
+
+
+@cross_check("producer")
+def check_idempotence(cfg: Config) -> Config:
+    explicit = cfg.is_set("enable.idempotence")
+    enabled = cfg["enable.idempotence"]
+    if enabled:
+        problems = []
+        if cfg["retries"] == 0:
+            problems.append(("retries", "must be > 0 for the idempotent producer"))
+        if acks_value(cfg) != -1:
+            problems.append(("acks", "must be 'all' for the idempotent producer (otherwise idempotence "
+                                     "cannot be guaranteed)"))
+        if cfg["max.in.flight.requests.per.connection"] > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+            problems.append(("max.in.flight.requests.per.connection",
+                             f"must be at most {MAX_IN_FLIGHT_FOR_IDEMPOTENCE} for the idempotent producer"))
+        if problems:
+            if explicit:
+                name, why = problems[0]
+                raise ConfigError(
+                    f"setting '{name}' = {cfg[name]!r} contradicts enable.idempotence=true: it {why}; "
+                    f"change '{name}' or set enable.idempotence=false"
+                )
+            log.info("idempotence disabled because %s", ", ".join(f"{n}={cfg[n]!r}" for n, _ in problems))
+            cfg = cfg.replace(**{"enable.idempotence": False})
+            enabled = False
+    txn_id = cfg["transactional.id"]
+    if txn_id is not None:
+        if not txn_id.strip():
+            raise ConfigError("setting 'transactional.id' must not be empty")
+        if not enabled:
+            raise ConfigError(
+                "setting 'transactional.id' needs the idempotent producer, but enable.idempotence is off"
+                + ("" if explicit else " (acks, retries or max.in.flight.requests.per.connection contradict it)")
+            )
+    return cfg
+
+
+@cross_check("producer")
+def check_delivery_timeout(cfg: Config) -> Config:
+    minimum = cfg["linger.ms"] + cfg["request.timeout.ms"]
+    if cfg["delivery.timeout.ms"] < minimum:
+        if cfg.is_set("delivery.timeout.ms"):
+            raise ConfigError(
+                f"setting 'delivery.timeout.ms' = {cfg['delivery.timeout.ms']} must be at least "
+                f"linger.ms + request.timeout.ms = {minimum}"
+            )
+        log.warning("delivery.timeout.ms raised to linger.ms + request.timeout.ms = %d", minimum)
+        cfg = cfg.replace(**{"delivery.timeout.ms": minimum})
+    return cfg
