@@ -1,0 +1,239 @@
+"""The Deserializer protocol and the built-in deserializers (bytes, str, int, float, JSON).
+
+The mirror image of :mod:`kafkalite.serialization.base`, used by the consumers
+(blocking and asyncio) and the console tools:
+
+* ``deserialize(topic, data, headers) -> object``: ``data`` is the record's key or
+  value bytes, or None (a null key, a tombstone); return what the application sees;
+* ``configure(config, is_key)`` once, with the consumer's settings; ``close()`` at the end.
+
+A plain callable ``fn(data)`` or ``fn(topic, data[, headers])`` works too (see
+:func:`resolve_deserializer`). Built-in names for ``key.deserializer`` /
+``value.deserializer``: ``"bytes"``, ``"str"`` (``"string"``), ``"int"`` (4 bytes big
+endian, Java's IntegerDeserializer), ``"long"`` (8 bytes), ``"float"`` (``"double"``,
+8-byte IEEE 754), ``"float32"`` (4 bytes), ``"json"``.
+
+Example::
+
+    from kafkalite import Consumer
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "g",
+                         "key.deserializer": "str", "value.deserializer": "json"})
+
+>>> IntegerDeserializer().deserialize("t", b"\\x00\\x00\\x01\\x00")
+256
+>>> JsonDeserializer().deserialize("t", b'{"qty":3}')
+{'qty': 3}
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import struct
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from kafkalite.errors import ConfigError, SerializationError
+
+__all__ = [
+    "BUILTIN_DESERIALIZERS",
+    "BytesDeserializer",
+    "Deserializer",
+    "DoubleDeserializer",
+    "FloatDeserializer",
+    "IntegerDeserializer",
+    "JsonDeserializer",
+    "LongDeserializer",
+    "StringDeserializer",
+    "resolve_deserializer",
+]
+
+Headers = Any  # the record's header list: [(str, bytes | None), ...]
+
+
+@runtime_checkable
+class Deserializer(Protocol):
+    """What the consumer calls to turn key and value bytes into objects."""
+
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        """Return the object for ``data`` (None stays None for the built-ins)."""
+        ...
+
+    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
+        """Receive the consumer's settings (optional to implement)."""
+        ...
+
+    def close(self) -> None:
+        """Release resources (optional to implement)."""
+        ...
+
+
+class _Base:
+    is_key: bool = False
+
+    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
+        self.is_key = is_key
+
+    def close(self) -> None:
+        pass
+
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        raise NotImplementedError
+
+    def __call__(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        return self.deserialize(topic, data, headers)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class BytesDeserializer(_Base):
+    """Returns the bytes as they are."""
+
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        return data
+
+
+class StringDeserializer(_Base):
+    """bytes -> str in ``encoding`` (UTF-8 by default); invalid bytes raise."""
+
+    def __init__(self, encoding: str = "utf-8") -> None:
+        self.encoding = encoding
+
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        if data is None:
+            return None
+        try:
+            return bytes(data).decode(self.encoding)
+        except UnicodeDecodeError as exc:
+            raise SerializationError(f"not valid {self.encoding}: {exc}", topic=topic) from None
+
+
+class _StructDeserializer(_Base):
+    _struct: struct.Struct
+    _kind: str
+
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        if data is None:
+            return None
+        if len(data) != self._struct.size:
+            raise SerializationError(
+                f"{self._kind} needs exactly {self._struct.size} bytes, got {len(data)}", topic=topic)
+        return self._struct.unpack(data)[0]
+
+
+class IntegerDeserializer(_StructDeserializer):
+    """4 bytes big-endian -> int (Java's IntegerDeserializer)."""
+
+    _struct = struct.Struct(">i")
+    _kind = "a 32-bit integer"
+
+
+class LongDeserializer(_StructDeserializer):
+    """8 bytes big-endian -> int (Java's LongDeserializer)."""
+
+    _struct = struct.Struct(">q")
+    _kind = "a 64-bit integer"
+
+
+class DoubleDeserializer(_StructDeserializer):
+    """8 bytes IEEE 754 big-endian -> float (Java's DoubleDeserializer)."""
+
+    _struct = struct.Struct(">d")
+    _kind = "a double"
+
+
+class FloatDeserializer(_StructDeserializer):
+    """4 bytes IEEE 754 big-endian -> float (Java's FloatDeserializer)."""
+
+    _struct = struct.Struct(">f")
+    _kind = "a float"
+
+
+class JsonDeserializer(_Base):
+    """UTF-8 JSON -> Python objects; ``loads`` options go to :func:`json.loads`."""
+
+    def __init__(self, **loads_options: Any) -> None:
+        self._options = loads_options
+
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        if data is None:
+            return None
+        try:
+            return json.loads(bytes(data), **self._options)
+        except ValueError as exc:
+            raise SerializationError(f"not valid JSON: {exc}", topic=topic) from None
+
+
+BUILTIN_DESERIALIZERS: dict[str, Callable[[], Deserializer]] = {
+    "bytes": BytesDeserializer,
+    "bytearray": BytesDeserializer,
+    "str": StringDeserializer,
+    "string": StringDeserializer,
+    "int": IntegerDeserializer,
+    "integer": IntegerDeserializer,
+    "long": LongDeserializer,
+    "float": DoubleDeserializer,
+    "double": DoubleDeserializer,
+    "float32": FloatDeserializer,
+    "json": JsonDeserializer,
+}
+
+
+class _CallableDeserializer(_Base):
+    """Adapts ``fn(data)`` or ``fn(topic, data[, headers])`` to the protocol."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self._arity = _arity(fn)
+
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        if self._arity == 1:
+            return self.fn(data)
+        if self._arity == 2:
+            return self.fn(topic, data)
+        return self.fn(topic, data, headers)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.fn!r})"
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return 1
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 3
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    return max(1, min(3, len(required) if required else len(positional)))
+
+
+def resolve_deserializer(spec: Any, setting: str) -> Deserializer | None:
+    """Turn a ``key.deserializer`` / ``value.deserializer`` setting into a Deserializer.
+
+    Accepts None (bytes as they are: returns None, the fast path), a built-in name, a
+    Deserializer object, a Deserializer class (instantiated with no arguments) or a
+    callable. Raises :class:`~kafkalite.errors.ConfigError` naming ``setting`` otherwise.
+    """
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        factory = BUILTIN_DESERIALIZERS.get(spec.strip().lower())
+        if factory is None:
+            raise ConfigError(
+                f"setting '{setting}' names no built-in deserializer: {spec!r} "
+                f"(known: {', '.join(sorted(BUILTIN_DESERIALIZERS))})")
+        return factory()
+    if isinstance(spec, type):
+        try:
+            spec = spec()
+        except TypeError as exc:
+            raise ConfigError(f"setting '{setting}': cannot instantiate {spec.__name__}: {exc}") from None
+    if callable(getattr(spec, "deserialize", None)):
+        return spec  # type: ignore[no-any-return]
+    if callable(spec):
+        return _CallableDeserializer(spec)
+    raise ConfigError(
+        f"setting '{setting}' must be a deserializer object, class, callable or built-in name; got {spec!r}")
