@@ -1,0 +1,202 @@
+"""``kafkalite produce``: write lines from stdin or a file to a topic, one record per line.
+
+Kafka's console producer options work: ``--property parse.key=true --property
+key.separator=:``, ``parse.headers=true`` (``headers.delimiter``, ``headers.separator``,
+``headers.key.separator``), ``null.marker``; ``--producer-property K=V``;
+``--compression-codec``. Friendlier flags: ``--parse-key``/``--key-separator``,
+``--header K=V`` (added to every record), ``--compression-type``, ``--file``,
+``--transactional-id`` (all records in one transaction, committed at the end, aborted
+on error or Ctrl-C), ``--sync`` (wait for each record).
+
+Prints how many records were written (stderr, or JSON with --json); exit 1 if any
+record failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import sys
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from kafkalite.cli.common import (
+    EXIT_KAFKA,
+    Progress,
+    UsageError,
+    client_settings,
+    emit_json,
+    error_line,
+    parse_key_values,
+)
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("produce", parents=[common], help="write records from stdin or a file",
+                       description=__doc__)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--file", metavar="PATH", help="read lines from this file instead of stdin")
+    p.add_argument("--property", action="append", default=[], metavar="K=V",
+                   help="line reader properties (parse.key, key.separator, parse.headers, ...)")
+    p.add_argument("--producer-property", action="append", default=[], metavar="K=V", help="producer setting")
+    p.add_argument("--parse-key", action="store_true", help="split each line into key and value")
+    p.add_argument("--key-separator", metavar="SEP", help="key/value separator (default tab; implies --parse-key)")
+    p.add_argument("--header", action="append", default=[], metavar="K=V", help="header added to every record")
+    p.add_argument("--partition", type=int, help="write every record to this partition")
+    p.add_argument("--compression-type", "--compression-codec", dest="compression",
+                   choices=["none", "gzip", "snappy", "lz4", "zstd"])
+    p.add_argument("--acks", choices=["0", "1", "all", "-1"])
+    p.add_argument("--transactional-id", metavar="ID", help="write everything in one transaction")
+    p.add_argument("--sync", action="store_true", help="wait for each record's acknowledgement")
+    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    p.set_defaults(handler=run)
+
+
+def _unescape(text: str) -> str:
+    return codecs.decode(text, "unicode_escape") if "\\" in text else text
+
+
+class LineReader:
+    """Kafka's console producer line format: ``[headers<delim>][key<sep>]value``."""
+
+    def __init__(self, props: dict[str, str], parse_key: bool, key_separator: str | None) -> None:
+        self.parse_key = parse_key or key_separator is not None or props.get("parse.key", "false") == "true"
+        self.key_separator = _unescape(key_separator or props.get("key.separator", "\t"))
+        self.parse_headers = props.get("parse.headers", "false") == "true"
+        self.headers_delimiter = _unescape(props.get("headers.delimiter", "\t"))
+        self.headers_separator = _unescape(props.get("headers.separator", ","))
+        self.headers_key_separator = _unescape(props.get("headers.key.separator", ":"))
+        self.null_marker = props.get("null.marker")
+        self.ignore_error = props.get("ignore.error", "false") == "true"
+        known = {"parse.key", "key.separator", "parse.headers", "headers.delimiter", "headers.separator",
+                 "headers.key.separator", "null.marker", "ignore.error"}
+        unknown = set(props) - known
+        if unknown:
+            raise UsageError(f"unknown --property {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
+        if not self.key_separator:
+            raise UsageError("key.separator must not be empty")
+
+    def _bytes(self, text: str) -> bytes | None:
+        return None if self.null_marker is not None and text == self.null_marker else text.encode("utf-8")
+
+    def parse(self, line: str, number: int) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
+        headers: list[tuple[str, bytes | None]] = []
+        rest = line
+        if self.parse_headers:
+            head, sep, rest = line.partition(self.headers_delimiter)
+            if not sep:
+                raise UsageError(f"line {number}: no headers delimiter {self.headers_delimiter!r} in {line!r}")
+            for item in (h for h in head.split(self.headers_separator) if h):
+                k, _, v = item.partition(self.headers_key_separator)
+                headers.append((k, self._bytes(v)))
+        if self.parse_key:
+            k, sep, value = rest.partition(self.key_separator)
+            if not sep:
+                if not self.ignore_error:
+                    raise UsageError(f"line {number}: no key separator {self.key_separator!r} in {line!r}")
+                return None, self._bytes(rest), headers
+            return self._bytes(k), self._bytes(value), headers
+        return None, self._bytes(rest), headers
+
+
+def _lines(stream: TextIO) -> Iterator[str]:
+    for line in stream:
+        yield line[:-1] if line.endswith("\n") else line
+
+
+def run(args: argparse.Namespace) -> int | None:
+    reader = LineReader(parse_key_values(args.property, "--property"), args.parse_key, args.key_separator)
+    static_headers = [(k, v.encode()) for k, v in parse_key_values(args.header, "--header").items()]
+    settings = client_settings(args, parse_key_values(args.producer_property, "--producer-property"))
+    for name, setting in (("compression.type", args.compression), ("acks", args.acks),
+                          ("transactional.id", args.transactional_id)):
+        if setting is not None:
+            settings[name] = setting
+    from kafkalite.config import BY_NAME, PRODUCER
+
+    settings = {k: v for k, v in settings.items() if k not in BY_NAME or PRODUCER in BY_NAME[k].clients}
+    try:
+        from kafkalite.producer.producer import Producer
+    except ImportError as exc:  # pragma: no cover - the producer ships with the package
+        raise UsageError(f"the producer is not available: {exc}") from None
+    from kafkalite.errors import ConfigError
+
+    try:
+        producer = Producer(settings)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    stream: TextIO
+    try:
+        stream = open(args.file, encoding="utf-8") if args.file else sys.stdin  # noqa: SIM115
+    except OSError as exc:
+        producer.close(5)
+        raise UsageError(f"cannot read --file {args.file}: {exc.strerror}") from None
+    progress = Progress("records sent", True if args.progress else None)
+    sent = failed = 0
+    first_error: list[BaseException] = []
+
+    def on_done(metadata: Any, error: BaseException | None) -> None:
+        nonlocal failed
+        if error is not None:
+            failed += 1
+            if not first_error:
+                first_error.append(error)
+
+    committed = False
+    try:
+        if args.transactional_id:
+            producer.init_transactions()
+            producer.begin_transaction()
+        for number, line in enumerate(_lines(stream), 1):
+            key, value, headers = reader.parse(line, number)
+            future = producer.send(args.topic, value=value, key=key, partition=args.partition,
+                                   headers=static_headers + headers or None, callback=on_done)
+            sent += 1
+            progress.step()
+            if args.sync:
+                try:
+                    future.result(timeout=settings_timeout(producer))
+                except Exception:
+                    pass
+        producer.flush()
+        if args.transactional_id:
+            if failed:
+                producer.abort_transaction()
+            else:
+                producer.commit_transaction()
+                committed = True
+    except BaseException:
+        if args.transactional_id and not committed:
+            try:
+                producer.abort_transaction()
+            except Exception:
+                pass
+        raise
+    finally:
+        progress.done()
+        if stream is not sys.stdin:
+            stream.close()
+        producer.close(10)
+        _summary(args, sent, failed, committed)
+    if first_error:
+        error_line(str(first_error[0]))
+        return EXIT_KAFKA
+    return None
+
+
+def _summary(args: argparse.Namespace, sent: int, failed: int, committed: bool) -> None:
+    ok = sent - failed
+    if args.transactional_id and not committed:
+        ok = 0  # an aborted transaction's records are never read by read_committed consumers
+    if args.json:
+        emit_json({"topic": args.topic, "produced": ok, "failed": failed,
+                   "transaction": None if not args.transactional_id else ("committed" if committed else "aborted")})
+    else:
+        sys.stderr.write(f"Produced {ok} record(s) to {args.topic}"
+                         + (f"; {failed} failed" if failed else "")
+                         + ("; the transaction was aborted" if args.transactional_id and not committed else "")
+                         + "\n")
+
+
+def settings_timeout(producer: Any) -> float:
+    return float(producer.config["delivery.timeout.ms"]) / 1000.0 + 5.0
