@@ -204,6 +204,7 @@ class ClassicGroupMember:
                 if self._is_fatal(exc):
                     self._set_fatal(exc)
                     continue
+                self.need_rejoin = True  # the rebalance did not complete: try again
                 attempt += 1
                 delay = self._backoff.delay_s(attempt - 1)
                 log.info("group %s: rebalance attempt failed (%s); retrying in %.2fs", self.group_id, exc, delay)
