@@ -35,10 +35,10 @@ import contextlib
 import logging
 import sys
 import time
-from time import time as _time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from time import time as _time
 from typing import Any
 
 from kafkalite.config import Config, resolve
@@ -163,12 +163,12 @@ class Producer:
                     elif type(partition) is int and partition >= state.num_partitions:
                         state = self._engine.run(core.wait_for_topic(topic, partition, core.max_block_s), None,
                                                  f"waiting for metadata of topic '{topic}'")
-                future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp,
-                                     None, callback)
-                if future is None:
-                    future = self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes,
-                                                  timestamp, None, callback)
-                return future
+                appended = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp,
+                                       None, callback)
+                if appended is None:
+                    return self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes,
+                                                timestamp, None, callback)
+                return appended
         if core.closed:
             raise ClientClosedError("send() on a closed producer")
         if core.sender.fatal_error is not None:
@@ -193,12 +193,12 @@ class Producer:
         if state is None or (partition is not None and type(partition) is int and partition >= state.num_partitions):
             state = self._engine.run(core.wait_for_topic(topic, partition, core.max_block_s), None,
                                      f"waiting for metadata of topic '{topic}'")
-        future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
-                             callback)
-        if future is None:
-            future = self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes, timestamp,
-                                          headers, callback)
-        return future
+        appended = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
+                               callback)
+        if appended is None:
+            return self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes, timestamp,
+                                        headers, callback)
+        return appended
 
     def _append_waiting(self, state: Any, topic: str, partition: int | None, key: Any, key_bytes: bytes | None,
                         value: Any, value_bytes: bytes | None, timestamp: int | None, headers: Any,

@@ -355,8 +355,9 @@ class Sender:
     def _done(self, batch: ProducerBatch) -> None:
         self.acc.batch_done(batch)
         parent = batch.parent
-        if parent is not None and parent.done:
+        while parent is not None and parent.done:  # the pieces of a split batch are all done
             self.acc.batch_done(parent)
+            parent = parent.parent
 
     def _fail(self, batch: ProducerBatch, error: BaseException, written_unknown: bool = False) -> None:
         self.in_flight.discard(batch)
@@ -427,7 +428,10 @@ class Sender:
         return bool(getattr(error, "retriable", False))
 
     def _split(self, batch: ProducerBatch, now: float) -> None:
-        children = batch.split(self.batch_size, now)
+        # Java splits into batch.size pieces; when batch.size itself is above the topic's
+        # limit that never converges, so pieces are also at most half the rejected batch.
+        target = max(1, min(self.batch_size, batch.estimated_size() // 2))
+        children = batch.split(target, now)
         log.info("splitting %r into %d batches after MESSAGE_TOO_LARGE", batch, len(children))
         self.metrics.record_split()
         idem = self.idem
