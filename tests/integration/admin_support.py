@@ -87,3 +87,14 @@ def wait_until(condition: Any, timeout: float = 30.0, what: str = "condition") -
 
 def parse_json(text: str) -> Any:
     return json.loads(text)
+
+
+KAFKALITE = str(__import__("pathlib").Path(__import__("sys").executable).parent / "kafkalite")
+
+
+def kafkalite(*args: str, input: str | None = None, timeout: float = 90.0) -> Any:
+    """Run the installed ``kafkalite`` console script (the venv's bin/kafkalite)."""
+    import subprocess
+
+    return subprocess.run([KAFKALITE, *args], input=input, capture_output=True, text=True, timeout=timeout,
+                          check=False)

@@ -36,8 +36,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--max-messages", type=int, metavar="N", help="stop after N records")
     p.add_argument("--timeout-ms", type=int, metavar="MS", help="stop after this long without a record")
     p.add_argument("--isolation-level", choices=["read_committed", "read_uncommitted"])
-    p.add_argument("--consumer-property", action="append", default=[], metavar="K=V")
-    p.add_argument("--property", action="append", default=[], metavar="K=V",
+    p.add_argument("--consumer-property", "--command-property", dest="consumer_property", action="append",
+                   default=[], metavar="K=V", help="consumer setting")
+    p.add_argument("--property", "--formatter-property", dest="property", action="append", default=[], metavar="K=V",
                    help="print.key, print.timestamp, print.headers, print.partition, print.offset, key.separator")
     for what in ("key", "timestamp", "headers", "partition", "offset"):
         p.add_argument(f"--print-{what}", action="store_true", help=f"print each record's {what}")

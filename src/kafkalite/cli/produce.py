@@ -36,9 +36,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                        description=__doc__)
     p.add_argument("--topic", required=True)
     p.add_argument("--file", metavar="PATH", help="read lines from this file instead of stdin")
-    p.add_argument("--property", action="append", default=[], metavar="K=V",
+    p.add_argument("--property", "--reader-property", dest="property", action="append", default=[], metavar="K=V",
                    help="line reader properties (parse.key, key.separator, parse.headers, ...)")
-    p.add_argument("--producer-property", action="append", default=[], metavar="K=V", help="producer setting")
+    p.add_argument("--producer-property", "--command-property", dest="producer_property", action="append",
+                   default=[], metavar="K=V", help="producer setting")
     p.add_argument("--parse-key", action="store_true", help="split each line into key and value")
     p.add_argument("--key-separator", metavar="SEP", help="key/value separator (default tab; implies --parse-key)")
     p.add_argument("--header", action="append", default=[], metavar="K=V", help="header added to every record")
