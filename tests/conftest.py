@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+# Fixtures shared by the Schema Registry / serde tests (sr_conf, sr_client, confluent_sr).
+pytest_plugins = ["tests.helpers.serdes"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("kafkalite"):
