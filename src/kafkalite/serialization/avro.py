@@ -242,7 +242,8 @@ class AvroSerializer(SchemaSerde):
             errors = getattr(detail, "errors", None)
             if errors:
                 first = errors[0]
-                field = field or str(getattr(first, "field", "") or "") or None
+                # fastavro names it "<record full name>.<field>": keep the field.
+                field = field or str(getattr(first, "field", "") or "").rsplit(".", 1)[-1] or None
                 text = text or str(first)
         return SchemaValidationError(
             f"the record does not match its Avro schema: {text}", field=field, schema_id=schema_id, topic=topic)

@@ -190,9 +190,22 @@ class SchemaRegistryClient:
 
     def get_subjects_by_schema_id(self, schema_id: int, deleted: bool = False) -> list[str]:
         """The subjects that use the schema with this id."""
-        return list(self._rest.request(
-            "GET", f"/schemas/ids/{int(schema_id)}/subjects", query={"deleted": deleted or None},
-            not_found=UnknownSchemaIdError, context={"schema_id": schema_id}))
+        try:
+            return list(self._rest.request(
+                "GET", f"/schemas/ids/{int(schema_id)}/subjects", query={"deleted": deleted or None},
+                not_found=UnknownSchemaIdError, context={"schema_id": schema_id}))
+        except UnknownSchemaIdError as exc:
+            if exc.error_code > 0:
+                raise
+            # Apicurio's ccompat API has only the /versions form of this call.
+            return sorted({s for s, _ in self.get_subject_versions_by_schema_id(schema_id, deleted)})
+
+    def get_subject_versions_by_schema_id(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
+        """The (subject, version) pairs that use the schema with this id."""
+        answer = self._rest.request(
+            "GET", f"/schemas/ids/{int(schema_id)}/versions", query={"deleted": deleted or None},
+            not_found=UnknownSchemaIdError, context={"schema_id": schema_id})
+        return [(str(entry["subject"]), int(entry["version"])) for entry in answer]
 
     def get_schema_types(self) -> list[str]:
         """The schema types the registry supports (``["AVRO", "JSON", "PROTOBUF"]``)."""
@@ -258,8 +271,9 @@ class SchemaRegistryClient:
         if permanent:
             try:
                 self._rest.request("DELETE", path, not_found=SubjectNotFoundError, context=context)
-            except SubjectNotFoundError:
-                pass  # already soft-deleted
+            except SchemaRegistryError as exc:
+                if exc.error_code not in (40401, 40404):
+                    raise  # else already soft-deleted
         answer = self._rest.request("DELETE", path, query={"permanent": permanent or None},
                                     not_found=SubjectNotFoundError, context=context)
         self._forget_subject(subject)
@@ -272,8 +286,9 @@ class SchemaRegistryClient:
         if permanent:
             try:
                 self._rest.request("DELETE", path, not_found=VersionNotFoundError, context=context)
-            except VersionNotFoundError:
-                pass  # already soft-deleted
+            except SchemaRegistryError as exc:
+                if exc.error_code not in (40402, 40406):
+                    raise  # else already soft-deleted
         answer = self._rest.request("DELETE", path, query={"permanent": permanent or None},
                                     not_found=VersionNotFoundError, context=context)
         self._forget_subject(subject)

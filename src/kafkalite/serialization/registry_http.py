@@ -300,10 +300,17 @@ def _error_from(status: int, raw: bytes, url: str, not_found: type[SchemaNotFoun
         message = raw.decode(errors="replace").strip()[:500] or f"HTTP {status}"
         code = -1
     cls: type[SchemaRegistryError]
-    if status == 404:
-        cls = {40401: SubjectNotFoundError, 40402: VersionNotFoundError,
-               40403: UnknownSchemaIdError if "schema_id" in context and "subject" not in context
-               else SchemaNotFoundError}.get(code, not_found)
+    # Confluent's 404xx codes say what is missing (40404 / 40406: soft-deleted subject /
+    # version); Apicurio sends some of them with other statuses (409), so codes go first.
+    by_code: dict[int, type[SchemaRegistryError]] = {
+        40401: SubjectNotFoundError, 40402: VersionNotFoundError, 40404: SubjectNotFoundError,
+        40406: VersionNotFoundError,
+        40403: UnknownSchemaIdError if "schema_id" in context and "subject" not in context else SchemaNotFoundError,
+    }
+    if code in by_code:
+        cls = by_code[code]
+    elif status == 404:
+        cls = not_found
     elif status == 409:
         cls = IncompatibleSchemaError
     elif status == 422:

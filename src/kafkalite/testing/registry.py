@@ -277,6 +277,8 @@ class ApicurioRegistry:
             f"-Dquarkus.http.port={self.port}",
             f"-Dapicurio.rules.global.compatibility={self.compatibility}",
             "-Dquarkus.log.console.color=false",
+            # Access and audit lines for every request would bury the errors.
+            "-Dquarkus.log.level=WARN",
         ]
         if self.java.version >= 24:
             options.append("--enable-native-access=ALL-UNNAMED")
