@@ -1,0 +1,186 @@
+"""Helpers for the producer's real-broker tests: reading topics back, injecting faults.
+
+Records are read back with raw ListOffsets + Fetch requests through a NetworkClient and
+kafkalite's record batch decoder, so these tests do not depend on the consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalite.config import resolve
+from kafkalite.errors import error_for_code
+from kafkalite.net.client import NetworkClient
+from kafkalite.protocol.messages.fetch import (
+    FetchRequest,
+    FetchRequestFetchPartition,
+    FetchRequestFetchTopic,
+)
+from kafkalite.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestListOffsetsPartition,
+    ListOffsetsRequestListOffsetsTopic,
+)
+from kafkalite.protocol.records import RecordBatch, iter_batches
+
+
+@dataclass
+class ReadRecord:
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    producer_id: int
+    producer_epoch: int
+    transactional: bool
+
+
+async def _read(bootstrap: str, topic: str, isolation_level: int) -> dict[int, list[ReadRecord]]:
+    client = NetworkClient(resolve("consumer", {"bootstrap.servers": bootstrap}))
+    try:
+        meta = await client.refresh_metadata({topic}, timeout_s=30)
+        out: dict[int, list[ReadRecord]] = {}
+        for partition in sorted(meta.topics[topic].partitions):
+            leader = meta.leader_for(topic, partition)
+            assert leader is not None, f"{topic}-{partition} has no leader"
+            conn = await client.connection(leader)
+            lo = await conn.request(ListOffsetsRequest(
+                replica_id=-1, isolation_level=isolation_level,
+                topics=[ListOffsetsRequestListOffsetsTopic(name=topic, partitions=[
+                    ListOffsetsRequestListOffsetsPartition(partition_index=partition, timestamp=-1)])]))
+            p = lo.topics[0].partitions[0]
+            if p.error_code:
+                raise error_for_code(p.error_code, "ListOffsets failed", topic=topic, partition=partition)
+            end = p.offset
+            records: list[ReadRecord] = []
+            aborted: list[tuple[int, int]] = []
+            offset = 0
+            version = min(conn.api_version(FetchRequest), 12)  # v13+ address topics by id
+            while offset < end:
+                resp = await conn.request(FetchRequest(
+                    max_wait_ms=100, min_bytes=1, max_bytes=8 << 20, isolation_level=isolation_level,
+                    topics=[FetchRequestFetchTopic(topic=topic, partitions=[FetchRequestFetchPartition(
+                        partition=partition, fetch_offset=offset, partition_max_bytes=8 << 20)])]),
+                    api_version=version)
+                data = resp.responses[0].partitions[0]
+                if data.error_code:
+                    raise error_for_code(data.error_code, "Fetch failed", topic=topic, partition=partition)
+                aborted.extend((a.producer_id, a.first_offset) for a in data.aborted_transactions or ())
+                progressed = False
+                for batch in iter_batches(data.records or b""):
+                    assert isinstance(batch, RecordBatch)
+                    progressed = True
+                    offset = batch.next_offset
+                    if batch.is_control:
+                        continue
+                    for rec in batch.records():
+                        if rec.offset < end:
+                            records.append(ReadRecord(partition, rec.offset, rec.timestamp, rec.key, rec.value,
+                                                      rec.headers, batch.producer_id, batch.producer_epoch,
+                                                      batch.is_transactional))
+                if not progressed:
+                    await asyncio.sleep(0.05)
+            if isolation_level == 1 and aborted:
+                records = _drop_aborted(records, aborted)
+            out[partition] = records
+        return out
+    finally:
+        await client.close()
+
+
+def _drop_aborted(records: list[ReadRecord], aborted: list[tuple[int, int]]) -> list[ReadRecord]:
+    # Good enough for tests: a transactional record of an aborted producer at or after the
+    # aborted transaction's first offset is dropped (each test aborts whole transactions).
+    return [r for r in records
+            if not (r.transactional and any(r.producer_id == pid and r.offset >= first for pid, first in aborted))]
+
+
+def read_back(bootstrap: str, topic: str, *, read_committed: bool = False) -> dict[int, list[ReadRecord]]:
+    """Every data record of ``topic`` per partition, in offset order."""
+    return asyncio.run(_read(bootstrap, topic, 1 if read_committed else 0))
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class ConnectionCutter:
+    """Aborts every broker connection of a blocking producer now and then (fault injection).
+
+    Runs ``transport.abort()`` on the producer's engine thread, so requests in flight
+    fail mid-stream exactly as when a network link drops; bytes already written may or
+    may not have reached the broker.
+    """
+
+    def __init__(self, producer: Any, every_s: float = 0.15) -> None:
+        self.producer = producer
+        self.every_s = every_s
+        self.cuts = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="connection-cutter", daemon=True)
+
+    def _cut(self) -> None:
+        client = self.producer._core.client
+        for state in list(client._nodes.values()):
+            conn = state.connection
+            protocol = getattr(conn, "_protocol", None)
+            transport = getattr(protocol, "transport", None)
+            if conn is not None and transport is not None and conn.in_flight:
+                transport.abort()
+                self.cuts += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.producer._engine.call_soon(self._cut)
+
+    def __enter__(self) -> ConnectionCutter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def throttled_client_id(bootstrap: str, bytes_per_second: int = 512) -> str:
+    """A fresh client.id with a tiny producer_byte_rate quota.
+
+    After its first produce request such a producer's connection is muted by the broker
+    for a long throttle time, so later records stay unacknowledged: the one-broker way
+    to hold records back (full buffer, blocked flush, close timeout).
+    """
+    import secrets
+
+    from kafkalite import AdminClient
+    from kafkalite.admin.security_types import (
+        ClientQuotaAlteration,
+        ClientQuotaEntity,
+        ClientQuotaFilterComponent,
+    )
+
+    client_id = "throttled-" + secrets.token_hex(4)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        entity = ClientQuotaEntity({"client-id": client_id})
+        admin.alter_client_quotas([ClientQuotaAlteration(entity, {"producer_byte_rate": float(bytes_per_second)})]
+                                  ).raise_on_error()
+        wait_until(lambda: admin.describe_client_quotas(
+            [ClientQuotaFilterComponent("client-id", client_id)], strict=True), 10, "the quota")
+    finally:
+        admin.close()
+    time.sleep(0.5)  # the broker's quota manager applies the config record
+    return client_id
