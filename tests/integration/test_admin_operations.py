@@ -97,3 +97,30 @@ def test_producers_and_transactions(admin, kafka_broker, topic_factory) -> None:
 
     fenced = admin.fence_producers([txn_id])[txn_id].result()
     assert fenced.producer_epoch > d.producer_epoch or fenced.producer_id != d.producer_id
+
+
+@pytest.mark.timeout(120)
+def test_abort_a_hanging_transaction(admin, kafka_broker, topic_factory) -> None:
+    from kafkalite import Producer
+    from kafkalite.admin.ops_types import AbortTransactionSpec
+
+    topic = topic_factory()
+    tp = TopicPartition(topic, 0)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "transactional.id": f"{topic}-tx",
+                         "transaction.timeout.ms": 600000})
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"stuck").result(30)
+        (state,) = admin.describe_producers([tp])[tp].result()
+        assert state.current_transaction_start_offset == 0
+        # read_committed readers are held at the open transaction's first offset.
+        assert admin.list_offsets({tp: "latest"}, isolation_level="read_committed")[tp].result().offset == 0
+        admin.abort_transaction(AbortTransactionSpec(tp, state.producer_id, state.producer_epoch,
+                                                     state.coordinator_epoch or 0))
+        (after,) = admin.describe_producers([tp])[tp].result()
+        assert after.current_transaction_start_offset is None
+        # The abort marker follows the record: the last stable offset moved past both.
+        assert admin.list_offsets({tp: "latest"}, isolation_level="read_committed")[tp].result().offset == 2
+    finally:
+        producer.close(1)
