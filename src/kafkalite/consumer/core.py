@@ -45,10 +45,12 @@ from kafkalite.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    SerializationError,
 )
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
 from kafkalite.protocol.records import Batch
+from kafkalite.serialization.deserializers import resolve_deserializer
 from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.consumer")
@@ -122,8 +124,14 @@ class ConsumerCore:
         self._metadata_topics: set[str] = set()
         self._commit_lock = asyncio.Lock()
         self._commits_in_flight: set[asyncio.Future[Any]] = set()
-        self.key_deserializer: Any = cfg["key.deserializer"]
-        self.value_deserializer: Any = cfg["value.deserializer"]
+        # Built-in names ("str", "json" ...), classes, objects and plain callables, as
+        # for the producer's serializers; configure(config, is_key) like Java's.
+        self.key_deserializer: Any = resolve_deserializer(cfg["key.deserializer"], "key.deserializer")
+        self.value_deserializer: Any = resolve_deserializer(cfg["value.deserializer"], "value.deserializer")
+        for deserializer, is_key in ((self.key_deserializer, True), (self.value_deserializer, False)):
+            configure = getattr(deserializer, "configure", None)
+            if callable(configure):
+                configure(cfg, is_key)
         self._api_timeout = cfg["default.api.timeout.ms"] / 1000.0
 
     # ------------------------------------------------------------ lifecycle (engine)
@@ -734,9 +742,11 @@ class ConsumerCore:
             try:
                 new_key = kd(r[6], key, r[4]) if kd is not None and key is not None else key
                 new_value = vd(r[6], value, r[4]) if vd is not None and value is not None else value
+            except SerializationError as exc:  # keep its type (schema id unknown, bad bytes ...)
+                exc.message = (f"cannot deserialize the record at offset {r[0]} of {r[6]}-{r[7]}: {exc.message}; "
+                               f"seek() past offset {r[0]} to skip it")
+                raise exc.with_context(topic=r[6], partition=r[7]) from None
             except Exception as exc:
-                from kafkalite.errors import SerializationError
-
                 raise SerializationError(
                     f"cannot deserialize the record at offset {r[0]} of {r[6]}-{r[7]}: {exc}; "
                     f"seek() past offset {r[0]} to skip it", topic=r[6], partition=r[7]) from exc
