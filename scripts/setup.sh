@@ -23,6 +23,15 @@ fi
 echo "==> installing kafkalite[$EXTRAS] into .venv"
 .venv/bin/python -m pip install --quiet --upgrade pip setuptools wheel
 .venv/bin/python -m pip install --quiet -e ".[$EXTRAS]"
+# PySpark registers data sources by listing top-level modules on sys.path
+# (pkgutil.iter_modules), which does not see setuptools' editable-install finder: put
+# spark_connector/ on the path as well, so format("kafkalite") needs no registration here
+# either (a regular install puts pyspark_kafkalite in site-packages).
+.venv/bin/python - <<'PY'
+import pathlib, sysconfig
+site = pathlib.Path(sysconfig.get_paths()["purelib"])
+(site / "kafkalite_spark_connector.pth").write_text(str(pathlib.Path("spark_connector").resolve()) + "\n")
+PY
 .venv/bin/python - <<'PY'
 from kafkalite.protocol import record_codec
 print(f"==> kafkalite installed (record kernels: {record_codec.IMPLEMENTATION})")
