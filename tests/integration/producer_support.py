@@ -59,8 +59,11 @@ async def _read(bootstrap: str, topic: str, isolation_level: int) -> dict[int, l
             if p.error_code:
                 raise error_for_code(p.error_code, "ListOffsets failed", topic=topic, partition=partition)
             end = p.offset
+            if isolation_level == 1:
+                end = await _stable_end(conn, topic, partition, end)
             records: list[ReadRecord] = []
             aborted: list[tuple[int, int]] = []
+            active: set[int] = set()  # producers inside an aborted transaction (read_committed)
             offset = 0
             version = min(conn.api_version(FetchRequest), 12)  # v13+ address topics by id
             while offset < end:
@@ -72,13 +75,23 @@ async def _read(bootstrap: str, topic: str, isolation_level: int) -> dict[int, l
                 data = resp.responses[0].partitions[0]
                 if data.error_code:
                     raise error_for_code(data.error_code, "Fetch failed", topic=topic, partition=partition)
-                aborted.extend((a.producer_id, a.first_offset) for a in data.aborted_transactions or ())
+                aborted.extend((a.first_offset, a.producer_id) for a in data.aborted_transactions or ())
+                aborted.sort()
                 progressed = False
                 for batch in iter_batches(data.records or b""):
                     assert isinstance(batch, RecordBatch)
                     progressed = True
                     offset = batch.next_offset
+                    # The consumer's read_committed rule: a transactional batch of a
+                    # producer whose aborted transaction started at or before it is skipped
+                    # until that producer's ABORT marker.
+                    while aborted and aborted[0][0] <= batch.last_offset:
+                        active.add(aborted.pop(0)[1])
                     if batch.is_control:
+                        if batch.records()[0].control_type == 0:
+                            active.discard(batch.producer_id)
+                        continue
+                    if isolation_level == 1 and batch.is_transactional and batch.producer_id in active:
                         continue
                     for rec in batch.records():
                         if rec.offset < end:
@@ -87,19 +100,27 @@ async def _read(bootstrap: str, topic: str, isolation_level: int) -> dict[int, l
                                                       batch.is_transactional))
                 if not progressed:
                     await asyncio.sleep(0.05)
-            if isolation_level == 1 and aborted:
-                records = _drop_aborted(records, aborted)
             out[partition] = records
         return out
     finally:
         await client.close()
 
 
-def _drop_aborted(records: list[ReadRecord], aborted: list[tuple[int, int]]) -> list[ReadRecord]:
-    # Good enough for tests: a transactional record of an aborted producer at or after the
-    # aborted transaction's first offset is dropped (each test aborts whole transactions).
-    return [r for r in records
-            if not (r.transactional and any(r.producer_id == pid and r.offset >= first for pid, first in aborted))]
+async def _stable_end(conn: Any, topic: str, partition: int, lso: int, timeout: float = 15.0) -> int:
+    """Wait until the last stable offset reaches the high watermark: transaction markers
+    are written by the coordinator just after commit/abort returns."""
+    deadline = time.monotonic() + timeout
+    while True:
+        offsets = []
+        for level in (0, 1):
+            lo = await conn.request(ListOffsetsRequest(
+                replica_id=-1, isolation_level=level,
+                topics=[ListOffsetsRequestListOffsetsTopic(name=topic, partitions=[
+                    ListOffsetsRequestListOffsetsPartition(partition_index=partition, timestamp=-1)])]))
+            offsets.append(lo.topics[0].partitions[0].offset)
+        if offsets[0] == offsets[1] or time.monotonic() > deadline:
+            return int(offsets[1])
+        await asyncio.sleep(0.05)
 
 
 def read_back(bootstrap: str, topic: str, *, read_committed: bool = False) -> dict[int, list[ReadRecord]]:
