@@ -1,0 +1,1 @@
+"""Generated Protobuf classes of the examples (see orders.proto)."""
