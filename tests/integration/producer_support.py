@@ -205,3 +205,8 @@ def throttled_client_id(bootstrap: str, bytes_per_second: int = 512) -> str:
         admin.close()
     time.sleep(0.5)  # the broker's quota manager applies the config record
     return client_id
+
+
+async def read_back_async(bootstrap: str, topic: str, *, read_committed: bool = False) -> dict[int, list[ReadRecord]]:
+    """:func:`read_back` for async tests."""
+    return await _read(bootstrap, topic, 1 if read_committed else 0)
