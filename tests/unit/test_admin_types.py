@@ -46,10 +46,10 @@ def test_scram_salted_password_matches_rfc7677_test_vector() -> None:
     salt = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
     salted = salted_password(ScramMechanism.SCRAM_SHA_256, "pencil", salt, 4096)
     auth_message = (
-        "n=user,r=rOprNGfwEbeRWgbNEkqO,"
-        "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,"
-        "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
-    ).encode()
+        b"n=user,r=rOprNGfwEbeRWgbNEkqO,"
+        b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,"
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+    )
     client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
     stored_key = hashlib.sha256(client_key).digest()
     signature = hmac.new(stored_key, auth_message, hashlib.sha256).digest()
