@@ -1,0 +1,24 @@
+"""kafkalite's PySpark data source: ``format("kafkalite")``, Spark's Kafka connector
+without the jar.
+
+PySpark (>= 4.0) registers installed top-level modules named ``pyspark_*`` that have a
+``DefaultSource`` by itself, so after ``pip install kafkalite[spark]`` this works with
+no registration call::
+
+    df = (spark.read.format("kafkalite")
+          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "orders")
+          .load())
+
+``spark.dataSource.register(KafkaLiteDataSource)`` registers it explicitly (e.g. in a
+session started before the package was installed). See ``docs/spark.md``.
+"""
+
+from __future__ import annotations
+
+from pyspark_kafkalite.source import KafkaLiteDataSource
+
+#: What PySpark's data source lookup registers (under ``KafkaLiteDataSource.name()``).
+DefaultSource = KafkaLiteDataSource
+
+__all__ = ["DefaultSource", "KafkaLiteDataSource"]

@@ -1,0 +1,234 @@
+"""The ``kafkalite`` data source and its batch reader.
+
+``spark.read.format("kafkalite")`` with Spark's Kafka options; see ``docs/spark.md``.
+Options are checked when the DataFrame is defined (``load()`` asks for the schema), the
+partitions and offsets when the query is planned (on the driver), and each task reads
+one offset range in :func:`pyspark_kafkalite.reading.read_range`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from kafkalite.errors import ConfigError
+from pyspark_kafkalite.options import ReadOptions, WriteOptions
+from pyspark_kafkalite.planning import OffsetRange, Planner, PushedFilters
+from pyspark_kafkalite.reading import read_range
+
+HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+
+
+def kafka_schema(include_headers: bool) -> StructType:
+    """Spark's Kafka source schema (``includeHeaders`` adds ``headers``)."""
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        fields.append(StructField("headers", HEADERS_TYPE))
+    return StructType(fields)
+
+
+def check_schema(schema: StructType, opts: ReadOptions) -> None:
+    """A user-given schema must be the Kafka schema (the source has a fixed one)."""
+    expected = kafka_schema(opts.include_headers)
+    if schema != expected:
+        raise ConfigError(
+            f"the kafkalite source has a fixed schema ({expected.simpleString()}); do not pass "
+            f".schema(...), got {schema.simpleString()}")
+
+
+class KafkaInputPartition(InputPartition):
+    """One task's input: ``(topic, partition, start, end)``, ``end`` exclusive (picklable)."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+        super().__init__((topic, partition, start, end))
+        self.topic = topic
+        self.partition = partition
+        self.start = start
+        self.end = end
+
+    @classmethod
+    def of(cls, r: OffsetRange) -> KafkaInputPartition:
+        return cls(r.topic, r.partition, r.start, r.end)
+
+
+def read_partition(opts: ReadOptions, part: InputPartition) -> Iterator[pa.RecordBatch]:
+    """What a task runs for one :class:`KafkaInputPartition` (batch or micro-batch)."""
+    if not isinstance(part, KafkaInputPartition):
+        return iter(())
+    return read_range(opts.consumer_settings(), part.topic, part.partition, part.start, part.end,
+                      include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
+                      poll_timeout_ms=opts.poll_timeout_ms)
+
+
+# ---------------------------------------------------------------- filter pushdown
+
+def _micros(value: Any) -> int | None:
+    """A pushed timestamp literal as microseconds since the epoch (UTC)."""
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def push_filter(f: Any, pushed: PushedFilters) -> bool:
+    """Fold one pushed filter into ``pushed``; True when the ranges apply it exactly
+    (Spark need not check it again), False when Spark must still evaluate it."""
+    name = type(f).__name__
+    attr: tuple[str, ...] = tuple(getattr(f, "attribute", ()))
+    if len(attr) != 1:
+        return False
+    column = attr[0]
+    value: Any = getattr(f, "value", None)
+    if column == "topic":
+        if name == "EqualTo" and isinstance(value, str):
+            pushed.restrict_topics([value])
+            return True
+        if name == "In" and all(isinstance(v, str) for v in value):
+            pushed.restrict_topics(value)
+            return True
+        return False
+    if column in ("partition", "offset"):
+        if name == "In":
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in value) or not value:
+                return False
+            if column == "partition":
+                pushed.restrict_partitions(value)
+                return True
+            pushed.lower_offset(min(value))
+            pushed.upper_offset(max(value) + 1)
+            return False  # a range around the values; Spark keeps only the listed ones
+        if not isinstance(value, int) or isinstance(value, bool):
+            return False
+        lo = {"EqualTo": value, "GreaterThan": value + 1, "GreaterThanOrEqual": value}.get(name)
+        hi = {"EqualTo": value, "LessThan": value - 1, "LessThanOrEqual": value}.get(name)  # inclusive
+        if lo is None and hi is None:
+            return False
+        if column == "partition":
+            if lo is not None:
+                pushed.lower_partition(lo)
+            if hi is not None:
+                pushed.upper_partition(hi)
+        else:
+            if lo is not None:
+                pushed.lower_offset(lo)
+            if hi is not None:
+                pushed.upper_offset(hi + 1)
+        return True
+    if column == "timestamp" and name in ("GreaterThan", "GreaterThanOrEqual", "EqualTo"):
+        micros = _micros(value)
+        if micros is None:
+            return False
+        # Records have millisecond timestamps: ts_ms * 1000 > micros  <=>  ts_ms >= micros // 1000 + 1.
+        ms = micros // 1000 + 1 if name == "GreaterThan" else -(-micros // 1000)
+        pushed.lower_timestamp(ms)
+        return False  # ListOffsets narrows the start; Spark still checks every row
+    return False
+
+
+class KafkaLiteBatchReader(DataSourceReader):
+    """Plans offset ranges on the driver; reads one range per task."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+        self.pushed = PushedFilters()
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+        """Filters on topic, partition, offset (and a lower bound on timestamp) become
+        offset ranges; the others (and the timestamp bound) are left to Spark."""
+        for f in filters:
+            if not push_filter(f, self.pushed):
+                yield f
+
+    def partitions(self) -> list[InputPartition]:
+        with Planner(self.opts) as planner:
+            ranges = planner.batch_ranges(self.pushed)
+        if not ranges:
+            return [InputPartition(None)]  # Spark needs a partition; it reads nothing
+        return [KafkaInputPartition.of(r) for r in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(self.opts, partition)
+
+
+class KafkaLiteDataSource(DataSource):
+    """``format("kafkalite")``: Spark's Kafka source and sink, on kafkalite, no jar.
+
+    Example::
+
+        df = (spark.read.format("kafkalite")
+              .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+              .option("subscribe", "orders")
+              .load())
+        df.selectExpr("CAST(value AS STRING)").show()
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkalite"
+
+    def schema(self) -> StructType:
+        # Called when the DataFrame is defined: bad options fail here, at analysis.
+        opts = ReadOptions.parse(self.options, streaming=None)
+        return kafka_schema(opts.include_headers)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        opts = ReadOptions.parse(self.options)
+        check_schema(schema, opts)
+        return KafkaLiteBatchReader(opts)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from pyspark_kafkalite.stream import KafkaLiteStreamReader
+
+        opts = ReadOptions.parse(self.options, streaming=True)
+        check_schema(schema, opts)
+        return KafkaLiteStreamReader(opts)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from pyspark_kafkalite.writer import KafkaLiteBatchWriter, check_write_schema
+
+        if overwrite:
+            raise ConfigError("the kafkalite sink only appends (Kafka topics cannot be overwritten); "
+                              "use mode('append')")
+        opts = WriteOptions.parse(self.options)
+        check_write_schema(schema, opts)
+        return KafkaLiteBatchWriter(opts)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from pyspark_kafkalite.writer import check_write_schema, stream_writer
+
+        opts = WriteOptions.parse(self.options)
+        check_write_schema(schema, opts)
+        return stream_writer(opts)

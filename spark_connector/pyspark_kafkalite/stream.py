@@ -1,0 +1,234 @@
+"""Streaming reads: ``spark.readStream.format("kafkalite")``.
+
+Offsets are ``{"topic": {"partition": offset}}`` (JSON in Spark's checkpoint). Each
+micro-batch reads ``[start, end)`` per partition with the batch reader's tasks.
+
+* partitions found after the query started (new partitions, or new topics matching
+  ``subscribePattern``) are read from their earliest offset;
+* ``maxOffsetsPerTrigger`` caps a micro-batch (shared across partitions in proportion
+  to their backlog, as Spark's JVM connector does); ``minOffsetsPerTrigger`` waits
+  for that many new records, but never longer than ``maxTriggerDelay`` (default 15m);
+* ``Trigger.AvailableNow`` reads what exists when the query starts, in micro-batches
+  bounded by the limits (PySpark >= 4.2 gives sources admission control and
+  AvailableNow; on older PySpark every micro-batch reads all that is available);
+* ``failOnDataLoss``: offsets deleted before they were read, a partition that went
+  backwards (truncation) or disappeared fail the query naming the option; with
+  ``false`` the query logs a warning and goes on with what is left;
+* with ``kafka.group.id`` (or ``groupIdPrefix``, which makes ``<prefix>-<uuid>``) the
+  offsets of every completed micro-batch are committed to that consumer group, so
+  lag tools (``kafka-consumer-groups``) show the query's progress. Spark's checkpoint
+  stays the source of truth for restarts; the group is for monitoring.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from kafkalite import OffsetAndMetadata, TopicPartition
+from kafkalite.errors import OffsetOutOfRangeError
+from pyspark_kafkalite.options import ReadOptions
+from pyspark_kafkalite.planning import (
+    TP,
+    OffsetRange,
+    Planner,
+    offsets_from_json,
+    offsets_to_json,
+    split_ranges,
+)
+from pyspark_kafkalite.source import KafkaInputPartition, read_partition
+
+log = logging.getLogger("pyspark_kafkalite")
+
+try:  # PySpark >= 4.2: admission control and Trigger.AvailableNow for Python sources
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        ReadMinRows,
+        SupportsTriggerAvailableNow,
+    )
+
+    _AVAILABLE_NOW_BASES: tuple[type, ...] = (SupportsTriggerAvailableNow,)
+except ImportError:  # PySpark 4.0 / 4.1
+    ReadAllAvailable = ReadLimit = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]
+    _AVAILABLE_NOW_BASES = ()
+
+
+def rate_limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int) -> dict[TP, int]:
+    """End offsets reading at most about ``max_rows`` records, shared in proportion to each
+    partition's backlog (Spark's rule: a share under 1 rounds up, others down)."""
+    backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    total = sum(backlog.values())
+    if total <= max_rows:
+        return dict(latest)
+    out = {}
+    for tp, end in latest.items():
+        begin = start.get(tp, end)
+        share = max_rows * backlog[tp] / total
+        step = math.ceil(share) if share < 1 else math.floor(share)
+        out[tp] = min(end, begin + step)
+    return out
+
+
+class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # type: ignore[misc]
+    """Micro-batch planning on the driver; the tasks read like the batch reader's."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+        self._planner: Planner | None = None
+        self._target: dict[TP, int] | None = None  # Trigger.AvailableNow's end
+        self._last_returned: dict[TP, int] | None = None
+        self._latest: dict[TP, int] | None = None
+        self._last_batch_time = time.monotonic()
+        self.group_id = opts.group_id
+        if self.group_id is None and opts.group_id_prefix:
+            self.group_id = f"{opts.group_id_prefix}-{uuid.uuid4()}"
+            log.info("kafkalite: committing this query's progress to consumer group %s", self.group_id)
+
+    # The planner holds an admin client (threads, sockets): never pickled to tasks.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_planner"] = None
+        return state
+
+    @property
+    def planner(self) -> Planner:
+        if self._planner is None:
+            self._planner = Planner(self.opts)
+        return self._planner
+
+    # ------------------------------------------------------------ offsets
+
+    def initialOffset(self) -> dict[str, Any]:
+        planner = self.planner
+        parts = planner.partitions()
+        earliest = planner.earliest(parts)
+        latest = planner.latest(parts)
+        start = planner.resolve(self.opts.starting, parts, earliest=earliest, latest=latest, starting=True)
+        self._last_returned = dict(start)
+        return offsets_to_json(start)
+
+    def _current(self) -> tuple[dict[TP, int], dict[TP, int]]:
+        planner = self.planner
+        parts = planner.partitions()
+        return planner.latest(parts), planner.earliest(parts)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: remember what exists now; never read past it."""
+        latest, _ = self._current()
+        self._target = latest
+
+    def getDefaultReadLimit(self) -> Any:
+        if ReadMaxRows is None:
+            return None
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:
+        """The end of the next micro-batch (``start`` and ``limit`` from PySpark >= 4.2)."""
+        latest, earliest = self._current()
+        self._latest = dict(latest)
+        if self._target is not None:
+            # AvailableNow: partitions that appeared later are not read; nothing past the target.
+            latest = {tp: min(off, self._target[tp]) for tp, off in latest.items() if tp in self._target}
+        begin = offsets_from_json(start) if start is not None else self._last_returned
+        if begin is None:
+            end = dict(latest)
+        else:
+            begin = dict(begin)
+            for tp in latest:
+                begin.setdefault(tp, earliest[tp])  # a new partition starts at its earliest offset
+            end = self._limit(begin, latest, limit)
+            # Partitions that vanished keep their offset (partitions() reports the loss).
+            for tp, off in begin.items():
+                end.setdefault(tp, off)
+        self._last_returned = end
+        return offsets_to_json(end)
+
+    def _limit(self, begin: dict[TP, int], latest: dict[TP, int], limit: Any) -> dict[TP, int]:
+        opts = self.opts
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            return dict(latest)
+        # PySpark without admission control passes no limit: the options apply as they are.
+        available = sum(max(0, latest[tp] - begin.get(tp, latest[tp])) for tp in latest)
+        if opts.min_offsets_per_trigger and available < opts.min_offsets_per_trigger and self._target is None:
+            waited_ms = (time.monotonic() - self._last_batch_time) * 1000
+            if waited_ms < opts.max_trigger_delay_ms:
+                return {tp: begin.get(tp, off) for tp, off in latest.items()}
+        self._last_batch_time = time.monotonic()
+        if opts.max_offsets_per_trigger:
+            return rate_limit(begin, latest, opts.max_offsets_per_trigger)
+        return dict(latest)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return offsets_to_json(self._latest) if self._latest is not None else None
+
+    # ------------------------------------------------------------ micro-batches
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        begin = offsets_from_json(start)
+        stop = offsets_from_json(end)
+        if begin == stop:
+            return []
+        opts = self.opts
+        planner = self.planner
+        current = set(planner.partitions())
+        known = [tp for tp in stop if tp in current]
+        earliest = planner.earliest(known) if known else {}
+        latest = planner.latest(known) if known else {}
+        ranges = []
+        for tp, until in sorted(stop.items()):
+            if tp not in current:
+                self._data_loss(f"partition {tp[0]}-{tp[1]} no longer exists (topic deleted?)", tp)
+                continue
+            frm = begin.get(tp, earliest[tp])
+            if frm < earliest[tp]:
+                self._data_loss(f"offsets {frm}..{earliest[tp] - 1} of {tp[0]}-{tp[1]} were deleted before "
+                                "they were read", tp)
+                frm = earliest[tp]
+            if until > latest[tp]:
+                self._data_loss(f"{tp[0]}-{tp[1]} now ends at {latest[tp]}, before offset {until} "
+                                "(truncated)", tp)
+                until = latest[tp]
+            if until < frm:
+                self._data_loss(f"{tp[0]}-{tp[1]} went back from offset {frm} to {until}", tp)
+                continue
+            if until > frm:
+                ranges.append(OffsetRange(tp[0], tp[1], frm, until))
+        ranges = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+        return [KafkaInputPartition.of(r) for r in ranges]
+
+    def _data_loss(self, message: str, tp: TP) -> None:
+        if self.opts.fail_on_data_loss:
+            raise OffsetOutOfRangeError(f"{message}; option failOnDataLoss=true (set it to false to go on "
+                                        "with what is left)", topic=tp[0], partition=tp[1])
+        log.warning("kafkalite: %s (failOnDataLoss=false)", message)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(self.opts, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark finished every micro-batch up to ``end``: tell the consumer group."""
+        if not self.group_id:
+            return
+        offsets = {TopicPartition(t, p): OffsetAndMetadata(off) for (t, p), off in offsets_from_json(end).items()}
+        try:
+            self.planner.admin.alter_consumer_group_offsets(self.group_id, offsets).raise_on_error()
+        except Exception as exc:  # monitoring only: the checkpoint is what restarts use
+            log.warning("kafkalite: committing progress to group %s failed: %s", self.group_id, exc)
+
+    def stop(self) -> None:
+        if self._planner is not None:
+            self._planner.close()
+            self._planner = None
