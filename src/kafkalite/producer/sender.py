@@ -102,6 +102,7 @@ class Sender:
         self._pid_task: asyncio.Task[None] | None = None
         self._pid_attempts = 0
         self._ready_since: dict[int, float] = {}
+        self._throttled_until: dict[int, float] = {}
         self._next_expiry_check = 0.0
         self._seen_metadata_version = -1
         self.fatal_error: KafkaError | None = None
@@ -199,7 +200,16 @@ class Sender:
         delay = min(delay, next_check)
         if idem is not None and not idem.has_producer_id:
             return min(delay, 0.1)
+        throttled = self._throttled_until
         for node, queues in ready.items():
+            until = throttled.get(node)
+            if until is not None:
+                if until > now:
+                    # The broker asked us to back off (quota, KIP-219): as the Java client
+                    # does, send nothing more to it until the throttle time passed.
+                    delay = min(delay, until - now)
+                    continue
+                del throttled[node]
             conn = self.client.connection_if_ready(node)
             if conn is None:
                 self._ready_since.setdefault(node, now)
@@ -302,6 +312,9 @@ class Sender:
                     self.request_metadata({b.topic for b in batches})
                 return
             self._handle_response(response, batches, version, now)
+            throttle_ms = getattr(response, "throttle_time_ms", 0)
+            if throttle_ms > 0:
+                self._throttled_until[node] = now + throttle_ms / 1000.0
             self.metrics.record_request(len(batches), sum(b.record_count for b in batches), now - sent_at,
                                         getattr(response, "throttle_time_ms", 0))
         except Exception:
