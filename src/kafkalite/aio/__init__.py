@@ -7,7 +7,8 @@ Example::
     from kafkalite.aio import Producer
 
     async with Producer({"bootstrap.servers": "127.0.0.1:9092"}) as producer:
-        metadata = await producer.send("orders", value=b"hello")
+        metadata = await producer.send_and_wait("orders", value=b"hello")
+        future = await producer.send("orders", value=b"more")   # appended; await it later
 """
 
 from __future__ import annotations
