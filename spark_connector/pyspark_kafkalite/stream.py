@@ -23,7 +23,6 @@ micro-batch reads ``[start, end)`` per partition with the batch reader's tasks.
 from __future__ import annotations
 
 import logging
-import math
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -63,19 +62,22 @@ except ImportError:  # PySpark 4.0 / 4.1
 
 
 def rate_limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int) -> dict[TP, int]:
-    """End offsets reading at most about ``max_rows`` records, shared in proportion to each
-    partition's backlog (Spark's rule: a share under 1 rounds up, others down)."""
+    """End offsets reading at most ``max_rows`` records, shared in proportion to each
+    partition's backlog; the rounding remainder goes to the largest backlogs, so a
+    micro-batch never exceeds the limit and every backlogged partition moves."""
     backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
     total = sum(backlog.values())
     if total <= max_rows:
         return dict(latest)
-    out = {}
-    for tp, end in latest.items():
-        begin = start.get(tp, end)
-        share = max_rows * backlog[tp] / total
-        step = math.ceil(share) if share < 1 else math.floor(share)
-        out[tp] = min(end, begin + step)
-    return out
+    take = {tp: (max_rows * n) // total for tp, n in backlog.items()}
+    left = max_rows - sum(take.values())
+    for tp in sorted(backlog, key=lambda t: (take[t] > 0, -backlog[t], t)):
+        if left <= 0:
+            break
+        if backlog[tp] > take[tp]:
+            take[tp] += 1
+            left -= 1
+    return {tp: start.get(tp, end) + take[tp] for tp, end in latest.items()}
 
 
 class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # type: ignore[misc]
@@ -88,6 +90,7 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
         self._last_returned: dict[TP, int] | None = None
         self._latest: dict[TP, int] | None = None
         self._last_batch_time = time.monotonic()
+        self._committed: dict[TP, int] | None = None
         self.group_id = opts.group_id
         if self.group_id is None and opts.group_id_prefix:
             self.group_id = f"{opts.group_id_prefix}-{uuid.uuid4()}"
@@ -142,6 +145,11 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
         if self._target is not None:
             # AvailableNow: partitions that appeared later are not read; nothing past the target.
             latest = {tp: min(off, self._target[tp]) for tp, off in latest.items() if tp in self._target}
+        if start is not None:
+            # Spark plans a micro-batch only after the one before it completed, so
+            # ``start`` is processed: commit it too (Spark calls commit() for the last
+            # batch only when it plans another, which Trigger.AvailableNow never does).
+            self._commit_group(start)
         begin = offsets_from_json(start) if start is not None else self._last_returned
         if begin is None:
             end = dict(latest)
@@ -220,11 +228,18 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark finished every micro-batch up to ``end``: tell the consumer group."""
+        self._commit_group(end)
+
+    def _commit_group(self, end: dict[str, Any]) -> None:
         if not self.group_id:
             return
-        offsets = {TopicPartition(t, p): OffsetAndMetadata(off) for (t, p), off in offsets_from_json(end).items()}
+        processed = offsets_from_json(end)
+        if processed == self._committed:
+            return
+        offsets = {TopicPartition(t, p): OffsetAndMetadata(off) for (t, p), off in processed.items()}
         try:
             self.planner.admin.alter_consumer_group_offsets(self.group_id, offsets).raise_on_error()
+            self._committed = processed
         except Exception as exc:  # monitoring only: the checkpoint is what restarts use
             log.warning("kafkalite: committing progress to group %s failed: %s", self.group_id, exc)
 
