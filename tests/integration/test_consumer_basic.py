@@ -286,3 +286,44 @@ def test_pattern_subscription_picks_up_new_topics(kafka_broker, topic_factory) -
         got = consume_n(c, 4, timeout=60)
         assert {r.topic for r in got} == {second}
         assert c.subscription() == {first, second}
+
+
+_CTRL_C_SCRIPT = """
+import sys, time
+from kafkalite import Consumer, TopicPartition
+c = Consumer({"bootstrap.servers": sys.argv[1]})
+c.assign([TopicPartition(sys.argv[2], 0)])
+c.poll(0.5)
+print("ready", flush=True)
+try:
+    c.poll(None)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    assert c.poll(0.1) == []  # still usable
+    c.close(2)
+    print("closed", flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_a_blocking_poll_promptly(kafka_broker, topic_factory) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    topic = topic_factory(partitions=1)
+    proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_SCRIPT, kafka_broker.bootstrap, topic],
+                            stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.stdout.readline().strip() == "interrupted"
+        assert time.monotonic() - sent < 1.0
+        assert proc.stdout.readline().strip() == "closed"
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
