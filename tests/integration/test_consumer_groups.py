@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -230,15 +231,18 @@ def test_poll_interval_exceeded_leaves_and_next_poll_rejoins(kafka_broker, topic
     topic = topic_factory(partitions=1)
     produce_spread(kafka_broker.bootstrap, topic, 1, 10)
     events: list[tuple[str, set[TopicPartition]]] = []
+    threads: set[int] = set()
 
     class Listener:
         def on_partitions_assigned(self, parts: set[TopicPartition]) -> None:
+            threads.add(threading.get_ident())
             events.append(("assigned", parts))
 
         def on_partitions_revoked(self, parts: set[TopicPartition]) -> None:
             events.append(("revoked", parts))
 
         def on_partitions_lost(self, parts: set[TopicPartition]) -> None:
+            threads.add(threading.get_ident())
             events.append(("lost", parts))
 
     conf = {"bootstrap.servers": kafka_broker.bootstrap, "group.id": f"g-{topic}", "max.poll.interval.ms": 2000,
@@ -252,3 +256,4 @@ def test_poll_interval_exceeded_leaves_and_next_poll_rejoins(kafka_broker, topic
         wait_until(lambda: (c.poll(0.2), ("lost", {TopicPartition(topic, 0)}) in events and
                             len(c.assignment()) == 1)[1], 60, what="rejoin after the poll timeout")
         assert [e[0] for e in events].count("assigned") >= 2
+        assert threads == {threading.get_ident()}  # listener calls run in the polling thread
