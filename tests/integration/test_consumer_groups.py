@@ -257,3 +257,28 @@ def test_poll_interval_exceeded_leaves_and_next_poll_rejoins(kafka_broker, topic
                             len(c.assignment()) == 1)[1], 60, what="rejoin after the poll timeout")
         assert [e[0] for e in events].count("assigned") >= 2
         assert threads == {threading.get_ident()}  # listener calls run in the polling thread
+
+
+@pytest.mark.timeout(120)
+def test_unsubscribe_revokes_leaves_and_allows_a_new_subscription(kafka_broker, topic_factory) -> None:
+    first = topic_factory(partitions=2)
+    second = topic_factory(partitions=1)
+    produce_spread(kafka_broker.bootstrap, first, 2, 5)
+    produce_spread(kafka_broker.bootstrap, second, 1, 5)
+    revoked: list[set[TopicPartition]] = []
+
+    class Listener:
+        def on_partitions_revoked(self, parts: set[TopicPartition]) -> None:
+            revoked.append(parts)
+
+    conf = {"bootstrap.servers": kafka_broker.bootstrap, "group.id": f"g-{first}", "auto.offset.reset": "earliest"}
+    with Consumer(conf) as c:
+        c.subscribe([first], listener=Listener())
+        wait_until(lambda: (c.poll(0.2), len(c.assignment()) == 2)[1], 60, what="assignment")
+        c.unsubscribe()
+        assert c.assignment() == set() and c.subscription() == set()
+        assert revoked[-1] == {TopicPartition(first, 0), TopicPartition(first, 1)}
+        c.subscribe([second])
+        got: list = []
+        wait_until(lambda: (got.extend(c.poll(0.2)), len(got) >= 5)[1], 60, what="records of the new topic")
+        assert {r.topic for r in got} == {second}

@@ -186,6 +186,9 @@ class ConsumerCore:
                     await self.commit(self.subs.all_consumed(), timeout_s=max(0.01, deadline - time.monotonic()))
                 except Exception as exc:
                     log.warning("auto-commit on close failed: %s", exc)
+            if self.group is not None:
+                # Stop heartbeats and joins first: nothing may rejoin while we leave.
+                self.group.stop()
             if self.group is not None and leave:
                 try:
                     await asyncio.wait_for(self.group.leave("the consumer is closing"),
