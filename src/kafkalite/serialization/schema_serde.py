@@ -120,6 +120,7 @@ class SchemaSerde:
             self._owns_registry = True
         else:
             self.registry = None
+        self._ids: dict[tuple[str, str | None, bool], int] = {}
         self._strategies: dict[bool, SubjectNameStrategy] = {}
         for key in (True, False):
             name = "key.subject.name.strategy" if key else "value.subject.name.strategy"
@@ -163,6 +164,10 @@ class SchemaSerde:
         use_id = self.conf.get("use.schema.id")
         if use_id is not None:
             return int(use_id), None
+        key = (topic, record_name, self.is_key)
+        known = self._ids.get(key)
+        if known is not None:  # the hot path: one dict lookup per record
+            return known, None
         registry = self.need_registry("look up schema ids")
         subject = self.subject(topic, record_name)
         normalize = bool(self.conf.get("normalize.schemas"))
@@ -173,8 +178,14 @@ class SchemaSerde:
             if callable(schema):
                 schema = schema()
             if self.conf.get("auto.register.schemas", True):
-                return registry.register_schema(subject, schema, normalize), None
-            return registry.lookup_schema(subject, schema, normalize).schema_id, None
+                schema_id = registry.register_schema(subject, schema, normalize)
+            else:
+                schema_id = registry.lookup_schema(subject, schema, normalize).schema_id
+            # Like Confluent's serializers: a subject's id is learned once per serializer
+            # (one writer schema per topic and record name).
+            if len(self._ids) < 10_000:
+                self._ids[key] = schema_id
+            return schema_id, None
         except SchemaRegistryError as exc:
             raise exc.with_context(topic=topic) from None
 
