@@ -245,3 +245,61 @@ def test_transactional_produce_caps_the_version_for_transactions_v1() -> None:
         assert RecordBatch(batches[0].wire).is_transactional
 
     run(body)
+
+
+class _FakeTxnClient:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+        self.end_task = None
+
+    async def end(self, commit: bool, deadline: float) -> None:
+        self.calls.append(("end", commit))
+
+    async def init_producer_id(self, deadline: float, bump: bool = False) -> None:
+        self.calls.append(("init_producer_id", bump))
+
+
+def _txn_core(tv2: bool) -> tuple[ProducerCore, _FakeTxnClient]:
+    core = make_core(**{"transactional.id": "tx", "delivery.timeout.ms": 30100, "request.timeout.ms": 30000,
+                        "linger.ms": 0})
+    fake = _FakeTxnClient()
+    core.txn_client = fake  # type: ignore[assignment]
+    core.txn.start_init()
+    core.txn.init_done()
+    core.txn.tv2 = tv2
+    core.txn.begin()
+    return core, fake
+
+
+@pytest.mark.parametrize("tv2", [False, True])
+def test_a_record_that_timed_out_fails_the_commit_and_abort_fences_it(tv2: bool) -> None:
+    async def body() -> None:
+        core, fake = _txn_core(tv2)
+        f = send(core, 0)
+        core.txn.partitions_added([(TOPIC, 0)])
+        batches = drain(core, 0)  # sent, then the request timed out: outcome unknown
+        core.sender._handle_error(batches[0], KafkaTimeoutError("request timed out"), time.monotonic(), None)
+        batches[0].delivery_deadline = time.monotonic() - 1
+        core.sender._expire(time.monotonic())
+        assert isinstance(f.exception(), KafkaTimeoutError)
+        assert core.txn.state.name == "ABORTABLE_ERROR" and core.txn.epoch_bump_required
+        with pytest.raises(Exception, match="must be aborted"):
+            await core.commit_transaction(5)
+        assert fake.calls == []  # never committed
+        await core.abort_transaction(5)
+        # v1: EndTxn(abort), then a new epoch so a late Produce of the aborted transaction
+        # is fenced (KIP-360). v2: EndTxn bumps the epoch itself.
+        expected = [("end", False)] + ([] if tv2 else [("init_producer_id", True)])
+        assert fake.calls == expected
+        assert core.txn.state.name == "READY" and not core.txn.epoch_bump_required
+
+    run(body)
+
+
+def test_commit_without_broker_side_transaction_skips_end_txn() -> None:
+    async def body() -> None:
+        core, fake = _txn_core(False)
+        await core.commit_transaction(5)
+        assert fake.calls == [] and core.txn.state.name == "READY"
+
+    run(body)
