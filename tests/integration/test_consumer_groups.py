@@ -18,7 +18,11 @@ import pytest
 from consumer_support import produce_spread, wait_until
 
 from kafkalite import Consumer, TopicPartition
-from kafkalite.errors import FencedInstanceIdError, UnreleasedInstanceIdError
+from kafkalite.errors import (
+    FencedInstanceIdError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -282,3 +286,27 @@ def test_unsubscribe_revokes_leaves_and_allows_a_new_subscription(kafka_broker, 
         got: list = []
         wait_until(lambda: (got.extend(c.poll(0.2)), len(got) >= 5)[1], 60, what="records of the new topic")
         assert {r.topic for r in got} == {second}
+
+
+@pytest.mark.timeout(120)
+def test_kip848_server_side_regex_and_remote_assignor(kafka_broker, topic_factory) -> None:
+    base = topic_factory(partitions=1)
+    a = topic_factory(partitions=2, name=f"{base}-rx-a")
+    b = topic_factory(partitions=1, name=f"{base}-rx-b")
+    for t in (a, b):
+        produce_spread(kafka_broker.bootstrap, t, 1, 3)
+    conf = {"bootstrap.servers": kafka_broker.bootstrap, "group.id": f"g-{base}", "group.protocol": "consumer",
+            "group.remote.assignor": "range", "auto.offset.reset": "earliest"}
+    with Consumer(conf) as c:
+        c.subscribe(pattern=f"{base}-rx-.*")  # evaluated by the broker (ConsumerGroupHeartbeat v1)
+        got: list = []
+        wait_until(lambda: (got.extend(c.poll(0.2)), len(got) >= 6)[1], 60, what="records of both topics")
+        assert {r.topic for r in got} == {a, b}
+        assert c.assignment() == {TopicPartition(a, 0), TopicPartition(a, 1), TopicPartition(b, 0)}
+    bad = {**conf, "group.id": f"g2-{base}", "group.remote.assignor": "no-such-assignor"}
+    with Consumer(bad) as c:
+        c.subscribe([a])
+        with pytest.raises(UnsupportedAssignorError) as info:
+            for _ in range(100):
+                c.poll(0.2)
+        assert f"g2-{base}" in str(info.value)
