@@ -329,7 +329,7 @@ def gen_encode_struct(em: Emitter, owner: str, st_name: str, fields: list[Field]
             for f in tagged:
                 conds.append((f, tagged_present_expr(f)))
             lines.append("    n = 0")
-            for f, cond in conds:
+            for _, cond in conds:
                 lines.append(f"    if {cond}:")
                 lines.append("        n += 1")
             lines.append("    write_uvarint(out, n)")
@@ -734,7 +734,7 @@ def main() -> int:
     parser.add_argument("--spec-dir", type=Path, default=SPEC_DIR)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tools"))
-    import gen_errors  # noqa: PLC0415
+    import gen_errors
 
     files = generate_all(args.spec_dir)
     files_out = {OUT_DIR / name: text for name, text in files.items()}
