@@ -35,13 +35,31 @@ class Batch:
 
 
 def state_with_batches(*counts: int) -> tuple[IdempotenceState, list[Batch]]:
+    """Batches in flight on TP (the broker already knows this producer there)."""
     state = IdempotenceState()
     state.set_producer_id(42, 0)
+    state.entry(TP).last_acked_sequence = 2**31 - 1  # as if a batch ending at seq -1 was acked
     batches = [Batch(c) for c in counts]
     for b in batches:
         assert not state.should_stop_drain(TP, b)
         state.assign(b)
+    state.entry(TP).last_acked_sequence = -1
     return state, batches
+
+
+def test_the_first_batch_of_an_epoch_must_be_acknowledged_before_another_goes() -> None:
+    # A broker without state for the producer accepts any first sequence: pipelining a
+    # second batch behind a first that fails (retriable) would reorder and duplicate.
+    state = IdempotenceState()
+    state.set_producer_id(1, 0)
+    first, second = Batch(3), Batch(2)
+    assert not state.should_stop_drain(TP, first)
+    state.assign(first)
+    assert state.should_stop_drain(TP, second)
+    state.on_success(first, 0)
+    assert not state.should_stop_drain(TP, second)
+    state.assign(second)
+    assert not state.should_stop_drain(TP, Batch(1))  # now pipelining is safe
 
 
 def test_sequences_are_assigned_consecutively_per_partition() -> None:

@@ -172,8 +172,15 @@ class IdempotenceState:
         """Whether ``batch`` (the first queued for ``tp``) must wait before being sent."""
         entry = self.partitions.get(tp)
         if batch.base_sequence == NO_SEQUENCE:
-            if entry is not None and entry.in_flight and self._stale(entry):
-                return True  # finish the old epoch's batches before sequences restart
+            if entry is not None and entry.in_flight:
+                if self._stale(entry):
+                    return True  # finish the old epoch's batches before sequences restart
+                if entry.last_acked_sequence == NO_SEQUENCE:
+                    # Nothing acknowledged yet for this producer epoch here: a broker with
+                    # no state for us accepts ANY first sequence, so a later batch must not
+                    # overtake a first one that fails with a retriable error (it would be
+                    # written out of order, and the retry would duplicate it).
+                    return True
             if tp in self.unresolved:
                 return True
         if entry is not None and entry.in_flight and batch.base_sequence != NO_SEQUENCE:
