@@ -19,55 +19,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import Broker, Row, print_table, run_clients
 
 BATCH = 2000  # records per poll()/getmany()/consume() call, the same for every client
 
 
-# ---------------------------------------------------------------- broker and data
+# ---------------------------------------------------------------- data
 
 
-class Broker:
-    """KAFKALITE_BOOTSTRAP, or a LocalBroker from kafkalite.testing for the run."""
-
-    def __init__(self) -> None:
-        from kafkalite.testing.broker import LocalBroker
-        from kafkalite.testing.distribution import KafkaDistribution
-        from kafkalite.testing.java import find_java
-        from kafkalite.testing.tools import JavaTools
-
-        self.local = None
-        self.bootstrap = os.environ.get("KAFKALITE_BOOTSTRAP", "")
-        if not self.bootstrap:
-            self.local = LocalBroker(run_dir=Path(tempfile.mkdtemp(prefix="kafkalite-bench-")), heap="1g").start()
-            self.bootstrap = self.local.bootstrap
-            self.tools = self.local.tools
-        else:
-            self.tools = JavaTools(KafkaDistribution().ensure(), find_java())
-
-    def create_topic(self, name: str, partitions: int) -> None:
-        from kafkalite.testing.topics import create_topic
-
-        create_topic(self.bootstrap, name, partitions, exist_ok=True)
-
-    def fill(self, topic: str, messages: int, size: int, codec: str) -> None:
-        done = self.tools.run("kafka-producer-perf-test", [
-            "--topic", topic, "--num-records", str(messages), "--record-size", str(size), "--throughput", "-1",
-            "--producer-props", f"bootstrap.servers={self.bootstrap}", f"compression.type={codec}",
-            "linger.ms=20", "batch.size=262144", "acks=1"], timeout=600)
-        if done.returncode != 0:
-            raise RuntimeError(f"filling {topic} failed:\n{done.stderr[-2000:]}")
-
-    def close(self) -> None:
-        if self.local is not None:
-            self.local.close()
+def fill(broker: Broker, topic: str, messages: int, size: int, codec: str) -> None:
+    """Write ``messages`` records of ``size`` bytes with Kafka's own ProducerPerformance."""
+    broker.run_tool("kafka-producer-perf-test", [
+        "--topic", topic, "--num-records", str(messages), "--record-size", str(size), "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={broker.bootstrap}", f"compression.type={codec}",
+        "linger.ms=20", "batch.size=262144", "acks=1"], timeout=600)
 
 
 # ---------------------------------------------------------------- clients
@@ -124,7 +97,7 @@ def run_confluent(bootstrap: str, topic: str, partitions: int, messages: int) ->
         for m in c.consume(BATCH, 5.0):
             if m.error():
                 continue
-            nbytes += len(m.value())
+            nbytes += len(m.value() or b"")
             n += 1
     elapsed = time.perf_counter() - started
     c.close()
@@ -184,14 +157,12 @@ CLIENTS: dict[str, Callable[[str, str, int, int], float]] = {
 
 
 def run_java(broker: Broker, topic: str, messages: int) -> float:
-    done = broker.tools.run("kafka-consumer-perf-test", [
+    out = broker.run_tool("kafka-consumer-perf-test", [
         "--bootstrap-server", broker.bootstrap, "--topic", topic, "--messages", str(messages),
         "--timeout", "60000", "--group", f"bench-java-{time.time()}"], timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-1000:])
     # header: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, ...
     # fetch.time.ms (the time spent fetching after the group formed) is the fair number.
-    lines = [line for line in done.stdout.splitlines() if re.match(r"^\d{4}-", line)]
+    lines = [line for line in out.splitlines() if re.match(r"^\d{4}-", line)]
     fields = [f.strip() for f in lines[-1].split(",")]
     fetch_ms = float(fields[7])
     return fetch_ms / 1000.0
@@ -210,45 +181,30 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per client; the best is kept")
     args = ap.parse_args()
     wanted = [c.strip() for c in args.clients.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in CLIENTS and c != "java"]
+    if unknown:
+        ap.error(f"unknown clients {unknown}; choose from {[*CLIENTS, 'java']}")
     broker = Broker()
-    rows: list[tuple[str, str, str, float, float]] = []
+    rows: list[Row] = []
     try:
         for size in [int(s) for s in args.sizes.split(",")]:
             for codec in args.codecs.split(","):
-                topic = f"bench-consume-{size}-{codec}-{args.partitions}-{args.messages}"
-                broker.create_topic(topic, args.partitions)
-                print(f"filling {topic} with {args.messages} x {size} B ({codec}) ...", flush=True)
-                broker.fill(topic, args.messages, size, codec)
+                case = f"{size} B {codec}"
+                topic = broker.create_topic(f"bench-consume-{size}-{codec}-{args.partitions}-{args.messages}",
+                                            args.partitions)
+                print(f"{case}: filling {topic} with {args.messages} records ...", flush=True)
+                fill(broker, topic, args.messages, size, codec)
+                clients: dict[str, Callable[[], float]] = {}
                 for name in wanted:
-                    best = None
-                    for _ in range(args.repeat):
-                        gc.collect()
-                        try:
-                            if name == "java":
-                                elapsed = run_java(broker, topic, args.messages)
-                            else:
-                                elapsed = CLIENTS[name](broker.bootstrap, topic, args.partitions, args.messages)
-                        except ImportError as exc:
-                            print(f"  {name}: not installed ({exc}); pip install 'kafkalite[bench]'")
-                            break
-                        except Exception as exc:  # one broken peer must not hide the others
-                            print(f"  {name}: failed: {exc!r}")
-                            break
-                        best = elapsed if best is None else min(best, elapsed)
-                    if best is None:
-                        continue
-                    rate = args.messages / best
-                    mbs = args.messages * size / best / 1e6
-                    rows.append((f"{size} B", codec, name, rate, mbs))
-                    print(f"  {name:16s} {rate:12,.0f} msg/s {mbs:9.1f} MB/s", flush=True)
+                    if name == "java":
+                        clients[name] = partial(run_java, broker, topic, args.messages)
+                    else:
+                        clients[name] = partial(CLIENTS[name], broker.bootstrap, topic, args.partitions,
+                                                args.messages)
+                rows.extend(run_clients(case, clients, args.messages, size, args.repeat))
     finally:
         broker.close()
-    print()
-    print(f"{'value':>7} {'codec':>6} {'client':16s} {'msg/s':>12} {'MB/s':>8} {'kafkalite / it':>15}")
-    for size, codec, name, rate, mbs in rows:
-        ours = next((r[3] for r in rows if r[0] == size and r[1] == codec and r[2] == "kafkalite"), None)
-        ratio = f"{ours / rate:14.2f}x" if ours else ""
-        print(f"{size:>7} {codec:>6} {name:16s} {rate:12,.0f} {mbs:8.1f} {ratio:>15}")
+    print_table(rows)
     return 0
 
 
