@@ -101,3 +101,17 @@ def test_unique_topic_names_are_legal() -> None:
     assert len(name) <= 249
     assert all(c.isalnum() or c in "._-" for c in name)
     assert unique_topic_name("t") != unique_topic_name("t")
+
+
+def test_cluster_node_properties_win_per_node(tmp_path: Path) -> None:
+    import pytest
+
+    from kafkalite.testing.cluster import LocalCluster
+
+    cluster = LocalCluster(3, run_dir=tmp_path, extra_properties={"broker.rack": "any", "num.partitions": "4"},
+                           node_properties={2: {"broker.rack": "r2"}, 3: {"broker.rack": "r3"}})
+    racks = {b.node_id: server_properties(b.config())["broker.rack"] for b in cluster}
+    assert racks == {1: "any", 2: "r2", 3: "r3"}
+    assert all(server_properties(b.config())["num.partitions"] == "4" for b in cluster)
+    with pytest.raises(ValueError, match=r"\[7\]"):
+        LocalCluster(3, run_dir=tmp_path, node_properties={7: {"broker.rack": "x"}})

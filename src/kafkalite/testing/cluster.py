@@ -46,6 +46,9 @@ class LocalCluster:
             default a free port.
         security, auto_create_topics, extra_properties, heap, tied: as for
             :class:`LocalBroker`, applied to every node.
+        node_properties: more ``server.properties`` entries for single nodes, by node
+            id; they win over ``extra_properties`` (e.g. a ``broker.rack`` per node
+            for rack-aware tests: ``{1: {"broker.rack": "r1"}, 2: {...}}``).
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class LocalCluster:
         security: SecurityPreset | None = None,
         auto_create_topics: bool = False,
         extra_properties: Mapping[str, object] | None = None,
+        node_properties: Mapping[int, Mapping[str, object]] | None = None,
         heap: str = "512m",
         tied: bool = True,
         distribution: KafkaDistribution | None = None,
@@ -76,6 +80,9 @@ class LocalCluster:
         self._distribution = distribution or KafkaDistribution(version)
         self._java = java
         ids = list(range(1, nodes + 1))
+        unknown = sorted(set(node_properties or {}) - set(ids))
+        if unknown:
+            raise ValueError(f"node_properties names nodes {unknown}; ids are {ids}")
         voters = {node: free_port() for node in ids}
         self.brokers: list[LocalBroker] = [
             LocalBroker(
@@ -90,7 +97,7 @@ class LocalCluster:
                 auto_create_topics=auto_create_topics,
                 replication_factor=rf,
                 min_insync_replicas=isr,
-                extra_properties=extra_properties,
+                extra_properties={**(extra_properties or {}), **(node_properties or {}).get(node, {})},
                 heap=heap,
                 tied=tied,
                 distribution=self._distribution,
