@@ -158,6 +158,25 @@ def push_filter(f: Any, pushed: PushedFilters) -> bool:
     return False
 
 
+class _PushFilters:
+    """The reader's ``pushFilters``, seen by PySpark as not overridden.
+
+    PySpark >= 4.1 refuses a reader whose class overrides ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is false (its default), and the reader
+    cannot see that setting. This callable carries the base method as ``__func__`` (what
+    PySpark's check compares), so the source works with the default configuration and
+    pushes filters down when the setting is on (PySpark then calls it).
+    """
+
+    def __init__(self, reader: KafkaLiteBatchReader) -> None:
+        self._reader = reader
+        # An instance attribute: a function stored on the class would come back bound.
+        self.__func__ = getattr(DataSourceReader, "pushFilters", None)
+
+    def __call__(self, filters: list[Any]) -> Iterable[Any]:
+        return self._reader.push_filters(filters)
+
+
 class KafkaLiteBatchReader(DataSourceReader):
     """Plans offset ranges on the driver; reads one range per task."""
 
@@ -165,12 +184,14 @@ class KafkaLiteBatchReader(DataSourceReader):
         self.opts = opts
         self.pushed = PushedFilters()
 
-    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+    @property
+    def pushFilters(self) -> _PushFilters:  # type: ignore[override]
+        return _PushFilters(self)
+
+    def push_filters(self, filters: list[Any]) -> list[Any]:
         """Filters on topic, partition, offset (and a lower bound on timestamp) become
         offset ranges; the others (and the timestamp bound) are left to Spark."""
-        for f in filters:
-            if not push_filter(f, self.pushed):
-                yield f
+        return [f for f in filters if not push_filter(f, self.pushed)]
 
     def partitions(self) -> list[InputPartition]:
         with Planner(self.opts) as planner:

@@ -39,6 +39,10 @@ except ImportError:  # PySpark 4.0: rows, not Arrow, for streaming writes
     _StreamWriterBase = DataSourceStreamWriter  # type: ignore[assignment,misc]
 
 _CHECK_EVERY = 4096  # how many sends between checks of the oldest pending futures
+# A task sends a whole partition of rows as fast as it can: bigger batches than the
+# producer's defaults (16 KiB, 5 ms) mean fewer requests and less per-batch work.
+# kafka.batch.size / kafka.linger.ms override them.
+TASK_PRODUCER_DEFAULTS = {"batch.size": 512 * 1024, "linger.ms": 20}
 
 
 def _type_error(column: str, expected: str, actual: Any) -> ConfigError:
@@ -83,7 +87,9 @@ class _Sender:
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
-        self.producer = Producer(opts.producer_settings())
+        settings = dict(TASK_PRODUCER_DEFAULTS)
+        settings.update(opts.producer_settings())
+        self.producer = Producer(settings)
         self.pending: deque[Any] = deque()
         self.rows = 0
 

@@ -120,6 +120,14 @@ def test_offsets_timestamps_splitting_and_pushed_filters(spark: Any, kafka_broke
     late = df.filter(df.timestamp >= since).collect()
     assert sorted((r.partition, r.offset) for r in late) == [(1, 97), (1, 98), (1, 99)]
     assert df.filter("partition IN (0) AND offset IN (3, 97)").count() == 2
+
+    # PySpark's default (pushdown off) must work too: same answer, Spark does the filtering.
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        plain = base().option("subscribe", topic).load().filter("partition = 1 AND offset < 3")
+        assert sorted(r.offset for r in plain.collect()) == [0, 1, 2]
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     assert df.filter("topic = 'no-such-topic'").count() == 0
 
 
