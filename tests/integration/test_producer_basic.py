@@ -304,3 +304,30 @@ def test_interpreter_exit_with_buffered_records_warns_loudly(kafka_broker, topic
     assert "exiting without close" in done.stdout
     assert "was not closed and 10 record(s) were not yet acknowledged" in done.stderr
     assert "RuntimeWarning" in done.stderr or "WARNING:" in done.stderr
+
+
+def test_many_threads_share_one_producer(kafka_broker, topic_factory) -> None:
+    topic = topic_factory(partitions=4)
+    per_thread = 5000
+    errors: list[BaseException] = []
+    with producer(kafka_broker.bootstrap, linger_ms=2) as p:
+        results: dict[int, list] = {}
+
+        def work(t: int) -> None:
+            try:
+                results[t] = [p.send(topic, b"%d-%d" % (t, i), key=b"thread-%d" % t) for i in range(per_thread)]
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        p.flush(60)
+    assert not errors
+    for futures in results.values():
+        offsets = [f.result().offset for f in futures]
+        assert offsets == sorted(offsets) and len(set(offsets)) == per_thread  # one key: one partition, in order
+    back = read_back(kafka_broker.bootstrap, topic)
+    assert sum(len(rs) for rs in back.values()) == 4 * per_thread

@@ -289,12 +289,14 @@ class Sender:
         future = conn.send(request, api_version=version)
         self.in_flight.update(batches)
         sent_at = time.monotonic()
+        # v13 answers by topic id: remember which ids this request used.
+        names = {td.topic_id: td.name for td in topic_data} if version >= 13 else None
         future.add_done_callback(
-            lambda f: self._on_response(f, node, batches, version, sent_at)
+            lambda f: self._on_response(f, node, batches, version, sent_at, names)
         )
 
     def _on_response(self, future: asyncio.Future[Any], node: int, batches: list[ProducerBatch],
-                     version: int, sent_at: float) -> None:
+                     version: int, sent_at: float, names: dict[Any, str] | None = None) -> None:
         now = time.monotonic()
         try:
             if future.cancelled():
@@ -311,7 +313,7 @@ class Sender:
                 if isinstance(error, (KafkaConnectionError, KafkaTimeoutError)):
                     self.request_metadata({b.topic for b in batches})
                 return
-            self._handle_response(response, batches, version, now)
+            self._handle_response(response, batches, version, now, names)
             throttle_ms = getattr(response, "throttle_time_ms", 0)
             if throttle_ms > 0:
                 self._throttled_until[node] = now + throttle_ms / 1000.0
@@ -325,13 +327,17 @@ class Sender:
         finally:
             self.wakeup()
 
-    def _handle_response(self, response: Any, batches: list[ProducerBatch], version: int, now: float) -> None:
+    def _handle_response(self, response: Any, batches: list[ProducerBatch], version: int, now: float,
+                         names: dict[Any, str] | None = None) -> None:
         metadata = self.client.metadata
         for endpoint in getattr(response, "node_endpoints", None) or ():
             metadata.add_broker(BrokerNode(endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack))
         by_tp = {(b.topic, b.partition): b for b in batches}
         for topic_resp in response.responses:
-            name = topic_resp.name if version < 13 else metadata.topic_name(topic_resp.topic_id)
+            if version < 13:
+                name = topic_resp.name
+            else:
+                name = (names or {}).get(topic_resp.topic_id) or metadata.topic_name(topic_resp.topic_id)
             for p in topic_resp.partition_responses:
                 batch = by_tp.pop((name, p.index), None)  # type: ignore[arg-type]
                 if batch is None:
