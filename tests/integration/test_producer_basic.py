@@ -171,6 +171,10 @@ def test_full_buffer_blocks_send_then_raises_timeout_from_send(kafka_broker, top
         assert 2 <= len(futures) <= 7
         assert p.metrics()["buffer-available-bytes"] < 16384
         assert p.metrics()["waiting-threads"] == 0
+        # Ctrl-C while send() waits for memory.
+        threading.Timer(0.2, _thread.interrupt_main).start()
+        with pytest.raises(KeyboardInterrupt):
+            p.send(topic, b"x" * 15_000)
     finally:
         started = time.monotonic()
         p.close(timeout=1.0)
