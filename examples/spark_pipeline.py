@@ -10,8 +10,8 @@ It creates the topics ``orders`` (3 partitions), ``order-totals`` and
 ``order-totals-live``, writes 1,000 orders (key = customer, value = JSON), then:
 
 * batch: sums the amounts per customer and writes one record per customer;
-* streaming: the same aggregation as a streaming query (Trigger.AvailableNow, update
-  mode, 200 records per micro-batch) with progress visible in consumer group
+* streaming: the same aggregation per micro-batch of a streaming query
+  (Trigger.AvailableNow, 200 records per micro-batch) with progress visible in consumer group
   ``order-totals-live`` (``kafkalite groups describe order-totals-live``).
 """
 
@@ -23,6 +23,7 @@ import os
 import random
 import sys
 import tempfile
+from typing import Any
 
 from kafkalite import AdminClient, NewTopic, Producer
 from kafkalite.errors import TopicExistsError
@@ -73,19 +74,25 @@ def main() -> int:
     back = spark.read.format("kafkalite").options(**kafka).option("subscribe", "order-totals").load()
     back.selectExpr("CAST(key AS STRING)", "CAST(value AS STRING)").show(truncate=False)
 
-    # ---- streaming: the same query, micro-batch by micro-batch
+    # ---- streaming: the same aggregation per micro-batch (Python data source sinks take
+    # append mode only, so each micro-batch's totals are written with foreachBatch)
     stream = (spark.readStream.format("kafkalite").options(**kafka).option("subscribe", "orders")
               .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "200")
               .option("kafka.group.id", "order-totals-live").load())
-    live = (stream.select(F.from_json(F.col("value").cast("string"), order_schema).alias("o"))
-            .groupBy("o.customer").agg(F.round(F.sum("o.amount"), 2).alias("total")))
+
+    def write_totals(batch: Any, batch_id: int) -> None:
+        totals = (batch.select(F.from_json(F.col("value").cast("string"), order_schema).alias("o"))
+                  .groupBy("o.customer").agg(F.round(F.sum("o.amount"), 2).alias("total")))
+        (totals.select(F.col("customer").alias("key"),
+                       F.to_json(F.struct(F.lit(batch_id).alias("batch"), "customer", "total")).alias("value"))
+         .write.format("kafkalite").options(**kafka).option("topic", "order-totals-live").mode("append").save())
+
     with tempfile.TemporaryDirectory() as checkpoint:
-        query = (live.select(F.col("customer").alias("key"), F.to_json(F.struct("customer", "total")).alias("value"))
-                 .writeStream.format("kafkalite").options(**kafka).option("topic", "order-totals-live")
-                 .option("checkpointLocation", checkpoint).outputMode("update")
+        query = (stream.writeStream.foreachBatch(write_totals).option("checkpointLocation", checkpoint)
                  .trigger(availableNow=True).start())
         query.awaitTermination()
-        print(f"streaming: {len([p for p in query.recentProgress if p['numInputRows']])} micro-batches")
+        print(f"streaming: {len([p for p in query.recentProgress if p['numInputRows']])} micro-batches of "
+              "at most 200 orders; totals per micro-batch in topic order-totals-live")
     spark.stop()
     return 0
 
