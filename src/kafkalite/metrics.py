@@ -144,6 +144,57 @@ class Sensor:
         return self._add(name, group, description, tags, lambda now: float(self._cumulative_count))
 
 
+class MetricsSnapshot(dict[MetricName, float]):
+    """What every client's ``metrics()`` returns: ``{MetricName: value}``.
+
+    Keys are full :class:`MetricName` s (name, group, tags), as Java's ``metrics()`` map,
+    so per-topic and per-node metrics stay apart. A plain string looks a metric up by its
+    Java name in the client's main group (``snapshot["record-send-rate"]``).
+    """
+
+    def __init__(self, values: dict[MetricName, float], primary_group: str | None = None) -> None:
+        super().__init__(values)
+        self.primary_group = primary_group
+
+    def _find(self, name: str) -> MetricName | None:
+        # Prefer the main group, then client-wide metrics (tagged with client-id at most)
+        # over per-topic / per-partition / per-node ones.
+        def rank(m: MetricName) -> tuple[bool, bool]:
+            per_resource = any(k != "client-id" for k, _ in m.tags)
+            return (self.primary_group is not None and m.group != self.primary_group, per_resource)
+
+        candidates = [m for m in self if m.name == name]
+        return min(candidates, key=rank) if candidates else None
+
+    def __getitem__(self, key: MetricName | str) -> float:  # type: ignore[override]
+        if isinstance(key, str) and not isinstance(key, MetricName):
+            metric = self._find(key)
+            if metric is None:
+                raise KeyError(f"no metric named {key!r}")
+            return super().__getitem__(metric)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str) and not isinstance(key, MetricName):
+            return self._find(key) is not None
+        return super().__contains__(key)
+
+    def get(self, key: MetricName | str, default: float | None = None) -> float | None:  # type: ignore[override]
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def by_name(self) -> dict[str, float]:
+        """Client-wide metrics as ``{java name: value}`` (main group first)."""
+        out: dict[str, float] = {}
+        for m in {m.name for m in self}:
+            metric = self._find(m)
+            if metric is not None and not any(k != "client-id" for k, _ in metric.tags):
+                out[m] = super().__getitem__(metric)
+        return out
+
+
 class Metrics:
     """A client's metric registry: sensors plus gauges, read with :meth:`snapshot`."""
 
@@ -171,15 +222,17 @@ class Metrics:
         for metric in [m for m in self._metrics if m.group == group and m.tags == wanted]:
             del self._metrics[metric]
 
-    def snapshot(self) -> dict[MetricName, float]:
+    def snapshot(self, primary_group: str | None = None) -> MetricsSnapshot:
+        """Every metric's current value (NaN when there is nothing to report yet)."""
         now = time.monotonic()
-        out = {}
+        out: dict[MetricName, float] = {}
         for metric, fn in list(self._metrics.items()):
             try:
-                out[metric] = float(fn(now))
+                value = float(fn(now))
             except Exception:  # a gauge must never break metrics() for the others
-                out[metric] = math.nan
-        return out
+                value = math.nan
+            out[metric] = math.nan if math.isinf(value) else value
+        return MetricsSnapshot(out, primary_group)
 
     def value(self, name: str, group: str | None = None, **tags: str) -> float:
         """One metric's current value by name (first match if several groups share it)."""

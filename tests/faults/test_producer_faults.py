@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from producer_support import read_back, wait_until
-
 from kafkalite import Producer
 from kafkalite.errors import KafkaTimeoutError, NotEnoughReplicasError
+from tests.integration.producer_support import read_back, wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from admin_support import tool, wait_until
 
 from kafkalite import AdminClient, ConfigResource
 from kafkalite.admin.types import AlterConfigOp, ConfigSource, ResourceType
@@ -14,6 +13,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalite.testing.topics import unique_topic_name
+from tests.integration.admin_support import tool, wait_until
 
 pytestmark = pytest.mark.broker
 

@@ -11,7 +11,6 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from admin_support import produce, tool, wait_until
 
 from kafkalite import AdminClient
 from kafkalite.admin.group_types import GroupState, GroupType, MemberToRemove
@@ -23,6 +22,7 @@ from kafkalite.errors import (
 )
 from kafkalite.testing.topics import unique_topic_name
 from kafkalite.types import OffsetAndMetadata, TopicPartition
+from tests.integration.admin_support import produce, tool, wait_until
 
 pytestmark = pytest.mark.broker
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from admin_support import produce, tool
 
 from kafkalite import AdminClient
 from kafkalite.admin.ops_types import ElectionType
@@ -21,6 +20,7 @@ from kafkalite.errors import (
 )
 from kafkalite.testing.topics import unique_topic_name
 from kafkalite.types import TopicPartition
+from tests.integration.admin_support import produce, tool
 
 pytestmark = pytest.mark.broker
 

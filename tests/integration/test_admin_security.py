@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from admin_support import tool, wait_until
 
 from kafkalite import AdminClient, NewTopic
 from kafkalite.admin.security_types import (
@@ -34,6 +33,7 @@ from kafkalite.errors import (
     UnacceptableCredentialError,
 )
 from kafkalite.testing.topics import unique_topic_name
+from tests.integration.admin_support import tool, wait_until
 
 pytestmark = pytest.mark.broker
 

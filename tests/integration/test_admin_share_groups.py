@@ -6,7 +6,6 @@ import signal
 import subprocess
 
 import pytest
-from admin_support import produce, wait_until
 
 from kafkalite import AdminClient, ConfigResource
 from kafkalite.admin.group_types import GroupState, GroupType, SharePartitionOffset
@@ -14,6 +13,7 @@ from kafkalite.admin.types import AlterConfigOp
 from kafkalite.errors import GroupIdNotFoundError
 from kafkalite.testing.topics import unique_topic_name
 from kafkalite.types import TopicPartition
+from tests.integration.admin_support import produce, wait_until
 
 pytestmark = pytest.mark.broker
 _NONE = SharePartitionOffset(-1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from admin_support import tool
 
 from kafkalite import AdminClient, NewPartitions, NewTopic
 from kafkalite.admin.types import AclOperation
@@ -19,6 +18,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalite.testing.topics import create_topic, unique_topic_name
+from tests.integration.admin_support import tool
 
 pytestmark = pytest.mark.broker
 

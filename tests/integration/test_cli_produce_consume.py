@@ -9,7 +9,8 @@ import subprocess
 import time
 
 import pytest
-from admin_support import KAFKALITE, kafkalite, tool, wait_until
+
+from tests.integration.admin_support import KAFKALITE, kafkalite, tool, wait_until
 
 pytestmark = pytest.mark.broker
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from admin_support import kafkalite, tool
 
 from kafkalite.testing.topics import unique_topic_name
+from tests.integration.admin_support import kafkalite, tool
 
 pytestmark = pytest.mark.broker
 

@@ -6,10 +6,10 @@ import asyncio
 import time
 
 import pytest
-from consumer_support import produce, produce_spread
 
 from kafkalite import OffsetAndMetadata, TopicPartition, aio
 from kafkalite.errors import KafkaTimeoutError, WakeupError
+from tests.integration.consumer_support import produce, produce_spread
 
 pytestmark = pytest.mark.broker
 

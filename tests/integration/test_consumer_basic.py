@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-from consumer_support import consume_n, produce, wait_until
 
 from kafkalite import Consumer, OffsetAndMetadata, TopicPartition
 from kafkalite.errors import (
@@ -23,6 +22,7 @@ from kafkalite.errors import (
     WakeupError,
 )
 from kafkalite.protocol import compression
+from tests.integration.consumer_support import consume_n, produce, wait_until
 
 pytestmark = pytest.mark.broker
 

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-from consumer_support import produce_spread, wait_until
 
 from kafkalite import Consumer, TopicPartition
 from kafkalite.errors import (
@@ -23,6 +22,7 @@ from kafkalite.errors import (
     UnreleasedInstanceIdError,
     UnsupportedAssignorError,
 )
+from tests.integration.consumer_support import produce_spread, wait_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -8,9 +8,9 @@ import threading
 import time
 
 import pytest
-from consumer_support import consume_n, produce_spread, wait_until
 
 from kafkalite import Consumer, Producer, TopicPartition
+from tests.integration.consumer_support import consume_n, produce_spread, wait_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

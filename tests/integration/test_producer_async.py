@@ -6,7 +6,6 @@ import asyncio
 import time
 
 import pytest
-from producer_support import read_back_async, throttled_client_id
 
 from kafkalite.aio import Producer
 from kafkalite.errors import (
@@ -18,6 +17,7 @@ from kafkalite.errors import (
 )
 from kafkalite.producer.futures import AsyncRecordFuture
 from kafkalite.producer.partitioner import partition_for_key
+from tests.integration.producer_support import read_back_async, throttled_client_id
 
 pytestmark = pytest.mark.broker
 

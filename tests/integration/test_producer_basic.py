@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-from producer_support import read_back, throttled_client_id, wait_until
 
 from kafkalite import Producer
 from kafkalite.errors import (
@@ -23,6 +22,7 @@ from kafkalite.errors import (
 )
 from kafkalite.producer.interceptors import ProducerRecord
 from kafkalite.producer.partitioner import partition_for_key
+from tests.integration.producer_support import read_back, throttled_client_id, wait_until
 
 pytestmark = pytest.mark.broker
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import collections
 
 import pytest
-from producer_support import ConnectionCutter, read_back
 
 from kafkalite import Producer
+from tests.integration.producer_support import ConnectionCutter, read_back
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

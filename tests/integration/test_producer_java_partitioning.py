@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from producer_support import read_back
 
 from kafkalite import Producer
 from kafkalite.producer.partitioner import partition_for_key
+from tests.integration.producer_support import read_back
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

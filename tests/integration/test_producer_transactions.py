@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from producer_support import read_back, wait_until
 
 from kafkalite import Consumer, OffsetAndMetadata, Producer, TopicPartition
 from kafkalite.errors import (
@@ -15,6 +14,7 @@ from kafkalite.errors import (
     ProducerFencedError,
     RecordTooLargeError,
 )
+from tests.integration.producer_support import read_back, wait_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

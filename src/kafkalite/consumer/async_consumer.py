@@ -28,7 +28,7 @@ from kafkalite.consumer.core import CommitCallback, ConsumerCore
 from kafkalite.consumer.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListedOffset
 from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
-from kafkalite.metrics import MetricName
+from kafkalite.metrics import MetricsSnapshot
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
@@ -299,7 +299,7 @@ class AsyncConsumer:
     def group_metadata(self) -> ConsumerGroupMetadata:
         return self.core.group_metadata()
 
-    def metrics(self) -> dict[MetricName, float]:
+    def metrics(self) -> MetricsSnapshot:
         return self.core.registry.snapshot()
 
     # ------------------------------------------------------------ closing

@@ -33,7 +33,7 @@ from kafkalite.consumer.core import CommitCallback, ConsumerCore
 from kafkalite.consumer.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListedOffset
 from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
-from kafkalite.metrics import MetricName
+from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
 from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
@@ -427,8 +427,9 @@ class Consumer:
 
     # ------------------------------------------------------------ metrics and closing
 
-    def metrics(self) -> dict[MetricName, float]:
-        """Current metric values with the Java names (e.g. ``records-lag-max``)."""
+    def metrics(self) -> MetricsSnapshot:
+        """Current metrics, ``{MetricName: value}``; ``metrics()["records-lag-max"]`` reads
+        one by its Java name."""
         return self._core.registry.snapshot()
 
     def close(self, timeout: float = 30.0) -> None:

@@ -40,6 +40,7 @@ from typing import Any
 
 from kafkalite.config import Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from kafkalite.metrics import MetricsSnapshot
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import AsyncRecordFuture
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
@@ -172,8 +173,9 @@ class AsyncProducer:
         state = await core.wait_for_topic(topic, None, core.max_block_s if timeout is None else timeout)
         return list(range(state.num_partitions))
 
-    def metrics(self) -> dict[str, float]:
-        """Current metrics by Java name (record-send-rate, request-latency-avg, ...)."""
+    def metrics(self) -> MetricsSnapshot:
+        """Current metrics, ``{MetricName: value}``; ``metrics()["record-send-rate"]`` reads
+        one by its Java name (record-send-rate, request-latency-avg, batch-size-avg, ...)."""
         return self._core.metrics.snapshot()
 
     # -------------------------------------------------------------- transactions

@@ -43,6 +43,7 @@ from typing import Any
 
 from kafkalite.config import Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture
@@ -273,8 +274,9 @@ class Producer:
         state = self._engine.run(core.wait_for_topic(topic, None, wait), None, f"partitions_for('{topic}')")
         return list(range(state.num_partitions))
 
-    def metrics(self) -> dict[str, float]:
-        """Current metrics by Java name (record-send-rate, request-latency-avg, ...)."""
+    def metrics(self) -> MetricsSnapshot:
+        """Current metrics, ``{MetricName: value}``; ``metrics()["record-send-rate"]`` reads
+        one by its Java name (record-send-rate, request-latency-avg, batch-size-avg, ...)."""
         return self._core.metrics.snapshot()
 
     # -------------------------------------------------------------- transactions

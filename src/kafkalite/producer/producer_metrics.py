@@ -10,12 +10,11 @@ send path. ``Producer.metrics()`` returns ``{name: value}``, e.g.::
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafkalite.metrics import Metrics
+from kafkalite.metrics import Metrics, MetricsSnapshot
 
 if TYPE_CHECKING:
     from kafkalite.producer.accumulator import BufferPool, ProducerBatch, RecordAccumulator
@@ -106,10 +105,6 @@ class ProducerMetrics:
     def record_split(self) -> None:
         self.splits.record(1)
 
-    def snapshot(self) -> dict[str, float]:
-        """``{java metric name: value}`` of the producer-metrics group (NaN when unknown)."""
-        out = {}
-        for name, value in self.registry.snapshot().items():
-            if name.group == GROUP:
-                out[name.name] = value if not math.isinf(value) else math.nan
-        return out
+    def snapshot(self) -> MetricsSnapshot:
+        """Every producer metric; ``snapshot["record-send-rate"]`` reads producer-metrics."""
+        return self.registry.snapshot(primary_group=GROUP)
