@@ -155,8 +155,8 @@ class Sender:
                 delay = 0.1
             if self._stopping:
                 break
-            if self._wake_pending:
-                await asyncio.sleep(0)
+            if self._wake_pending or delay <= 0.0:
+                await asyncio.sleep(0)  # let responses in, then look again at once
                 continue
             waiter = loop.create_future()
             self._waiter = waiter
@@ -201,6 +201,7 @@ class Sender:
         if idem is not None and not idem.has_producer_id:
             return min(delay, 0.1)
         throttled = self._throttled_until
+        more = False
         for node, queues in ready.items():
             until = throttled.get(node)
             if until is not None:
@@ -223,6 +224,14 @@ class Sender:
                 continue
             self._ready_since.pop(node, None)
             self._send(node, conn, batches, now)
+            if conn.in_flight < self.max_in_flight:
+                # As Java's Sender (poll timeout 0 while nodes are ready): the next
+                # batches of these partitions may be ready too; look again at once so
+                # up to max.in.flight.requests.per.connection requests are pipelined
+                # instead of one per response.
+                more = True
+        if more:
+            return 0.0
         if self.acc.incomplete:
             delay = min(delay, max(0.0, self._next_expiry_check - time.monotonic()) + 0.001)
         return delay
