@@ -149,3 +149,55 @@ def test_live_consumer_protocol_group(admin, data_topic, live_groups) -> None:
     assert group in {g.group_id for g in admin.list_groups(types=[GroupType.CONSUMER])}
     assert group not in {g.group_id for g in admin.list_groups(types=["classic"])}
     assert isinstance(admin.delete_groups([group])[group].error, GroupNotEmptyError)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("broker_fixture, id_version", [("kafka_broker", 10), ("kafka_broker_39", None)])
+def test_committed_offsets_go_by_topic_id_where_the_broker_offers_it(request, broker_fixture, id_version) -> None:
+    """OffsetCommit / OffsetFetch v10 (Kafka 4.1+) name topics by id; Kafka 3.9 stops at v9
+    and gets names. Same answers either way, cross-checked with kafka-consumer-groups."""
+    broker = request.getfixturevalue(broker_fixture)
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        sent: list[tuple[str, int]] = []
+        core = admin._aio._core
+        send = core.send
+
+        async def spy(node, req, deadline, **kwargs):
+            response, version = await send(node, req, deadline, **kwargs)
+            sent.append((type(req).__name__, version))
+            return response, version
+
+        core.send = spy
+        admin.list_topics()  # metadata now, so the topic below is new to this client
+        topic = broker.create_topic(unique_topic_name("grp-ids"), partitions=2)
+        produce(broker.bootstrap, topic, 0, [b"a", b"b", b"c"])
+        group = unique_topic_name("grp-ids")
+        tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+        missing = TopicPartition(unique_topic_name("grp-ids-missing"), 0)
+
+        # Committed by a second client: the first one learns the topic id from the answer.
+        with AdminClient({"bootstrap.servers": broker.bootstrap}) as other:
+            assert other.alter_consumer_group_offsets(group, {tp0: OffsetAndMetadata(2, "m"), tp1: 0}).all()
+        offsets = admin.list_consumer_group_offsets([group])[group].result()
+        assert offsets == {tp0: OffsetAndMetadata(2, "m"), tp1: OffsetAndMetadata(0, "")}
+
+        altered = admin.alter_consumer_group_offsets(group, {tp0: 3, tp1: OffsetAndMetadata(0, "again")})
+        assert altered.ok, altered
+        assert admin.list_consumer_group_offsets({group: [tp0]})[group].result() == {tp0: OffsetAndMetadata(3, "")}
+        with_missing = admin.alter_consumer_group_offsets(group, {tp1: 0, missing: 1})
+        assert with_missing[tp1].ok
+        error = with_missing[missing].error
+        assert isinstance(error, UnknownTopicOrPartitionError) and error.topic == missing.topic
+        assert admin.list_consumer_group_offsets({group: [tp1, missing]})[group].result() == {
+            tp1: OffsetAndMetadata(0, "")}
+
+        versions = {name: {v for n, v in sent if n == name} for name in ("OffsetCommitRequest", "OffsetFetchRequest")}
+        if id_version:  # by id, except the requests that named the missing topic (by name, v9)
+            assert versions == {"OffsetCommitRequest": {10, 9}, "OffsetFetchRequest": {10, 9}}
+        else:
+            assert versions == {"OffsetCommitRequest": {9}, "OffsetFetchRequest": {9}}
+
+    out = tool(broker, "kafka-consumer-groups", "--describe", "--group", group)
+    rows = {(c[1], c[2]): c for c in (line.split() for line in out.splitlines()) if len(c) >= 6 and c[0] == group}
+    assert rows[(topic, "0")][3:6] == ["3", "3", "0"]
+    assert rows[(topic, "1")][3:6] == ["0", "0", "0"]

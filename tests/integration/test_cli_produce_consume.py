@@ -4,12 +4,15 @@ cross-checked with Kafka's console consumer and kafka-consumer-groups."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
 
 import pytest
 
+from kafkalite import AdminClient
+from kafkalite.admin.group_types import GroupType
 from tests.integration.admin_support import KAFKALITE, kafkalite, tool, wait_until
 
 pytestmark = pytest.mark.broker
@@ -130,3 +133,53 @@ def test_groups_describe_lag_reset_and_delete(kafka_broker, topic_factory) -> No
     assert deleted.returncode == 1 and "GROUP_ID_NOT_FOUND" in deleted.stderr
     assert f"'{group}'" in deleted.stdout
     assert group not in tool(kafka_broker, "kafka-consumer-groups", "--list").split()
+
+
+def test_produce_to_a_missing_topic_fails_fast_naming_it(kafka_broker, topic_factory, unique_topic) -> None:
+    b = kafka_broker.bootstrap
+    started = time.monotonic()
+    done = kafkalite("produce", "--bootstrap-server", b, "--topic", unique_topic, input="a\nb\n")
+    assert done.returncode == 1 and time.monotonic() - started < 20  # not max.block.ms (60 s)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"topic '{unique_topic}'" in done.stderr and "does not exist" in done.stderr
+    assert unique_topic not in tool(kafka_broker, "kafka-topics", "--list").split()  # nothing was created
+
+    topic = topic_factory(partitions=2)
+    beyond = kafkalite("produce", "--bootstrap-server", b, "--topic", topic, "--partition", "2", input="a\n")
+    assert beyond.returncode == 1 and beyond.stderr.count("\n") == 1
+    assert "--partition 2 does not exist (the topic has 2)" in beyond.stderr and f"topic '{topic}'" in beyond.stderr
+
+
+def _console_groups(admin: AdminClient) -> set[str]:
+    return {g.group_id for g in admin.list_groups() if re.fullmatch(r"console-consumer-\d{1,5}", g.group_id)}
+
+
+@pytest.mark.timeout(180)
+def test_consume_without_group_uses_a_throwaway_group_like_kafka_console_consumer(kafka_broker, topic_factory) -> None:
+    """Both tools join a generated 'console-consumer-NNNNN' group and commit nothing
+    (Java's ConsoleConsumerOptions turns enable.auto.commit off for that group)."""
+    b = kafka_broker.bootstrap
+    topic = topic_factory(partitions=2)
+    assert kafkalite("produce", "--bootstrap-server", b, "--topic", topic, input="1\n2\n3\n4\n").returncode == 0
+    with AdminClient({"bootstrap.servers": b}) as admin:
+        before = _console_groups(admin)
+        java = tool(kafka_broker, "kafka-console-consumer", "--topic", topic, "--from-beginning",
+                    "--max-messages", "4")
+        (java_group,) = _console_groups(admin) - before
+        ours = kafkalite("consume", "--bootstrap-server", b, "--topic", topic, "--from-beginning", "--max-messages",
+                         "4")
+        assert ours.returncode == 0, ours.stderr
+        assert sorted(ours.stdout.split()) == sorted(java.split()) == ["1", "2", "3", "4"]
+        (our_group,) = _console_groups(admin) - before - {java_group}
+        described = admin.describe_consumer_groups([java_group, our_group]).all()
+        assert described[our_group].type == described[java_group].type == GroupType.CLASSIC
+        offsets = admin.list_consumer_group_offsets([java_group, our_group]).all()
+        assert offsets == {java_group: {}, our_group: {}}  # neither committed
+
+        # Asked for, the throwaway group commits like any other.
+        again = kafkalite("consume", "--bootstrap-server", b, "--topic", topic, "--from-beginning", "--max-messages",
+                          "4", "--consumer-property", "enable.auto.commit=true")
+        assert again.returncode == 0, again.stderr
+        (committing,) = _console_groups(admin) - before - {java_group, our_group}
+        committed = admin.list_consumer_group_offsets([committing])[committing].result()
+        assert sum(om.offset for om in committed.values()) == 4

@@ -92,3 +92,34 @@ def test_usage_errors_exit_2_with_one_line(argv, message, capsys, monkeypatch) -
     assert main(argv) == EXIT_USAGE
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+class _Listing:
+    """Stands in for the admin client: one broker did not answer list_groups."""
+
+    def __init__(self) -> None:
+        from kafkalite.admin.group_types import GroupListing, GroupState, GroupType
+        from kafkalite.admin.results import AdminResult, ItemResult, ListResult
+        from kafkalite.errors import KafkaTimeoutError
+
+        found = [GroupListing("billing", "consumer", GroupState.STABLE, GroupType.CLASSIC)]
+        late = KafkaTimeoutError("list_groups did not complete in time", resource="broker 2")
+        self.groups = ListResult("list_groups", found, AdminResult(
+            "list_groups", {1: ItemResult(found), 2: ItemResult(error=late)}))
+
+    def __enter__(self) -> _Listing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def list_groups(self, **kwargs: object) -> object:
+        return self.groups
+
+
+def test_groups_list_prints_what_answered_and_fails_naming_the_silent_broker(capsys, monkeypatch) -> None:
+    monkeypatch.setattr("kafkalite.cli.groups.admin_client", lambda args: _Listing())
+    assert main(["groups", "--bootstrap-server", "h:1", "--list"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "billing\n"
+    assert err.startswith("Error: broker 2 did not answer, its groups are missing: ") and err.count("\n") == 1

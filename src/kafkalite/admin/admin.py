@@ -44,7 +44,7 @@ from kafkalite.admin.ops_types import (
     TransactionDescription,
     TransactionListing,
 )
-from kafkalite.admin.results import AdminResult
+from kafkalite.admin.results import AdminResult, ListResult
 from kafkalite.admin.security_types import (
     AclBinding,
     AclBindingFilter,
@@ -275,7 +275,19 @@ class AdminClient:
         states: Iterable[GroupState | str] | None = None,
         types: Iterable[GroupType | str] | None = None,
         timeout: float | None = None,
-    ) -> list[GroupListing]:
+    ) -> ListResult[GroupListing]:
+        """Groups of every broker, sorted by id.
+
+        A :class:`ListResult` (a list): a broker that does not answer within ``timeout``
+        is named in ``.errors`` while the groups of the others are still listed;
+        ``.all()`` returns the list only if it is complete. Raises if no broker answers.
+
+        Example::
+
+            groups = admin.list_groups(states=["Stable"], timeout=10)
+            if not groups.ok:
+                print("incomplete:", groups.errors)
+        """
         return self._call(
             self._aio.list_groups(states=states, types=types, timeout=timeout),
             timeout,
@@ -288,7 +300,7 @@ class AdminClient:
         states: Iterable[GroupState | str] | None = None,
         types: Iterable[GroupType | str] | None = None,
         timeout: float | None = None,
-    ) -> list[GroupListing]:
+    ) -> ListResult[GroupListing]:
         """Classic consumer-protocol (and simple) groups plus KIP-848 consumer groups."""
         return self._call(
             self._aio.list_consumer_groups(states=states, types=types, timeout=timeout),
@@ -564,7 +576,9 @@ class AdminClient:
         duration_ms: int | None = None,
         transactional_id_pattern: str | None = None,
         timeout: float | None = None,
-    ) -> list[TransactionListing]:
+    ) -> ListResult[TransactionListing]:
+        """Transactions of every broker's transaction coordinator, sorted by id; a
+        :class:`ListResult` like :meth:`list_groups` (``.errors`` by broker id)."""
         return self._call(
             self._aio.list_transactions(
                 states=states,

@@ -55,7 +55,7 @@ from kafkalite.admin.ops_types import (
     TransactionDescription,
     TransactionListing,
 )
-from kafkalite.admin.results import AdminResult
+from kafkalite.admin.results import AdminResult, ListResult
 from kafkalite.admin.security_types import (
     AclBinding,
     AclBindingFilter,
@@ -182,15 +182,16 @@ class AsyncAdminClient:
 
     async def list_groups(self, *, states: Iterable[GroupState | str] | None = None,
                           types: Iterable[GroupType | str] | None = None,
-                          timeout: float | None = None) -> list[GroupListing]:
+                          timeout: float | None = None) -> ListResult[GroupListing]:
+        """Groups of every broker (a :class:`ListResult`: ``.errors`` names brokers that did not answer)."""
         return await groups.list_groups(self._core, states=states, types=types, timeout=timeout)
 
     async def list_consumer_groups(self, *, states: Iterable[GroupState | str] | None = None,
                                    types: Iterable[GroupType | str] | None = None,
-                                   timeout: float | None = None) -> list[GroupListing]:
+                                   timeout: float | None = None) -> ListResult[GroupListing]:
         """Classic consumer-protocol (and simple) groups plus KIP-848 consumer groups."""
         listed = await self.list_groups(states=states, types=types, timeout=timeout)
-        return [g for g in listed if g.is_consumer_group]
+        return ListResult(listed.what, [g for g in listed if g.is_consumer_group], listed.by_broker)
 
     async def describe_consumer_groups(self, group_ids: Iterable[str], *, include_authorized_operations: bool = False,
                                        timeout: float | None = None) -> AdminResult[str, ConsumerGroupDescription]:
@@ -317,7 +318,7 @@ class AsyncAdminClient:
 
     async def list_transactions(self, *, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
                                 duration_ms: int | None = None, transactional_id_pattern: str | None = None,
-                                timeout: float | None = None) -> list[TransactionListing]:
+                                timeout: float | None = None) -> ListResult[TransactionListing]:
         return await txn.list_transactions(self._core, states=states, producer_ids=producer_ids,
                                            duration_ms=duration_ms,
                                            transactional_id_pattern=transactional_id_pattern, timeout=timeout)

@@ -50,6 +50,10 @@ def resource_context(resource: Any) -> dict[str, Any]:
 def _broker_router(core: AdminCore) -> Any:
     async def route(keys: list[ConfigResource], deadline: float) -> Route:
         meta = await core.ensure_metadata(deadline)
+        if any(_broker_id(r) not in (None, *meta.brokers) for r in keys):
+            # A broker that just (re)started is missing from cached metadata: ask again
+            # before saying it does not exist.
+            meta = await core.ensure_metadata(deadline, force=True)
         by_node: dict[int, list[Any]] = {}
         failed: dict[Any, KafkaError] = {}
         for r in keys:
@@ -69,6 +73,13 @@ def _broker_router(core: AdminCore) -> Any:
         return by_node, failed
 
     return route
+
+
+def _broker_id(r: ConfigResource) -> int | None:
+    """The broker a per-broker resource names (None: any broker will do, or not a number)."""
+    if r.type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER) and r.name.strip().isdigit():
+        return int(r.name)
+    return None
 
 
 def _key(resource_type_code: int, name: str) -> tuple[int, str]:

@@ -10,14 +10,16 @@ DescribeGroups for classic groups (the broker answers GROUP_ID_NOT_FOUND for a g
 that is not a consumer-protocol group), as the Java client does; classic member
 assignments are decoded from the consumer protocol's bytes.
 
-OffsetFetch / OffsetCommit are capped at v9: v10 names topics by id only, and the admin
-client speaks in topic names.
+OffsetFetch / OffsetCommit v10 name topics by id only: the ids come from metadata (and
+the names of the ids in an answer too); brokers before v10, and topics that metadata
+cannot give an id for, go by name at v9.
 """
 
 from __future__ import annotations
 
 import struct
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,7 +32,7 @@ from kafkalite.admin.group_types import (
     MemberDescription,
     MemberToRemove,
 )
-from kafkalite.admin.results import AdminResult
+from kafkalite.admin.results import AdminResult, ListResult
 from kafkalite.admin.types import Node, decode_authorized_operations
 from kafkalite.errors import (
     ConfigError,
@@ -66,10 +68,12 @@ from kafkalite.protocol.messages.offset_fetch import (
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
 )
+from kafkalite.protocol.primitives import ZERO_UUID
 from kafkalite.types import OffsetAndMetadata, TopicPartition
 
 _GROUP_ID_NOT_FOUND = GroupIdNotFoundError.code
-_OFFSET_VERSION_CAP = 9
+# OffsetFetch / OffsetCommit v10 (KIP-848, Kafka 4.1+) name topics by id only.
+_TOPIC_ID_VERSION = 10
 
 
 def _group_resource(group: Any) -> dict[str, Any]:
@@ -86,11 +90,12 @@ def _node(core: AdminCore, node_id: int) -> Node | None:
 
 async def list_groups(core: AdminCore, *, states: Iterable[GroupState | str] | None = None,
                       types: Iterable[GroupType | str] | None = None,
-                      timeout: float | None = None) -> list[GroupListing]:
+                      timeout: float | None = None) -> ListResult[GroupListing]:
     """Groups of every broker, filtered by state and type (sorted by group id).
 
-    Raises the first broker's error if some broker could not answer (a partial list
-    would silently hide groups).
+    Each broker knows only the groups it coordinates, so a broker that cannot answer
+    in time leaves a gap: the result is a :class:`ListResult` of what the others
+    answered, with ``.errors`` naming each broker that did not (``.all()`` raises then).
     """
     state_names = [GroupState.parse(s).value if not isinstance(s, GroupState) else s.value for s in states or ()]
     type_names = [(t.value if isinstance(t, GroupType) else str(t).lower()) for t in types or ()]
@@ -110,12 +115,15 @@ async def list_groups(core: AdminCore, *, states: Iterable[GroupState | str] | N
             for g in response.groups
         ]}
 
-    result = await core.run_batch("list_groups", brokers, core.route_to(lambda b: b), send, None, deadline=deadline)
+    result = await core.run_batch("list_groups", brokers, core.route_to(lambda b: b), send, None, deadline=deadline,
+                                  resource_of=lambda b: {"resource": f"broker {b}"})
     listings: dict[str, GroupListing] = {}
-    for item in result.raise_on_error().values():
+    for item in result.values():
         for g in item.value or []:
             listings[g.group_id] = g
-    return [listings[k] for k in sorted(listings)]
+    if not result.succeeded:
+        result.raise_on_error()  # no broker answered: an empty list would read as "none"
+    return ListResult("list_groups", [listings[k] for k in sorted(listings)], result)
 
 
 # ------------------------------------------------------------------ describe
@@ -254,6 +262,10 @@ async def list_consumer_group_offsets(
     ``groups`` maps a group id to the partitions to read (None: every partition with a
     committed offset), or is a list of group ids. Partitions asked for without a
     committed offset are left out.
+
+    OffsetFetch v10 (Kafka 4.1+) names topics by id: ids come from metadata, and the
+    ids in an answer for all partitions are named from metadata too. A topic that
+    metadata does not know (it has no id yet, or a broker before v10) uses v9 and names.
     """
     specs: dict[str, list[TopicPartition] | None] = (
         {g: (None if p is None else list(p)) for g, p in groups.items()} if isinstance(groups, Mapping)
@@ -263,53 +275,84 @@ async def list_consumer_group_offsets(
     async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome]:
         out: dict[str, Outcome] = {}
         conn = await core.client.connection(node)
-        version = min(conn.api_version(OffsetFetchRequest), _OFFSET_VERSION_CAP)
+        best = conn.api_version(OffsetFetchRequest)
         for group in items:
             parts = specs[group]
             by_topic: dict[str, list[int]] = {}
             for tp in parts or ():
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
-            if version >= 8:
-                request = OffsetFetchRequest(
-                    groups=[OffsetFetchRequestGroup(
-                        group_id=group, member_id=None, member_epoch=-1,
-                        topics=None if parts is None else [
-                            OffsetFetchRequestTopics(name=t, partition_indexes=ps) for t, ps in by_topic.items()])],
-                    require_stable=require_stable)
-            else:
-                request = OffsetFetchRequest(
-                    group_id=group, require_stable=require_stable,
-                    topics=None if parts is None else [
-                        OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
-            response, used = await core.send(node, request, deadline, max_version=version)
-            if used >= 8:
-                g = response.groups[0]
-                code, topics = g.error_code, g.topics
-            else:
-                code, topics = response.error_code, response.topics
-            outcome = coordinator_outcome(core.client, code, None, group)
-            if outcome is not None:
-                out[group] = outcome
-                continue
-            offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-            error: KafkaError | None = None
-            for t in topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        err = coordinator_outcome(core.client, p.error_code, None, group,
-                                                  topic=t.name, partition=p.partition_index)
-                        error = error or getattr(err, "error", None)
-                        continue
-                    if p.committed_offset < 0:
-                        continue
-                    epoch = p.committed_leader_epoch if p.committed_leader_epoch >= 0 else None
-                    offsets[TopicPartition(t.name, p.partition_index)] = OffsetAndMetadata(
-                        p.committed_offset, p.metadata or "", epoch)
-            out[group] = Fail(error) if error is not None else dict(sorted(offsets.items()))
+            ids: dict[str, uuid.UUID] = {}
+            if best >= _TOPIC_ID_VERSION and by_topic:
+                meta = await core.ensure_metadata(deadline, by_topic)
+                ids = {t: meta.topic_id(t) for t in by_topic}
+            version = best if ZERO_UUID not in ids.values() else _TOPIC_ID_VERSION - 1
+            answer = await _fetch_offsets(core, node, group, by_topic if parts is not None else None, ids, version,
+                                          require_stable, deadline)
+            if answer is None:  # v10 named a topic id metadata does not know: ask again by name
+                answer = await _fetch_offsets(core, node, group, by_topic if parts is not None else None, {},
+                                              min(best, _TOPIC_ID_VERSION - 1), require_stable, deadline)
+            out[group] = answer
         return out
 
     return await core.run_batch("list_consumer_group_offsets", list(specs), core.route_coordinators(str), send,
                                 timeout, resource_of=_group_resource)
+
+
+async def _fetch_offsets(core: AdminCore, node: int, group: str, by_topic: dict[str, list[int]] | None,
+                         ids: dict[str, uuid.UUID], version: int, require_stable: bool, deadline: float) -> Outcome:
+    """One OffsetFetch for one group at ``version`` or lower; None when a v10 answer has a
+    topic id that even fresh metadata cannot name."""
+    if version >= 8:
+        request = OffsetFetchRequest(
+            groups=[OffsetFetchRequestGroup(
+                group_id=group, member_id=None, member_epoch=-1,
+                topics=None if by_topic is None else [
+                    OffsetFetchRequestTopics(name=t, topic_id=ids.get(t, ZERO_UUID), partition_indexes=ps)
+                    for t, ps in by_topic.items()])],
+            require_stable=require_stable)
+    else:
+        request = OffsetFetchRequest(
+            group_id=group, require_stable=require_stable,
+            topics=None if by_topic is None else [
+                OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
+    response, used = await core.send(node, request, deadline, max_version=version)
+    if used >= 8:
+        g = response.groups[0]
+        code, topics = g.error_code, g.topics
+    else:
+        code, topics = response.error_code, response.topics
+    outcome = coordinator_outcome(core.client, code, None, group)
+    if outcome is not None:
+        return outcome
+    names: dict[uuid.UUID, str] = {}
+    if used >= _TOPIC_ID_VERSION:
+        names = {i: t for t, i in ids.items()}
+        unknown = {t.topic_id for t in topics if t.topic_id not in names}
+        if unknown:
+            meta = core.metadata
+            if any(meta.topic_name(i) is None for i in unknown):
+                meta = await core.client.refresh_metadata(all_topics=True, timeout_s=core.request_timeout_s(deadline))
+            for i in unknown:
+                name = meta.topic_name(i)
+                if name is None:
+                    return None
+                names[i] = name
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    error: KafkaError | None = None
+    for t in topics:
+        topic = names[t.topic_id] if used >= _TOPIC_ID_VERSION else t.name
+        for p in t.partitions:
+            if p.error_code:
+                err = coordinator_outcome(core.client, p.error_code, None, group,
+                                          topic=topic, partition=p.partition_index)
+                error = error or getattr(err, "error", None)
+                continue
+            if p.committed_offset < 0:
+                continue
+            epoch = p.committed_leader_epoch if p.committed_leader_epoch >= 0 else None
+            offsets[TopicPartition(topic, p.partition_index)] = OffsetAndMetadata(
+                p.committed_offset, p.metadata or "", epoch)
+    return Fail(error) if error is not None else dict(sorted(offsets.items()))
 
 
 def _epoch(om: OffsetAndMetadata) -> int:
@@ -331,20 +374,33 @@ async def alter_consumer_group_offsets(core: AdminCore, group_id: str,
         by_topic: dict[str, list[TopicPartition]] = {}
         for tp in items:
             by_topic.setdefault(tp.topic, []).append(tp)
+        # OffsetCommit v10 (Kafka 4.1+) names topics by id; a topic without a known id
+        # (missing, or metadata from a broker without ids) goes by name at v9, so a
+        # missing topic fails as UNKNOWN_TOPIC_OR_PARTITION naming it.
+        conn = await core.client.connection(node)
+        ids: dict[str, uuid.UUID] = {}
+        max_version: int | None = None
+        if conn.api_version(OffsetCommitRequest) >= _TOPIC_ID_VERSION:
+            meta = await core.ensure_metadata(deadline, by_topic)
+            ids = {t: meta.topic_id(t) for t in by_topic}
+        if not ids or ZERO_UUID in ids.values():
+            max_version, ids = _TOPIC_ID_VERSION - 1, {}
         request = OffsetCommitRequest(
             group_id=group_id, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
-            topics=[OffsetCommitRequestTopic(name=t, partitions=[
+            topics=[OffsetCommitRequestTopic(name=t, topic_id=ids.get(t, ZERO_UUID), partitions=[
                 OffsetCommitRequestPartition(
                     partition_index=tp.partition, committed_offset=wanted[tp].offset,
                     committed_leader_epoch=_epoch(wanted[tp]),
                     committed_metadata=wanted[tp].metadata or "")
                 for tp in tps]) for t, tps in by_topic.items()])
-        response, _ = await core.send(node, request, deadline, max_version=_OFFSET_VERSION_CAP)
+        response, used = await core.send(node, request, deadline, max_version=max_version)
+        names = {i: t for t, i in ids.items()}
         out: dict[Any, Outcome] = {}
         for t in response.topics:
+            topic = names.get(t.topic_id, "") if used >= _TOPIC_ID_VERSION else t.name
             for p in t.partitions:
-                out[TopicPartition(t.name, p.partition_index)] = coordinator_outcome(
-                    core.client, p.error_code, None, group_id, topic=t.name, partition=p.partition_index)
+                out[TopicPartition(topic, p.partition_index)] = coordinator_outcome(
+                    core.client, p.error_code, None, group_id, topic=topic, partition=p.partition_index)
         return out
 
     return await core.run_batch("alter_consumer_group_offsets", list(wanted),

@@ -20,6 +20,10 @@ Example::
     result.raise_on_error()       # same check, returns the AdminResult for chaining
     result.errors                 # {name: error} of the failed items only
 
+Calls that ask every broker for a listing (``list_groups``, ``list_transactions``)
+return a :class:`ListResult`: the list of what the brokers that answered know, with
+``errors`` naming each broker that did not.
+
 Item keys are the natural ones: topic names for topic calls, ``TopicPartition`` for
 partition calls, group ids, :class:`~kafkalite.admin.types.ConfigResource` for config
 calls, the filter or binding object for ACL calls, user names for SCRAM calls.
@@ -27,13 +31,14 @@ calls, the filter or binding object for ACL calls, user names for SCRAM calls.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from kafkalite.errors import KafkaError
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 class ItemResult(Generic[V]):
@@ -69,7 +74,12 @@ class ItemResult(Generic[V]):
         return self._error
 
     def __repr__(self) -> str:
-        return f"ItemResult(error={self._error!r})" if self._error else f"ItemResult({self._value!r})"
+        # Short on purpose: a value such as CreateTopicResult carries every topic config.
+        if self._error is not None:
+            return f"ItemResult(error: {_short_error(self._error)})"
+        if self._value is None:
+            return "ItemResult(ok)"
+        return f"ItemResult(ok: {_short_value(self._value)})"
 
 
 class AdminBatchError(KafkaError):
@@ -133,4 +143,100 @@ class AdminResult(Mapping[K, ItemResult[V]], Generic[K, V]):
         return self
 
     def __repr__(self) -> str:
-        return f"AdminResult({self.what}, {self._items!r})"
+        """One short line: ``AdminResult(create_topics: 'orders' ok, 'audit' TopicExistsError)``.
+
+        Up to :data:`_REPR_ITEMS` items are named; beyond that only counts and the first
+        failures. Values are left out (use ``result.all()`` or ``result[key].value``).
+        """
+        items = list(self._items.items())
+        if not items:
+            return f"AdminResult({self.what}: no items)"
+        failed = [(k, item) for k, item in items if not item.ok]
+        if len(items) <= _REPR_ITEMS:
+            body = ", ".join(f"{_short_key(k)} {'ok' if item.ok else type(item.error).__name__}"
+                             for k, item in items)
+        else:
+            body = f"{len(items) - len(failed)} ok, {len(failed)} failed"
+            if failed:
+                shown = ", ".join(f"{_short_key(k)} {type(item.error).__name__}" for k, item in failed[:_REPR_ITEMS])
+                body += ": " + shown + (", ..." if len(failed) > _REPR_ITEMS else "")
+        return f"AdminResult({self.what}: {body})"
+
+
+
+class ListResult(list[T]):
+    """The answer of a call that asks every broker (``list_groups``, ``list_transactions``):
+    a list of what the brokers that answered know, plus ``errors`` for those that did not.
+
+    One broker that is down never hides what the others know (Java's
+    ``ListConsumerGroupsResult`` has ``valid()`` and ``errors()`` for the same reason).
+    It is a plain list, so ``for g in admin.list_groups()`` reads the same; check
+    ``.ok`` / ``.errors``, or call ``.all()`` to get the list only when it is complete.
+
+    Example::
+
+        groups = admin.list_groups(timeout=5)
+        for broker, error in groups.errors.items():     # {broker id: KafkaError}
+            print(f"broker {broker} did not answer: {error}")
+        names = [g.group_id for g in groups]            # what the others know
+        complete = groups.all()                         # or raise AdminBatchError
+    """
+
+    def __init__(self, what: str, values: Iterable[T], by_broker: AdminResult[int, Any]) -> None:
+        super().__init__(values)
+        self.what = what
+        self.by_broker = by_broker
+
+    @property
+    def errors(self) -> dict[int, KafkaError]:
+        """``{broker id: error}`` of the brokers that did not answer."""
+        return self.by_broker.errors
+
+    @property
+    def ok(self) -> bool:
+        """True when every broker answered (the list is complete)."""
+        return self.by_broker.ok
+
+    def raise_on_error(self) -> ListResult[T]:
+        """Raise :class:`AdminBatchError` (``.errors`` by broker) unless every broker answered."""
+        if not self.ok:
+            raise AdminBatchError(self.what, self.errors, self.by_broker)
+        return self
+
+    def all(self) -> list[T]:
+        """The complete list as a plain list, or raise :class:`AdminBatchError`."""
+        self.raise_on_error()
+        return list(self)
+
+    def __repr__(self) -> str:
+        if self.ok:
+            return super().__repr__()
+        failed = ", ".join(f"broker {b} {type(e).__name__}" for b, e in self.errors.items())
+        return f"ListResult({self.what}: {len(self)} listed, incomplete: {failed})"
+
+
+_REPR_ITEMS = 5
+_REPR_WIDTH = 80
+
+
+def _clip(text: str, width: int = _REPR_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _short_key(key: Any) -> str:
+    """Item keys as people write them: 'orders', orders-0, topic 'orders', 1."""
+    return repr(key) if isinstance(key, str) else _clip(str(key), 60)
+
+
+def _short_error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {_clip(str(error))}"
+
+
+def _short_value(value: Any) -> str:
+    """The value's repr when it is short, else its type (and size for containers)."""
+    text = repr(value)
+    if len(text) <= _REPR_WIDTH:
+        return text
+    if isinstance(value, (dict, list, tuple, set, frozenset)):
+        return f"{type(value).__name__} of {len(value)}"
+    return f"{type(value).__name__}(...)"

@@ -12,7 +12,7 @@ from kafkalite.admin.ops_types import (
     TransactionDescription,
     TransactionListing,
 )
-from kafkalite.admin.results import AdminResult
+from kafkalite.admin.results import AdminResult, ListResult
 from kafkalite.net.client import COORDINATOR_TRANSACTION
 from kafkalite.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kafkalite.protocol.messages.init_producer_id import InitProducerIdRequest
@@ -31,10 +31,14 @@ def _txn(key: Any) -> dict[str, Any]:
 
 async def list_transactions(core: AdminCore, *, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
                             duration_ms: int | None = None, transactional_id_pattern: str | None = None,
-                            timeout: float | None = None) -> list[TransactionListing]:
+                            timeout: float | None = None) -> ListResult[TransactionListing]:
     """Transactions known to every broker's transaction coordinator, with filters
     (states such as 'Ongoing', producer ids, open longer than ``duration_ms`` (KIP-994),
-    a transactional id regex (KIP-1152))."""
+    a transactional id regex (KIP-1152)).
+
+    Each broker knows only the transactions it coordinates: the result is a
+    :class:`ListResult` of what the brokers that answered know, with ``.errors``
+    naming each broker that did not (``.all()`` raises then)."""
     deadline = core.deadline(timeout)
     brokers = sorted((await core.ensure_metadata(deadline)).brokers)
     state_list, pid_list = list(states), [int(p) for p in producer_ids]
@@ -53,9 +57,11 @@ async def list_transactions(core: AdminCore, *, states: Iterable[str] = (), prod
                        for t in response.transaction_states]}
 
     result = await core.run_batch("list_transactions", brokers, core.route_to(lambda b: b), send, None,
-                                  deadline=deadline)
-    out = {t.transactional_id: t for item in result.raise_on_error().values() for t in item.value or []}
-    return [out[k] for k in sorted(out)]
+                                  deadline=deadline, resource_of=lambda b: {"resource": f"broker {b}"})
+    out = {t.transactional_id: t for item in result.values() for t in item.value or []}
+    if not result.succeeded:
+        result.raise_on_error()  # no broker answered: an empty list would read as "none"
+    return ListResult("list_transactions", [out[k] for k in sorted(out)], result)
 
 
 async def describe_transactions(core: AdminCore, transactional_ids: Iterable[str], *,

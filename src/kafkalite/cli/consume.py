@@ -8,9 +8,13 @@ print.headers, print.partition, print.offset, key.separator, line.separator).
 Friendlier flags: ``--print-key``, ``--print-timestamp``, ``--print-headers``,
 ``--print-partition``, ``--print-offset``, ``--format text|json|hex|base64``.
 
-Without ``--group`` the consumer reads every partition with no group (nothing is
-committed). The number of records printed goes to stderr on exit ("Processed a total
-of N messages"), also after Ctrl-C, which is the normal way to stop (exit code 0).
+Without ``--group`` (and without ``group.id`` in ``--consumer-property`` or
+``--command-config``) it behaves like ``kafka-console-consumer``: it subscribes with a
+generated group id ``console-consumer-NNNNN`` and does not commit (``enable.auto.commit``
+is false unless you set it), so the throwaway group leaves no offsets behind. With
+``--partition`` it reads that partition with no group at all. The number of records
+printed goes to stderr on exit ("Processed a total of N messages"), also after Ctrl-C,
+which is the normal way to stop (exit code 0).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import base64
 import codecs
 import json
+import random
 import sys
 import time
 from typing import Any
@@ -107,12 +112,27 @@ def run(args: argparse.Namespace) -> int | None:
         raise UsageError("--partition reads without a group; drop --group")
     extra = parse_key_values(args.consumer_property, "--consumer-property")
     if args.group:
+        given = extra.get("group.id")
+        if given is not None and given != args.group:
+            raise UsageError(f"--group {args.group!r} and --consumer-property group.id={given} differ")
         extra["group.id"] = args.group
+    if args.partition is not None and "group.id" in extra:
+        raise UsageError("--partition reads without a group; drop group.id")
     if args.from_beginning:
         extra["auto.offset.reset"] = "earliest"
     if args.isolation_level:
         extra["isolation.level"] = args.isolation_level
     settings = client_settings(args, extra)
+    settings.setdefault("client.id", "console-consumer")  # as kafka-console-consumer names itself
+    subscribe = args.partition is None
+    if args.partition is not None:
+        settings.pop("group.id", None)  # a group.id in a shared --command-config: not used with --partition
+    elif not settings.get("group.id"):
+        # kafka-console-consumer (ConsoleConsumerOptions): a throwaway group
+        # "console-consumer-" + nextInt(100000), with auto commit off unless asked for,
+        # so the group and its offsets do not linger in the coordinator.
+        settings["group.id"] = f"console-consumer-{random.randrange(100000)}"
+        settings.setdefault("enable.auto.commit", "false")
     from kafkalite.config import BY_NAME, CONSUMER
 
     settings = {k: v for k, v in settings.items() if k not in BY_NAME or CONSUMER in BY_NAME[k].clients}
@@ -127,20 +147,19 @@ def run(args: argparse.Namespace) -> int | None:
     count = 0
     out = sys.stdout
     try:
-        if args.group:
+        # Check the topic first: a subscription to a missing topic would wait forever.
+        partitions = consumer.partitions_for(args.topic, timeout=args.timeout)
+        if not partitions:
+            raise UnknownTopicOrPartitionError("this topic does not exist", topic=args.topic)
+        if subscribe:
             consumer.subscribe([args.topic])
         else:
-            partitions = consumer.partitions_for(args.topic, timeout=args.timeout)
-            if not partitions:
-                raise UnknownTopicOrPartitionError("this topic does not exist", topic=args.topic)
-            if args.partition is not None:
-                tp = TopicPartition(args.topic, args.partition)
-                if tp not in partitions:
-                    raise UnknownTopicOrPartitionError(
-                        f"topic has {len(partitions)} partitions", topic=args.topic, partition=args.partition)
-                partitions = {tp}
-            consumer.assign(sorted(partitions))
-            _position(consumer, args, sorted(partitions))
+            tp = TopicPartition(args.topic, args.partition)
+            if tp not in partitions:
+                raise UnknownTopicOrPartitionError(
+                    f"topic has {len(partitions)} partitions", topic=args.topic, partition=args.partition)
+            consumer.assign([tp])
+            _position(consumer, args, [tp])
         last = time.monotonic()
         while args.max_messages is None or count < args.max_messages:
             records = consumer.poll(timeout=0.5)

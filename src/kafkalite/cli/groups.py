@@ -65,17 +65,30 @@ def run(args: argparse.Namespace) -> None:
             return _list(admin, args)
         groups = _groups(admin, args)
         if args.describe:
-            return _describe(admin, args, groups)
-        if args.delete:
-            return _delete(admin, args, groups)
-        if args.delete_offsets:
-            return _delete_offsets(admin, args, groups)
-        return _reset(admin, args, groups)
+            _describe(admin, args, groups)
+        elif args.delete:
+            _delete(admin, args, groups)
+        elif args.delete_offsets:
+            _delete_offsets(admin, args, groups)
+        else:
+            _reset(admin, args, groups)
+        if getattr(args, "incomplete_listing", False):
+            raise ItemsFailed()  # --all-groups missed the groups of a broker (reported above)
+        return None
+
+
+def _report_unanswered(listed: Any) -> bool:
+    """One line per broker that did not answer a listing; True if there was any."""
+    for broker, err in listed.errors.items():
+        error_line(f"broker {broker} did not answer, its groups are missing: {err}")
+    return not listed.ok
 
 
 def _groups(admin: Any, args: argparse.Namespace) -> list[str]:
     if args.all_groups:
-        return [g.group_id for g in admin.list_groups(timeout=args.timeout)]
+        listed = admin.list_groups(timeout=args.timeout)
+        args.incomplete_listing = _report_unanswered(listed)
+        return [g.group_id for g in listed]
     if not args.group:
         raise UsageError("--group (or --all-groups) is required")
     return list(dict.fromkeys(args.group))
@@ -93,6 +106,8 @@ def _list(admin: Any, args: argparse.Namespace) -> None:
     else:
         for g in listed:
             print(g.group_id)
+    if _report_unanswered(listed):
+        raise ItemsFailed()
 
 
 def _parse_topics(args: argparse.Namespace) -> dict[str, list[int] | None]:

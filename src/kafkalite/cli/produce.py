@@ -9,7 +9,8 @@ key.separator=:``, ``parse.headers=true`` (``headers.delimiter``, ``headers.sepa
 on error or Ctrl-C), ``--sync`` (wait for each record).
 
 Prints how many records were written (stderr, or JSON with --json); exit 1 if any
-record failed.
+record failed. A topic that does not exist (or a --partition it lacks) fails at once
+with exit 1 and one line naming it, rather than after max.block.ms.
 """
 
 from __future__ import annotations
@@ -126,6 +127,11 @@ def run(args: argparse.Namespace) -> int | None:
         producer = Producer(settings)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    try:
+        check_topic(settings, args.topic, args.partition, args.timeout)
+    except BaseException:
+        producer.close(5)
+        raise
     stream: TextIO
     try:
         stream = open(args.file, encoding="utf-8") if args.file else sys.stdin  # noqa: SIM115
@@ -183,6 +189,49 @@ def run(args: argparse.Namespace) -> int | None:
         error_line(str(first_error[0]))
         return EXIT_KAFKA
     return None
+
+
+def check_topic(settings: dict[str, Any], topic: str, partition: int | None, timeout: float | None) -> None:
+    """Fail fast, naming the topic, when it does not exist (or lacks ``partition``).
+
+    Without this a producer waits ``max.block.ms`` (60 s) for metadata of a topic that
+    will never appear. The Metadata request allows auto-creation like Java's producer,
+    so a broker with ``auto.create.topics.enable=true`` still creates the topic as
+    ``kafka-console-producer`` would. Bounded by ``--timeout`` (default max.block.ms)
+    while no broker answers.
+    """
+    import asyncio
+
+    from kafkalite.config import resolve
+    from kafkalite.errors import UnknownTopicOrPartitionError, error_for_code
+    from kafkalite.net.client import NetworkClient
+
+    cfg = resolve("producer", settings)
+    budget = timeout if timeout is not None else cfg["max.block.ms"] / 1000.0
+
+    async def partitions() -> int | None:
+        client = NetworkClient(cfg)
+        try:
+            meta = await client.refresh_metadata({topic}, allow_auto_create=True, timeout_s=budget)
+            code = meta.topic_errors.get(topic)
+            if topic in meta.topics:
+                return meta.topics[topic].partition_count
+            if code == UnknownTopicOrPartitionError.code:
+                raise UnknownTopicOrPartitionError(
+                    "Topic does not exist and the broker does not create topics automatically"
+                    " (create it with 'kafkalite topics --create')", topic=topic)
+            if code:  # LEADER_NOT_AVAILABLE: just auto-created; TOPIC_AUTHORIZATION_FAILED ...
+                error = error_for_code(code, "cannot produce to this topic", topic=topic)
+                if not error.retriable:
+                    raise error
+            return None
+        finally:
+            await client.close()
+
+    count = asyncio.run(partitions())
+    if partition is not None and (partition < 0 or (count is not None and partition >= count)):
+        raise UnknownTopicOrPartitionError(f"--partition {partition} does not exist (the topic has {count})",
+                                           topic=topic, partition=partition)
 
 
 def _summary(args: argparse.Namespace, sent: int, failed: int, committed: bool) -> None:
