@@ -26,14 +26,15 @@ from kafkalite.protocol.record_builder import RecordBatchBuilder
 Record = tuple[Any, Any]  # (key, value) or (key, value, headers)
 
 
-async def _produce(bootstrap: str, topic: str, batches: dict[int, list[bytes]]) -> dict[int, list[int]]:
+async def _produce(bootstrap: str, topic: str, batches: dict[int, list[bytes]], acks: int = -1
+                   ) -> dict[int, list[int]]:
     client = NetworkClient(resolve("producer", {"bootstrap.servers": bootstrap}))
     try:
         meta = await client.refresh_metadata({topic}, timeout_s=30)
         out: dict[int, list[int]] = {}
         for partition, payloads in batches.items():
             for payload in payloads:
-                request = ProduceRequest(acks=-1, timeout_ms=30000, topic_data=[ProduceRequestTopicProduceData(
+                request = ProduceRequest(acks=acks, timeout_ms=30000, topic_data=[ProduceRequestTopicProduceData(
                     name=topic, partition_data=[ProduceRequestPartitionProduceData(index=partition, records=payload)])])
                 for attempt in range(50):
                     leader = meta.leader_for(topic, partition)
@@ -70,13 +71,13 @@ def build_batch(records: Sequence[Record], *, codec: int = compression.NONE, tim
 
 def produce(bootstrap: str, topic: str, records: Sequence[Record] | None = None, *, partition: int = 0,
             count: int = 0, value_size: int = 10, batch_size: int = 100, codec: int = compression.NONE,
-            timestamp: int | None = None) -> list[int]:
+            timestamp: int | None = None, acks: int = -1) -> list[int]:
     """Write records to one partition in batches of ``batch_size``; returns base offsets."""
     if records is None:
         records = [(f"k{i}".encode(), f"v{i}".encode().ljust(value_size, b".")) for i in range(count)]
     payloads = [build_batch(records[i:i + batch_size], codec=codec, timestamp=timestamp)
                 for i in range(0, len(records), batch_size)]
-    return asyncio.run(_produce(bootstrap, topic, {partition: payloads}))[partition]
+    return asyncio.run(_produce(bootstrap, topic, {partition: payloads}, acks))[partition]
 
 
 def produce_spread(bootstrap: str, topic: str, partitions: int, per_partition: int, value_size: int = 10) -> None:

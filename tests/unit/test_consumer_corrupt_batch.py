@@ -8,18 +8,13 @@ application seeks past the batch, and never hand out a record from it.
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers.fake_broker import FakeBroker
 
 from kafkalite import Consumer, TopicPartition, aio
 from kafkalite.errors import CorruptRecordsError
@@ -40,6 +35,7 @@ from kafkalite.protocol.messages.metadata import (
     MetadataResponseTopic,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
+from tests.helpers.fake_broker import FakeBroker
 
 TOPIC = "corrupt-topic"
 TP = TopicPartition(TOPIC, 0)

@@ -97,8 +97,12 @@ def test_corrupt_batch_raises_after_the_good_records_with_partition_and_offset()
 
 def test_scan_end_offset_reads_headers_only() -> None:
     data = batch(10, 4) + batch(14, 1)
-    assert scan_end_offset(data, 10) == (15, len(data))
-    assert scan_end_offset(data[:20], 10) == (10, 0)
+    assert scan_end_offset(data, 10) == (15, len(data), -1)  # producers leave the epoch unset
+    stamped = RecordBatchBuilder(base_offset=15, partition_leader_epoch=7)
+    stamped.append(1000, b"k", b"v")
+    # KIP-320: the last whole batch's leader epoch is the next fetch's LastFetchedEpoch.
+    assert scan_end_offset(data + stamped.build(), 10) == (16, len(data) + len(stamped.build()), 7)
+    assert scan_end_offset(data[:20], 10) == (10, 0, -1)
 
 
 def test_buffer_counts_per_partition() -> None:

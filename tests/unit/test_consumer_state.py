@@ -218,3 +218,127 @@ def test_consumer_records_grouping() -> None:
     assert recs.partitions() == {A0, B0}
     assert [r.offset for r in recs.records(A0)] == [0, 1, 2]
     assert len(recs) == 4 and recs.by_partition()[B0][0].value == b"y"
+
+
+# ------------------------------------------------------------------ KIP-320 validation
+
+
+def _positioned(reset: str = "earliest", epoch: int | None = 3) -> SubscriptionState:
+    subs = SubscriptionState(reset)
+    subs.assign_from_user([A0])
+    with subs.lock:
+        subs.state(A0)._set_position(100, epoch, validate=False)
+        assert not subs.maybe_validate_for_leader(A0, 5)  # the first epoch seen is adopted
+    return subs
+
+
+def test_a_new_leader_epoch_holds_the_partition_until_validated() -> None:
+    subs = _positioned()
+    token = subs.state(A0).token
+    assert subs.fetchable_partitions() == [A0]
+    with subs.lock:
+        assert subs.maybe_validate_for_leader(A0, 6)
+    assert subs.fetchable_partitions() == [] and subs.valid_position(A0) is None
+    assert subs.state(A0).token != token  # buffered fetches from the old leader are stale
+    due = subs.partitions_needing_validation(0.0)
+    assert due == {A0: (100, 3, subs.state(A0).token)}
+    assert subs.validation_started(A0, due[A0][2], 6) and subs.state(A0).leader_epoch == 6
+    # The epoch ends at or after the position: validated, fetching resumes at 100.
+    assert subs.complete_validation(A0, 100, due[A0][2], 150, 3) is None
+    assert subs.fetchable_partitions() == [A0] and subs.valid_position(A0) == 100
+
+
+def test_a_position_without_record_epoch_is_not_validated() -> None:
+    subs = _positioned(epoch=None)
+    with subs.lock:
+        assert not subs.maybe_validate_for_leader(A0, 6)
+    assert subs.fetchable_partitions() == [A0] and subs.state(A0).leader_epoch == 6
+
+
+def test_truncation_with_a_reset_policy_seeks_to_the_divergent_offset() -> None:
+    subs = _positioned("latest")
+    with subs.lock:
+        subs.maybe_validate_for_leader(A0, 6)
+    token = subs.state(A0).token
+    assert subs.complete_validation(A0, 100, token, 60, 2) is None
+    state = subs.state(A0)
+    assert (state.position, state.position_epoch, state.awaiting_validation) == (60, 2, False)
+    assert state.token != token and state.leader_epoch == 6 and subs.fetchable_partitions() == [A0]
+
+
+def test_unknown_epoch_with_a_reset_policy_resets() -> None:
+    subs = _positioned("earliest")
+    with subs.lock:
+        subs.maybe_validate_for_leader(A0, 6)
+    assert subs.complete_validation(A0, 100, subs.state(A0).token, -1, -1) is None
+    assert subs.partitions_needing_reset() == {A0: "earliest"} and subs.position(A0) is None
+
+
+def test_truncation_without_a_reset_policy_is_reported_and_keeps_the_partition_held() -> None:
+    subs = _positioned("none")
+    with subs.lock:
+        subs.maybe_validate_for_leader(A0, 6)
+    token = subs.state(A0).token
+    truncation = subs.complete_validation(A0, 100, token, 60, 2, retry_at=50.0)
+    assert truncation is not None and truncation.tp == A0
+    assert truncation.fetch_offset == 100 and truncation.divergent == (60, 2)
+    assert subs.position(A0) == 100 and subs.fetchable_partitions() == []
+    assert subs.partitions_needing_validation(10.0) == {}  # retried after the backoff
+    assert A0 in subs.partitions_needing_validation(60.0)
+    unknown = subs.complete_validation(A0, 100, token, -1, -1)
+    assert unknown is not None and unknown.divergent is None
+    subs.seek(A0, 60)  # the application moves on: fetchable again, no validation
+    assert subs.fetchable_partitions() == [A0]
+
+
+def test_stale_validation_answers_are_ignored() -> None:
+    subs = _positioned("none")
+    with subs.lock:
+        subs.maybe_validate_for_leader(A0, 6)
+    token = subs.state(A0).token
+    assert subs.complete_validation(A0, 99, token, 60, 2) is None  # another position
+    assert subs.complete_validation(A0, 100, token - 1, 60, 2) is None  # another token
+    assert subs.state(A0).awaiting_validation
+
+
+def test_committed_offset_or_seek_with_epoch_is_validated_first() -> None:
+    subs = SubscriptionState("earliest")
+    subs.assign_from_user([A0, A1])
+    assert subs.set_position_if_unset(A0, 10, 4, validate=True)
+    assert subs.set_position_if_unset(A1, 10, None, validate=True)  # no epoch: nothing to check
+    assert subs.fetchable_partitions() == [A1]
+    subs.seek(A1, 5, leader_epoch=2)
+    assert subs.fetchable_partitions() == []
+    token = subs.state(A1).token
+    subs.skip_validation(A1, token)  # e.g. the broker has no OffsetsForLeaderEpoch v3
+    assert subs.fetchable_partitions() == [A1]
+
+
+def test_diverging_epoch_in_a_fetch_response() -> None:
+    subs = _positioned("earliest")
+    token = subs.state(A0).token
+    # Diverges past the position: the position stands, buffered data is dropped.
+    assert subs.diverged(A0, token, 120, 3) is None
+    state = subs.state(A0)
+    assert state.position == 100 and state.token != token and not state.awaiting_validation
+    # Diverges below it: seek to the divergent offset with its epoch.
+    assert subs.diverged(A0, state.token, 80, 3) is None
+    assert (subs.position(A0), subs.state(A0).position_epoch) == (80, 3)
+    assert subs.diverged(A0, token, 10, 1) is None and subs.position(A0) == 80  # stale fetch: ignored
+    strict = _positioned("none")
+    truncation = strict.diverged(A0, strict.state(A0).token, 80, 3)
+    assert truncation is not None and truncation.divergent == (80, 3)
+    assert strict.fetchable_partitions() == [] and strict.position(A0) == 100
+
+
+def test_truncation_error_names_partition_and_offsets() -> None:
+    from kafkalite.consumer.subscription import LogTruncation
+    from kafkalite.consumer.validation import truncation_error
+    from kafkalite.errors import LogTruncationError, OffsetOutOfRangeError
+
+    err = truncation_error(LogTruncation(A0, 100, (60, 2)), 3)
+    assert isinstance(err, LogTruncationError) and isinstance(err, OffsetOutOfRangeError)
+    assert err.topic == "a" and err.partition == 0
+    assert err.divergent_offsets == {A0: OffsetAndMetadata(60, "", 2)} and err.context["offsets"] == {A0: 100}
+    assert "a-0" in str(err) and "offset 100" in str(err) and "offset 60" in str(err)
+    assert truncation_error(LogTruncation(A0, 100, None), None).divergent_offsets == {}

@@ -181,7 +181,7 @@ class AsyncConsumer:
     async def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
         core = self.core
         (tp,) = fe.partitions_arg([partition])
-        pos = core.subs.position(tp)
+        pos = core.subs.valid_position(tp)
         if pos is not None:
             return pos
         t = self._timeout(timeout)

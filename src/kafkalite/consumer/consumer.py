@@ -267,7 +267,7 @@ class Consumer:
         """The offset of the next record poll() returns for ``partition`` (looked up if needed)."""
         self._check_open()
         (tp,) = fe.partitions_arg([partition])
-        pos = self._core.subs.position(tp)
+        pos = self._core.subs.valid_position(tp)
         if pos is not None:
             return pos
         t = self._timeout(timeout)

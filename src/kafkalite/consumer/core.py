@@ -38,6 +38,7 @@ from kafkalite.consumer.offsets import (
 )
 from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.consumer.subscription import SubscriptionState, SubscriptionType
+from kafkalite.consumer.validation import PositionValidator
 from kafkalite.errors import (
     ClientClosedError,
     CommitFailedError,
@@ -105,8 +106,11 @@ class ConsumerCore:
         self.read_committed = cfg["isolation.level"] == "read_committed"
         self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
         self.metrics = ConsumerMetrics(self.registry, self.subs, self.read_committed, cfg["client.id"])
+        self._positions_wake = asyncio.Event()
         self.fetcher = Fetcher(self.client, self.subs, self.buffer, cfg, notify_poll,
-                               self._on_out_of_range, self.request_metadata, self.metrics)
+                               self._on_out_of_range, self.request_metadata, self.metrics,
+                               on_validation_needed=self._positions_wake.set, on_diverging=self.on_diverging)
+        self.validator = PositionValidator(self)
         self.offsets = OffsetsClient(self.client, cfg, self.group_id)
         self.group: Any = None
         self.max_poll_records: int = cfg["max.poll.records"]
@@ -119,7 +123,6 @@ class ConsumerCore:
         self._tasks: list[asyncio.Task[Any]] = []
         self._started = False
         self.closed = False
-        self._positions_wake = asyncio.Event()
         self._metadata_wake = asyncio.Event()
         self._metadata_topics: set[str] = set()
         self._commit_lock = asyncio.Lock()
@@ -396,10 +399,15 @@ class ConsumerCore:
         backoff = self.cfg["retry.backoff.ms"] / 1000.0
         attempt = 0
         while True:
-            await self._positions_wake.wait()
+            retry = self.validator.next_retry()
+            try:
+                await asyncio.wait_for(self._positions_wake.wait(), retry)
+            except asyncio.TimeoutError:
+                pass  # a postponed validation is due
             self._positions_wake.clear()
             try:
                 await self.update_positions(self._api_timeout)
+                await self.validator.validate()
                 attempt = 0
             except KafkaError as exc:
                 attempt += 1
@@ -418,7 +426,9 @@ class ConsumerCore:
                 for tp in need:
                     om = committed.get(tp)
                     if om is not None:
-                        self.subs.set_position_if_unset(tp, om.offset, om.leader_epoch, tokens.get(tp))
+                        # KIP-320: a committed offset with its epoch is validated first (Java).
+                        self.subs.set_position_if_unset(tp, om.offset, om.leader_epoch, tokens.get(tp),
+                                                        validate=True)
                     else:
                         reset.append(tp)
                 self._request_default_reset(reset)
@@ -460,10 +470,9 @@ class ConsumerCore:
                 state = self.subs.assignment.get(tp)
                 if state is None or state.token != tokens.get(tp) or state.reset is None:
                     continue
-                state.position = found.offset
-                state.position_epoch = found.leader_epoch
-                state.reset = None
-                state.token += 1
+                # No record epoch, so no validation, as Java's resetPositionIfNeeded.
+                state._set_position(found.offset, None, validate=False)
+                self.subs._changed()
 
     def _on_out_of_range(self, tp: TopicPartition, token: int, fetch_offset: int) -> None:
         with self.subs.lock:
@@ -484,6 +493,15 @@ class ConsumerCore:
         self.subs.request_reset([tp])
         self._positions_wake.set()
 
+    def on_diverging(self, tp: TopicPartition, token: int, end_offset: int, end_epoch: int) -> None:
+        """Engine: a Fetch response's DivergingEpoch (KIP-320) for ``tp``."""
+        retry_at = time.monotonic() + self.cfg["retry.backoff.ms"] / 1000.0
+        truncation = self.subs.diverged(tp, token, end_offset, end_epoch, retry_at=retry_at)
+        if truncation is not None:
+            self.validator.report(truncation)
+        self._positions_wake.set()
+        self.fetcher.wake()
+
     def wake_positions(self) -> None:
         self._positions_wake.set()
         self.fetcher.wake()
@@ -491,7 +509,7 @@ class ConsumerCore:
     async def wait_for_position(self, tp: TopicPartition, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
         while True:
-            pos = self.subs.position(tp)
+            pos = self.subs.valid_position(tp)
             if pos is not None:
                 return pos
             self.raise_errors()
@@ -500,7 +518,8 @@ class ConsumerCore:
                 raise KafkaTimeoutError(f"the position of {tp.topic}-{tp.partition} was not known within "
                                         f"{timeout_s:.1f}s", topic=tp.topic, partition=tp.partition)
             await self.update_positions(remaining)
-            if self.subs.position(tp) is None:
+            await self.validator.validate()
+            if self.subs.valid_position(tp) is None:
                 await asyncio.sleep(min(0.05, max(0.0, remaining)))
 
     # ------------------------------------------------------------ commits

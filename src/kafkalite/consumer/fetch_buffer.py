@@ -54,13 +54,15 @@ _ABORT = int(ControlRecordType.ABORT)
 _LOG_OVERHEAD = 12
 
 
-def scan_end_offset(data: Any, fetch_offset: int) -> tuple[int, int]:
-    """(next offset after the last whole batch, bytes of whole batches) in ``data``.
+def scan_end_offset(data: Any, fetch_offset: int) -> tuple[int, int, int]:
+    """(next offset after the last whole batch, bytes of whole batches, its leader epoch).
 
     Reads batch headers only (no CRC, no records): the engine uses it to know where the
-    next prefetch starts while poll() has not decoded this data yet.
+    next prefetch starts (and, KIP-320, the epoch of the last record fetched, sent as
+    the next fetch's ``LastFetchedEpoch``) while poll() has not decoded this data yet.
+    The epoch is -1 when unknown (legacy message sets, no whole batch).
     """
-    pos, end, next_offset = 0, len(data), fetch_offset
+    pos, end, next_offset, epoch = 0, len(data), fetch_offset, -1
     while end - pos >= _LOG_OVERHEAD:
         base, length = _OFFSET_LENGTH.unpack_from(data, pos)
         if length <= 0 or pos + _LOG_OVERHEAD + length > end:
@@ -68,13 +70,15 @@ def scan_end_offset(data: Any, fetch_offset: int) -> tuple[int, int]:
         if data[pos + 16] == 2 and length >= BATCH_OVERHEAD - _LOG_OVERHEAD:
             (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + 23)
             last = base + delta
+            (epoch,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + 12)
         else:
             # Legacy message sets: a compressed wrapper's offset is its last inner offset.
             last = base
+            epoch = -1
         if last + 1 > next_offset:
             next_offset = last + 1
         pos += _LOG_OVERHEAD + length
-    return next_offset, pos
+    return next_offset, pos, epoch
 
 
 class CompletedFetch:
@@ -93,6 +97,7 @@ class CompletedFetch:
         "_recs",
         "bytes",
         "data",
+        "end_epoch",
         "end_offset",
         "error",
         "extra_lag_info",
@@ -142,9 +147,9 @@ class CompletedFetch:
         self._batch_epoch: int | None = None
         self._error: KafkaError | None = None
         if data is not None and len(data):
-            self.end_offset, self.bytes = scan_end_offset(data, fetch_offset)
+            self.end_offset, self.bytes, self.end_epoch = scan_end_offset(data, fetch_offset)
         else:
-            self.end_offset, self.bytes = fetch_offset, 0
+            self.end_offset, self.bytes, self.end_epoch = fetch_offset, 0, -1
 
     @property
     def exhausted(self) -> bool:
@@ -230,7 +235,11 @@ class CompletedFetch:
                 records = [r for r in records if r[0] >= start]
             if not records:
                 # An empty batch (compaction), a control batch or an aborted one: move on.
+                # Its epoch counts as fetched, as in Java's CompletedFetch.lastEpoch (it
+                # is what KIP-320 validates the position with).
                 self.next_offset = next_offset
+                if self._batch_epoch is not None:
+                    self.last_epoch = self._batch_epoch
                 continue
             self._recs = records
             self._idx = 0
@@ -333,11 +342,11 @@ class CompletedFetch:
             if next_offset <= self.next_offset:
                 continue
             if isinstance(batch, RecordBatch):
+                if batch.partition_leader_epoch >= 0:
+                    self.last_epoch = batch.partition_leader_epoch
                 if self._skip_v2(batch):
                     self.next_offset = next_offset
                     continue
-                if batch.partition_leader_epoch >= 0:
-                    self.last_epoch = batch.partition_leader_epoch
             out.append(batch)
             n += 1
             self.next_offset = next_offset
@@ -379,6 +388,8 @@ class CompletedFetch:
         self._batches = None
         if self.end_offset > self.next_offset:
             self.next_offset = self.end_offset
+            if self.end_epoch >= 0:
+                self.last_epoch = self.end_epoch
         self.data = None  # release the response frame
 
 

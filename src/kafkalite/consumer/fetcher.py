@@ -10,12 +10,24 @@ about that many times ``max.partition.fetch.bytes`` per partition (and
 ``fetch.max.bytes`` per broker and request).
 
 Requests use topic ids from Fetch v13 on (falling back to v12 and names while a topic's
-id is unknown), ``isolation.level``, ``client.rack`` (KIP-392: the broker may name a
-preferred read replica, used until metadata goes stale), the leader epoch known from
-metadata (KIP-320 fencing) and the fetch size settings. A partition error updates what
-the consumer knows: stale leaders refresh metadata (using the KIP-951 leader hint when
-present), OFFSET_OUT_OF_RANGE hands over to the core (reset or a typed error), and other
-errors are queued so that poll() raises them naming the partition.
+id is unknown), ``isolation.level``, the fetch size settings and:
+
+* KIP-320: the leader epoch the position was validated under (a stale one is fenced by
+  the broker) and the epoch of the last record fetched (``LastFetchedEpoch``, v12+),
+  so that a leader whose log diverged answers with ``DivergingEpoch`` in the same round
+  trip. Before planning a partition the fetcher compares its validated epoch with
+  metadata's: a new leader epoch holds the partition back until its position is
+  validated (OffsetsForLeaderEpoch, see :mod:`kafkalite.consumer.validation`).
+* KIP-392: with ``client.rack`` the leader may name a preferred read replica; it is
+  fetched from until its lease (``metadata.max.age.ms``) expires, it leaves the
+  metadata, a fetch from it fails, or it answers with an error; then the leader again
+  (Java's ``AbstractFetch.selectReadReplica`` / ``FetchCollector``).
+
+A partition error updates what the consumer knows: stale leaders refresh metadata
+(using the KIP-951 leader hint when present), OFFSET_OUT_OF_RANGE hands over to the
+core (reset or a typed error; from a preferred replica it only sends the partition back
+to the leader), and other errors are queued so that poll() raises them naming the
+partition.
 """
 
 from __future__ import annotations
@@ -67,13 +79,18 @@ class Fetcher:
             offset is out of range.
         on_metadata_needed: ``(topics)`` to request a metadata refresh.
         metrics: consumer metrics (fetch latency, sizes).
+        on_validation_needed: a partition now awaits KIP-320 validation.
+        on_diverging: ``(tp, token, end_offset, end_epoch)`` when a Fetch response says
+            the log diverged from what was fetched (``DivergingEpoch``).
     """
 
     def __init__(self, client: NetworkClient, subs: SubscriptionState, buffer: FetchBuffer, cfg: Any,
                  on_data: Callable[[], None],
                  on_out_of_range: Callable[[TopicPartition, int, int], None],
                  on_metadata_needed: Callable[[set[str]], None],
-                 metrics: Any = None) -> None:
+                 metrics: Any = None, *,
+                 on_validation_needed: Callable[[], None] | None = None,
+                 on_diverging: Callable[[TopicPartition, int, int, int], None] | None = None) -> None:
         self.client = client
         self.subs = subs
         self.buffer = buffer
@@ -81,6 +98,8 @@ class Fetcher:
         self._on_data = on_data
         self._on_out_of_range = on_out_of_range
         self._on_metadata_needed = on_metadata_needed
+        self._on_validation_needed = on_validation_needed
+        self._on_diverging = on_diverging
         self.metrics = metrics
         self.read_committed = cfg["isolation.level"] == "read_committed"
         self._isolation = 1 if self.read_committed else 0
@@ -139,12 +158,19 @@ class Fetcher:
         missing: set[str] = set()
         delay: float | None = None
         buffer = self.buffer
-        with self.subs.lock:
-            for tp, state in self.subs.assignment.items():
+        subs = self.subs
+        validate = False
+        with subs.lock:
+            for tp, state in list(subs.assignment.items()):
                 if not _fetchable(state) or tp in self._in_flight:
+                    continue
+                leader_epoch = meta.leader_epoch(tp.topic, tp.partition)
+                if state.leader_epoch != leader_epoch and subs.maybe_validate_for_leader(tp, leader_epoch):
+                    validate = True  # a new leader: validate the position first (KIP-320)
                     continue
                 n = buffer.buffered(tp)
                 offset = state.position
+                last_epoch = state.position_epoch
                 if n:
                     if n >= MAX_BUFFERED_FETCHES:
                         continue
@@ -152,13 +178,16 @@ class Fetcher:
                     if last is not None and last.token == state.token:
                         if last.error is not None:
                             continue  # an error waits for poll() to raise it
-                        offset = last.end_offset
+                        if last.end_offset > last.fetch_offset:
+                            offset, last_epoch = last.end_offset, last.end_epoch
                 assert offset is not None
                 node = -1
                 if state.preferred_read_replica >= 0:
                     if now < state.preferred_replica_expires and state.preferred_read_replica in meta.brokers:
                         node = state.preferred_read_replica
                     else:
+                        log.debug("%s: preferred read replica %d lease over or gone; back to the leader",
+                                  tp, state.preferred_read_replica)
                         state.preferred_read_replica = -1
                 if node < 0:
                     leader = meta.leader_for(tp.topic, tp.partition)
@@ -173,11 +202,15 @@ class Fetcher:
                     delay = retry_at - now if delay is None else min(delay, retry_at - now)
                     continue
                 wanted, tokens = plans.setdefault(node, ({}, {}))
-                wanted[tp] = PartitionFetchData(meta.topic_id(tp.topic), offset, self._partition_max_bytes,
-                                                meta.leader_epoch(tp.topic, tp.partition), -1)
+                wanted[tp] = PartitionFetchData(
+                    meta.topic_id(tp.topic), offset, self._partition_max_bytes,
+                    state.leader_epoch if state.leader_epoch is not None else leader_epoch,
+                    last_epoch if last_epoch is not None and last_epoch >= 0 else -1)
                 tokens[tp] = state.token
         if missing:
             self._on_metadata_needed(missing)
+        if validate and self._on_validation_needed is not None:
+            self._on_validation_needed()
         for node, (wanted, _) in plans.items():
             self._in_flight_nodes.add(node)
             self._in_flight.update(wanted)
@@ -214,6 +247,7 @@ class Fetcher:
         except KafkaError as exc:
             session.handle_error()
             log.debug("fetch from node %s failed: %s", node, exc)
+            self._clear_preferred(wanted, tokens)
             self._retry_at[node] = time.monotonic() + self.client.reconnect_delay(node) + \
                 self.cfg["retry.backoff.ms"] / 1000.0
             self._on_metadata_needed({tp.topic for tp in wanted})
@@ -229,6 +263,15 @@ class Fetcher:
             self._handle(node, session, plan.wanted, tokens, response, version, started)
         finally:
             self._done(node, wanted)
+
+    def _clear_preferred(self, partitions: Any, tokens: dict[TopicPartition, int]) -> None:
+        """Back to the leader for these partitions (Java clears the preferred read
+        replica whenever a fetch fails or metadata must be refreshed)."""
+        with self.subs.lock:
+            for tp in partitions:
+                state = self.subs.assignment.get(tp)
+                if state is not None and state.token == tokens.get(tp, state.token):
+                    state.preferred_read_replica = -1
 
     def _done(self, node: int, wanted: dict[TopicPartition, PartitionFetchData]) -> None:
         self._in_flight_nodes.discard(node)
@@ -284,6 +327,13 @@ class Fetcher:
                     continue
                 token = tokens.get(tp, -1)
                 code = p.error_code
+                if code == 0 and version >= 12 and p.diverging_epoch.epoch >= 0:
+                    # KIP-320: the log diverged from what we fetched (no records come with it).
+                    log.info("%s: the leader's log diverges from epoch %d at offset %d (fetch offset %d)",
+                             tp, p.diverging_epoch.epoch, p.diverging_epoch.end_offset, data.fetch_offset)
+                    if self._on_diverging is not None:
+                        self._on_diverging(tp, token, p.diverging_epoch.end_offset, p.diverging_epoch.epoch)
+                    continue
                 if code == 0:
                     with subs.lock:
                         state = subs.assignment.get(tp)
@@ -314,9 +364,15 @@ class Fetcher:
                         added = True
                     elif self.metrics is not None:
                         self.metrics.record_lag(tp)
+                elif code == _OFFSET_OUT_OF_RANGE and node != meta.leader_for(name, p.partition_index):
+                    # A follower that lags says out of range: fetch from the leader instead
+                    # (Java resets only on the leader's word).
+                    log.debug("%s: out of range on read replica %d; back to the leader", tp, node)
+                    self._clear_preferred((tp,), tokens)
                 elif code == _OFFSET_OUT_OF_RANGE:
                     self._on_out_of_range(tp, token, data.fetch_offset)
                 elif code in _REFRESH or code == _UNKNOWN_LEADER_EPOCH:
+                    self._clear_preferred((tp,), tokens)
                     leader = p.current_leader
                     if leader is not None and leader.leader_id >= 0 and meta.update_leader(
                             name, p.partition_index, leader.leader_id, leader.leader_epoch):

@@ -13,6 +13,11 @@ last-rebalance-seconds-ago.
 
 ``consumer-metrics``: last-poll-seconds-ago, time-between-poll-avg/max.
 
+``consumer-node-metrics`` (tag ``node-id`` = ``node-<id>``, as Java's per-node group):
+fetch-total, fetch-rate, fetch-latency-avg/max and bytes-fetched-total of the Fetch
+requests sent to that broker (kafkalite counts fetches only: with KIP-392 they show
+which replica serves the reads).
+
 Recording happens per fetch response, per poll() and per group request, never per record.
 """
 
@@ -28,6 +33,7 @@ from kafkalite.types import TopicPartition
 FETCH = "consumer-fetch-manager-metrics"
 COORDINATOR = "consumer-coordinator-metrics"
 CONSUMER = "consumer-metrics"
+NODE = "consumer-node-metrics"
 
 
 class ConsumerMetrics:
@@ -64,6 +70,7 @@ class ConsumerMetrics:
         s.add_max("records-lag-max", FETCH, "Largest lag in records of any partition in the window", tags)
         self.records_lag = s
         self._lag_gauges: set[TopicPartition] = set()
+        self._nodes: set[int] = set()
         # coordinator
         s = registry.sensor("commit-latency")
         s.add_avg("commit-latency-avg", COORDINATOR, "Average time of a commit request (ms)", tags)
@@ -117,6 +124,28 @@ class ConsumerMetrics:
         now = time.monotonic()
         self.fetch_latency.record(latency_ms, now)
         self.fetch_size.record(size, now)
+        per_node = self.registry.sensor(f"node-{node}.fetch")
+        if node not in self._nodes:
+            self._nodes.add(node)
+            tags = dict(self._tags or {})
+            tags["node-id"] = f"node-{node}"
+            per_node.add_count("fetch-total", NODE, "Fetch requests sent to this broker", tags)
+            per_node.add_count_rate("fetch-rate", NODE, "Fetch requests per second to this broker", tags)
+            per_node.add_avg("fetch-latency-avg", NODE, "Average fetch time from this broker (ms)", tags)
+            per_node.add_max("fetch-latency-max", NODE, "Longest fetch from this broker (ms)", tags)
+            bytes_sensor = self.registry.sensor(f"node-{node}.fetch-bytes")
+            bytes_sensor.add_total("bytes-fetched-total", NODE, "Bytes of records fetched from this broker", tags)
+        per_node.record(latency_ms, now)
+        self.registry.sensor(f"node-{node}.fetch-bytes").record(size, now)
+
+    def fetches_by_node(self) -> dict[int, int]:
+        """Fetch requests per broker id so far (from ``consumer-node-metrics``)."""
+        out = {}
+        for name, value in self.registry.snapshot().items():
+            if name.group == NODE and name.name == "fetch-total":
+                node = dict(name.tags)["node-id"]
+                out[int(node.removeprefix("node-"))] = int(value)
+        return out
 
     def record_poll(self, now: float) -> None:
         if not math.isnan(self.last_poll):

@@ -17,7 +17,14 @@ Per assigned partition it keeps (Java's ``SubscriptionState.TopicPartitionState`
 * the high watermark, last stable offset and log start offset from the last fetch;
 * ``token``: incremented by every seek / reset / reassignment, so that fetches issued
   before it are recognised as stale and dropped instead of returning records from an
-  old position.
+  old position;
+* KIP-320 validation (Java's ``AWAIT_VALIDATION`` fetch state): ``leader_epoch`` is the
+  partition leader epoch the position is known to be valid under (Java's
+  ``FetchPosition.currentLeader``). When metadata shows a newer one, or the position
+  came from outside with a record epoch (a committed offset, ``seek`` with an
+  ``OffsetAndMetadata``), ``awaiting_validation`` stops fetching until an
+  OffsetsForLeaderEpoch answer (or a Fetch response's diverging epoch) confirms the
+  position or reveals a truncated log (:meth:`SubscriptionState.complete_validation`).
 
 Example::
 
@@ -30,13 +37,16 @@ Example::
 from __future__ import annotations
 
 import enum
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafkalite.errors import IllegalStateError, InvalidRegularExpressionError
 from kafkalite.types import OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger("kafkalite.consumer")
 
 _SUBSCRIBE_AND_ASSIGN = (
     "subscribe() and assign() are mutually exclusive: call unsubscribe() first "
@@ -56,8 +66,10 @@ class PartitionState:
 
     __slots__ = (
         "awaiting_callback",
+        "awaiting_validation",
         "high_watermark",
         "last_stable_offset",
+        "leader_epoch",
         "log_start_offset",
         "paused",
         "pending_revocation",
@@ -67,6 +79,7 @@ class PartitionState:
         "preferred_replica_expires",
         "reset",
         "token",
+        "validation_retry_at",
     )
 
     def __init__(self) -> None:
@@ -82,14 +95,40 @@ class PartitionState:
         self.token = 0
         self.preferred_read_replica = -1
         self.preferred_replica_expires = 0.0
+        self.leader_epoch: int | None = None
+        self.awaiting_validation = False
+        self.validation_retry_at = 0.0
 
     @property
     def has_position(self) -> bool:
         return self.position is not None
 
     def __repr__(self) -> str:
-        return (f"PartitionState(position={self.position}, reset={self.reset}, paused={self.paused}, "
-                f"hw={self.high_watermark}, lso={self.last_stable_offset})")
+        return (f"PartitionState(position={self.position}, epoch={self.position_epoch}, reset={self.reset}, "
+                f"paused={self.paused}, validating={self.awaiting_validation}, hw={self.high_watermark}, "
+                f"lso={self.last_stable_offset})")
+
+    def _set_position(self, offset: int, epoch: int | None, *, validate: bool) -> None:
+        """A new position; ``validate``: it came with a record epoch from outside, so it
+        is checked against the leader's log before fetching (Java's seekUnvalidated)."""
+        self.position = offset
+        self.position_epoch = epoch
+        self.reset = None
+        self.leader_epoch = None
+        self.awaiting_validation = validate and epoch is not None
+        self.validation_retry_at = 0.0
+        self.preferred_read_replica = -1
+        self.token += 1
+
+
+class LogTruncation(NamedTuple):
+    """Validation found the log truncated below the position and no reset policy is set."""
+
+    tp: TopicPartition
+    fetch_offset: int
+    #: (first offset known to diverge, its leader epoch); None when the leader could
+    #: not say (the epoch is unknown to it)
+    divergent: tuple[int, int] | None
 
 
 def compile_pattern(pattern: str | re.Pattern[str]) -> re.Pattern[str]:
@@ -319,6 +358,12 @@ class SubscriptionState:
         with self.lock:
             return self.state(tp).position
 
+    def valid_position(self, tp: TopicPartition) -> int | None:
+        """The position once known and validated (KIP-320), else None."""
+        with self.lock:
+            state = self.state(tp)
+            return None if state.awaiting_validation else state.position
+
     def fetchable(self, tp: TopicPartition) -> bool:
         state = self.assignment.get(tp)
         return state is not None and _fetchable(state)
@@ -363,26 +408,25 @@ class SubscriptionState:
             raise IllegalStateError(f"seek offset must be an integer >= 0, got {offset!r}",
                                     topic=tp.topic, partition=tp.partition)
         with self.lock:
-            state = self.state(tp)
-            state.position = offset
-            state.position_epoch = leader_epoch
-            state.reset = None
-            state.token += 1
+            # With a leader epoch (an OffsetAndMetadata) the position is validated
+            # before fetching, as Java's seek(tp, OffsetAndMetadata) does.
+            self.state(tp)._set_position(offset, leader_epoch, validate=True)
             self._changed()
 
     def set_position_if_unset(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None,
-                              token: int | None = None) -> bool:
-        """Set an initial position (committed offset or reset result) unless a seek won."""
+                              token: int | None = None, *, validate: bool = False) -> bool:
+        """Set an initial position (committed offset or reset result) unless a seek won.
+
+        ``validate``: a committed offset with its leader epoch is checked against the
+        leader's log first (KIP-320); reset results are not (Java skips those).
+        """
         with self.lock:
             state = self.assignment.get(tp)
             if state is None or (token is not None and state.token != token):
                 return False
             if state.position is not None and state.reset is None:
                 return False
-            state.position = offset
-            state.position_epoch = leader_epoch
-            state.reset = None
-            state.token += 1
+            state._set_position(offset, leader_epoch, validate=validate)
             self._changed()
             return True
 
@@ -394,8 +438,136 @@ class SubscriptionState:
                 if state is not None:
                     state.reset = strategy or self.default_reset
                     state.position = None
+                    state.awaiting_validation = False
+                    state.preferred_read_replica = -1
                     state.token += 1
             self._changed()
+
+    # ------------------------------------------------------------ KIP-320 validation
+
+    def maybe_validate_for_leader(self, tp: TopicPartition, leader_epoch: int) -> bool:
+        """The partition's current leader epoch (from metadata) is ``leader_epoch``.
+
+        Java's ``maybeValidatePositionForCurrentLeader``: a position known under an older
+        epoch is validated when it carries the epoch of the record before it; one without
+        that information simply moves on to the new epoch. Returns True when the
+        partition (now) awaits validation. The caller holds the lock.
+        """
+        state = self.assignment.get(tp)
+        if state is None or state.position is None or state.reset is not None:
+            return False
+        if state.awaiting_validation or leader_epoch < 0 or state.leader_epoch == leader_epoch:
+            return state.awaiting_validation
+        first = state.leader_epoch is None
+        state.leader_epoch = leader_epoch
+        if first or state.position_epoch is None:
+            return False
+        # A new leader: what we fetched so far may have been truncated on it.
+        state.awaiting_validation = True
+        state.validation_retry_at = 0.0
+        state.preferred_read_replica = -1
+        state.token += 1  # buffered and in-flight fetches are not returned
+        self._changed()
+        return True
+
+    def partitions_needing_validation(self, now: float) -> dict[TopicPartition, tuple[int, int, int]]:
+        """``{tp: (position, position epoch, token)}`` of partitions whose validation is due."""
+        with self.lock:
+            return {tp: (s.position, s.position_epoch, s.token) for tp, s in self.assignment.items()
+                    if s.awaiting_validation and s.position is not None and s.position_epoch is not None
+                    and s.reset is None and s.validation_retry_at <= now}
+
+    def validation_started(self, tp: TopicPartition, token: int, leader_epoch: int) -> bool:
+        """The validation request names ``leader_epoch`` as the current one."""
+        with self.lock:
+            state = self.assignment.get(tp)
+            if state is None or state.token != token or not state.awaiting_validation:
+                return False
+            state.leader_epoch = leader_epoch if leader_epoch >= 0 else None
+            return True
+
+    def skip_validation(self, tp: TopicPartition, token: int) -> None:
+        """The leader cannot validate (OffsetsForLeaderEpoch < v3, or no epoch known): fetch."""
+        with self.lock:
+            state = self.assignment.get(tp)
+            if state is not None and state.token == token and state.awaiting_validation:
+                state.awaiting_validation = False
+                self._changed()
+
+    def validation_failed(self, partitions: Iterable[TopicPartition], retry_at: float) -> None:
+        with self.lock:
+            for tp in partitions:
+                state = self.assignment.get(tp)
+                if state is not None and state.awaiting_validation:
+                    state.validation_retry_at = retry_at
+
+    def complete_validation(self, tp: TopicPartition, fetch_offset: int, token: int, end_offset: int,
+                            end_epoch: int, *, retry_at: float = 0.0) -> LogTruncation | None:
+        """The leader's log ends epoch ``end_epoch`` at ``end_offset`` (OffsetsForLeaderEpoch).
+
+        Java's ``SubscriptionState.maybeCompleteValidation``: an end offset below the
+        position means the log was truncated under us. With a reset policy the position
+        moves to that offset (the first one known to diverge; if the leader does not
+        know the epoch at all, a reset per ``auto.offset.reset``); with
+        ``auto.offset.reset=none`` the partition stays unvalidated and the returned
+        :class:`LogTruncation` is raised to the application. Answers for a position that
+        changed meanwhile (``token``) are ignored.
+        """
+        with self.lock:
+            state = self.assignment.get(tp)
+            if (state is None or not state.awaiting_validation or state.token != token
+                    or state.position != fetch_offset):
+                return None
+            has_policy = self.default_reset != "none"
+            if end_offset < 0 or end_epoch < 0:
+                if has_policy:
+                    log.info("Truncation detected for partition %s at offset %d, resetting offset", tp, fetch_offset)
+                    state.reset = self.default_reset
+                    state.position = None
+                    state.awaiting_validation = False
+                    state.token += 1
+                    self._changed()
+                    return None
+                log.warning("Truncation detected for partition %s at offset %d, but no reset policy is set",
+                            tp, fetch_offset)
+                state.validation_retry_at = retry_at
+                return LogTruncation(tp, fetch_offset, None)
+            if end_offset < fetch_offset:
+                if has_policy:
+                    log.info("Truncation detected for partition %s at offset %d (leader epoch %s), resetting "
+                             "offset to the first offset known to diverge %d (leader epoch %d)",
+                             tp, fetch_offset, state.position_epoch, end_offset, end_epoch)
+                    leader_epoch = state.leader_epoch
+                    state._set_position(end_offset, end_epoch, validate=False)
+                    state.leader_epoch = leader_epoch
+                    self._changed()
+                    return None
+                log.warning("Truncation detected for partition %s at offset %d (the end offset from the broker "
+                            "is %d, leader epoch %d), but no reset policy is set", tp, fetch_offset, end_offset,
+                            end_epoch)
+                state.validation_retry_at = retry_at
+                return LogTruncation(tp, fetch_offset, (end_offset, end_epoch))
+            state.awaiting_validation = False
+            self._changed()
+            return None
+
+    def diverged(self, tp: TopicPartition, token: int, end_offset: int, end_epoch: int,
+                 *, retry_at: float = 0.0) -> LogTruncation | None:
+        """A Fetch response says records from ``end_offset`` on diverge (v12+ ``DivergingEpoch``).
+
+        Buffered data of the partition is dropped (it may hold diverged records beyond
+        ``end_offset``); then the position is judged as by :meth:`complete_validation`.
+        """
+        with self.lock:
+            state = self.assignment.get(tp)
+            if state is None or state.token != token or state.position is None or state.reset is not None:
+                return None
+            state.awaiting_validation = True
+            state.preferred_read_replica = -1
+            state.token += 1
+            self._changed()
+            return self.complete_validation(tp, state.position, state.token, end_offset, end_epoch,
+                                            retry_at=retry_at)
 
     def advance(self, tp: TopicPartition, token: int, offset: int, epoch: int | None) -> bool:
         """poll() returned records up to ``offset - 1``; False if the fetch went stale."""
@@ -444,4 +616,4 @@ class SubscriptionState:
 
 def _fetchable(state: PartitionState) -> bool:
     return (state.position is not None and state.reset is None and not state.paused
-            and not state.awaiting_callback and not state.pending_revocation)
+            and not state.awaiting_callback and not state.pending_revocation and not state.awaiting_validation)
