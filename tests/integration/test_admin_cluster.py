@@ -187,8 +187,16 @@ def test_unclean_election_makes_an_out_of_sync_replica_leader(admin, kafka_clust
         wait_until(lambda: partition(admin, topic).isr == [leader], 60, "the stopped follower out of ISR")
         backlog(kafka_cluster.live_bootstrap(), topic, 3)  # the follower misses these ...
         kafka_cluster.node(follower).restart()
-        time.sleep(2)  # ... and, throttled, cannot catch up: it stays out of the ISR
-        assert partition(admin, topic).isr == [leader]
+
+        def fetched() -> dict[int, int] | None:  # replica sizes once the follower has some
+            dirs = admin.describe_log_dirs([leader, follower]).all()
+            size = {b: sum(r.size for d in dirs[b].values() for t, r in d.replicas.items() if t == tp)
+                    for b in dirs}
+            return size if size[follower] > 0 else None
+
+        # ... and, throttled, it fetches but cannot catch up: it stays out of the ISR.
+        sizes = wait_until(fetched, 60, "the restarted follower fetching")
+        assert sizes[follower] < sizes[leader] and partition(admin, topic).isr == [leader]
 
         kafka_cluster.node(leader).stop()
         offline = wait_until(lambda: (p := partition(admin, topic)).leader is None and p, 60, "no leader")
