@@ -29,7 +29,6 @@ with the same instance id fences this one: poll() then raises FencedInstanceIdEr
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from typing import Any
@@ -48,6 +47,13 @@ from kafkalite.consumer.assignors import (
     encode_subscription,
     validate_assignment,
     validate_cooperative_assignment,
+)
+from kafkalite.consumer.classic_member import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    ClassicMemberState,
+    JoinResult,
+    MemberState,
+    Next,
 )
 from kafkalite.consumer.offsets import Generation
 from kafkalite.errors import (
@@ -71,21 +77,7 @@ from kafkalite.types import TopicPartition
 
 log = logging.getLogger("kafkalite.consumer.group")
 
-# Error codes
-_COORDINATOR_LOAD, _COORDINATOR_NA, _NOT_COORDINATOR = 14, 15, 16
-_ILLEGAL_GENERATION, _UNKNOWN_MEMBER_ID, _REBALANCE_IN_PROGRESS = 22, 25, 27
-_MEMBER_ID_REQUIRED, _FENCED_INSTANCE_ID = 79, 82
-_COORDINATOR_ERRORS = {_COORDINATOR_LOAD, _COORDINATOR_NA, _NOT_COORDINATOR}
-_FATAL = {23, 24, 26, 30, 81, 82}  # INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT,
-# GROUP_AUTHORIZATION_FAILED, GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID
-
-
-class MemberState(enum.Enum):
-    UNJOINED = "unjoined"
-    PREPARING = "preparing"
-    JOINING = "joining"
-    SYNCING = "syncing"
-    STABLE = "stable"
+__all__ = ["ClassicGroupMember", "MemberState"]
 
 
 class _Rejoin(Exception):
@@ -93,7 +85,12 @@ class _Rejoin(Exception):
 
 
 class ClassicGroupMember:
-    """This consumer's membership in a classic group (engine side)."""
+    """This consumer's membership in a classic group (engine side).
+
+    The decisions live in :class:`~kafkalite.consumer.classic_member.ClassicMemberState`
+    (``self.member``); this class does the I/O, calls the listener through the core and
+    feeds every answer back to it.
+    """
 
     def __init__(self, core: Any) -> None:
         self.core = core
@@ -104,26 +101,30 @@ class ClassicGroupMember:
         self.instance_id: str | None = cfg["group.instance.id"]
         self.assignors = assignors_from_config(cfg["partition.assignment.strategy"])
         self.protocol = common_rebalance_protocol(self.assignors)
+        self.member = ClassicMemberState(self.protocol, self.instance_id)
         self.session_timeout_ms: int = cfg["session.timeout.ms"]
         self.heartbeat_interval_s: float = cfg["heartbeat.interval.ms"] / 1000.0
         self.rebalance_timeout_ms: int = cfg["max.poll.interval.ms"]
-        self.generation_id = -1
-        self.member_id = ""
-        self.protocol_name: str | None = None
-        self.leader_id = ""
-        self.state = MemberState.UNJOINED
-        self.need_rejoin = True
-        self.rejoin_reason = "the consumer subscribed"
-        self._rejoin_allowed = True
         self._fatal: KafkaError | None = None
-        self._lost = False
         self._wake = asyncio.Event()
         self._hb_wake = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self._last_heartbeat_ok = time.monotonic()
-        self._snapshot: dict[str, int] = {}
-        self._subscribed_at_join: frozenset[str] = frozenset()
+
+    # ------------------------------------------------------------ what the core reads
+
+    @property
+    def state(self) -> MemberState:
+        return self.member.state
+
+    @property
+    def generation_id(self) -> int:
+        return self.member.generation_id
+
+    @property
+    def member_id(self) -> str:
+        return self.member.member_id
 
     # ------------------------------------------------------------ lifecycle
 
@@ -141,14 +142,14 @@ class ClassicGroupMember:
             task.cancel()
 
     def generation(self) -> Generation:
-        return Generation(self.generation_id, self.member_id, self.instance_id)
+        return Generation(self.member.generation_id, self.member.member_id, self.instance_id)
 
     def raise_fatal(self) -> None:
         if self._fatal is not None:
             raise self._fatal
 
     def check_can_commit(self) -> None:
-        if self.generation_id < 0 and self.core.subs.has_auto_assignment:
+        if not self.member.can_commit() and self.core.subs.has_auto_assignment:
             raise CommitFailedError(
                 f"cannot commit: this consumer is not an active member of group {self.group_id!r} "
                 "(a rebalance is in progress or the membership was lost); poll() to rejoin",
@@ -161,33 +162,36 @@ class ClassicGroupMember:
 
     def on_poll(self, now: float) -> None:
         """Poll side: the application is polling, joining is allowed again."""
-        if not self._rejoin_allowed:
+        if not self.member.rejoin_allowed:
             self.core.call_soon(self._allow_rejoin)
 
     def _allow_rejoin(self) -> None:
-        self._rejoin_allowed = True
+        self.member.allow_rejoin()
         self._wake.set()
 
     def request_rejoin(self, reason: str) -> None:
-        if not self.need_rejoin:
+        if self.member.request_rejoin(reason):
             log.info("group %s: rejoining (%s)", self.group_id, reason)
-        self.need_rejoin = True
-        self.rejoin_reason = reason
         self._wake.set()
 
     def on_subscription_change(self) -> None:
         subs = self.core.subs
-        if subs.has_auto_assignment and frozenset(subs.topics) != self._subscribed_at_join:
-            self.request_rejoin("the subscription changed")
+        if subs.has_auto_assignment and self.member.on_subscription_change(subs.topics):
+            log.info("group %s: rejoining (the subscription changed)", self.group_id)
         self._wake.set()
 
     def on_metadata_update(self) -> None:
-        if self.state is not MemberState.STABLE or not self._snapshot:
-            return
         meta = self.client.metadata
-        current = {t: meta.partition_count(t) or 0 for t in self._snapshot}
-        if current != self._snapshot:
-            self.request_rejoin("the partitions of subscribed topics changed")
+        counts = {t: meta.partition_count(t) or 0 for t in self.member.partition_counts}
+        if self.member.on_metadata_update(counts):
+            log.info("group %s: rejoining (the partitions of subscribed topics changed)", self.group_id)
+            self._wake.set()
+
+    def _lose(self, lost: bool) -> None:
+        """The membership is gone: stop fetching what we owned (reported lost later)."""
+        if lost and self.core.subs.assignment:
+            self.core.subs.mark_pending_revocation(self.core.subs.assigned_partitions())
+        self._wake.set()
 
     # ------------------------------------------------------------ the join loop
 
@@ -201,21 +205,19 @@ class ClassicGroupMember:
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:
-                if self._is_fatal(exc):
+                if isinstance(exc, ApiError) and self.member.is_fatal(exc.code):
                     self._set_fatal(exc)
                     continue
-                self.need_rejoin = True  # the rebalance did not complete: try again
+                self.member.rebalance_failed()
                 attempt += 1
                 delay = self._backoff.delay_s(attempt - 1)
                 log.info("group %s: rebalance attempt failed (%s); retrying in %.2fs", self.group_id, exc, delay)
                 self.core.metrics.failed_rebalance.record()
                 await asyncio.sleep(delay)
 
-    def _is_fatal(self, exc: KafkaError) -> bool:
-        return isinstance(exc, ApiError) and exc.code in _FATAL
-
     def _set_fatal(self, exc: KafkaError) -> None:
-        if isinstance(exc, FencedInstanceIdError) or getattr(exc, "code", None) == _FENCED_INSTANCE_ID:
+        code = getattr(exc, "code", None)
+        if isinstance(exc, FencedInstanceIdError) or code == 82:
             exc = FencedInstanceIdError(
                 f"another consumer joined group {self.group_id!r} with the same group.instance.id "
                 f"{self.instance_id!r}; this one was fenced and must be closed (static member ids must "
@@ -224,13 +226,12 @@ class ClassicGroupMember:
             exc.with_context(group_id=self.group_id)
         log.error("group %s: fatal error: %s", self.group_id, exc)
         self._fatal = exc
-        self.need_rejoin = False
-        self._reset_generation()
+        self._lose(self.member.set_fatal(code if isinstance(code, int) else -1))
         self.core.notify_poll()
 
     async def _wait_for_work(self) -> None:
         subs = self.core.subs
-        while not (subs.has_auto_assignment and self.need_rejoin and self._rejoin_allowed and self._fatal is None):
+        while not self.member.should_join(subs.has_auto_assignment):
             self._wake.clear()
             await self._wake.wait()
 
@@ -245,39 +246,27 @@ class ClassicGroupMember:
             self.client.invalidate_coordinator(self.group_id)
             raise
 
-    def _coordinator_error(self, code: int) -> bool:
-        if code in _COORDINATOR_ERRORS:
-            if code != _COORDINATOR_LOAD:
-                self.client.invalidate_coordinator(self.group_id)
-            return True
-        return False
+    def _coordinator_moved(self, code: int) -> None:
+        if code != COORDINATOR_LOAD_IN_PROGRESS:
+            self.client.invalidate_coordinator(self.group_id)
 
     async def _rebalance(self) -> None:
         core = self.core
         subs = core.subs
         await self._refresh_subscription_metadata()
-        self.state = MemberState.PREPARING
-        owned = subs.assigned_partitions()
-        if self._lost or (self.generation_id < 0 and owned):
-            self._lost = False
-            await core.revoke(owned, lost=True)
-        elif self.generation_id >= 0:
-            if self.protocol is RebalanceProtocol.EAGER:
-                await core.revoke(owned, always=True)
-            else:
-                gone = {tp for tp in owned if tp.topic not in subs.topics}
-                if gone:
-                    await core.revoke(gone)
+        revocation = self.member.prepare(subs.assigned_partitions(), subs.topics)
+        if revocation.lost:
+            await core.revoke(set(revocation.partitions), lost=True)
+        elif revocation.partitions or revocation.always:
+            await core.revoke(set(revocation.partitions), always=revocation.always)
         started = time.monotonic()
         while True:
-            if self._lost:
-                self._lost = False
-                await core.revoke(subs.assigned_partitions(), lost=True)
-            self.state = MemberState.JOINING
+            lost = self.member.take_lost(subs.assigned_partitions())
+            if lost is not None:
+                await core.revoke(set(lost), lost=True)
             try:
                 join = await self._join()
                 core.metrics.join_latency.record((time.monotonic() - started) * 1000.0)
-                self.state = MemberState.SYNCING
                 sync_started = time.monotonic()
                 assignment_bytes = await self._sync(join)
                 core.metrics.sync_latency.record((time.monotonic() - sync_started) * 1000.0)
@@ -309,37 +298,29 @@ class ClassicGroupMember:
 
     async def _join(self) -> Any:
         subs = self.core.subs
+        member = self.member
         while True:
             topics = sorted(subs.topics)
-            self._subscribed_at_join = frozenset(topics)
+            member.joining(topics)
             owned = sorted(subs.assigned_partitions())
             request = JoinGroupRequest(
                 group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
-                rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=self.member_id,
+                rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=member.member_id,
                 group_instance_id=self.instance_id, protocol_type=PROTOCOL_TYPE,
-                protocols=self._subscription_bytes(topics, owned), reason=self.rejoin_reason,
+                protocols=self._subscription_bytes(topics, owned), reason=member.rejoin_reason,
             )
-            self.need_rejoin = False
             timeout = max(self.cfg["request.timeout.ms"], self.rebalance_timeout_ms + 5000)
             response = await self._send(request, timeout_ms=timeout)
             code = response.error_code
-            if code == 0:
-                self.generation_id = response.generation_id
-                self.member_id = response.member_id
-                self.protocol_name = response.protocol_name
-                self.leader_id = response.leader
+            outcome = member.on_join_response(JoinResult(code, response.generation_id, response.member_id,
+                                                         response.protocol_name, response.leader))
+            if outcome is Next.OK:
                 return response
-            if code == _MEMBER_ID_REQUIRED:
-                self.member_id = response.member_id  # KIP-394: join again with the given id
+            if outcome is Next.JOIN_AGAIN:
+                self._lose(member.lost)
                 continue
-            if code == _UNKNOWN_MEMBER_ID:
-                self._reset_generation(keep_member=False)
-                continue
-            if code in (_ILLEGAL_GENERATION, _REBALANCE_IN_PROGRESS):
-                self._reset_generation(keep_member=True)
-                continue
-            if self._coordinator_error(code):
-                raise error_for_code(code, "JoinGroup failed", group_id=self.group_id)
+            if outcome is Next.COORDINATOR:
+                self._coordinator_moved(code)
             raise error_for_code(code, "JoinGroup failed", group_id=self.group_id)
 
     async def _sync(self, join: Any) -> bytes:
@@ -353,14 +334,14 @@ class ClassicGroupMember:
         )
         response = await self._send(request)
         code = response.error_code
-        if code == 0:
+        outcome = self.member.on_sync_response(code)
+        if outcome is Next.OK:
             return bytes(response.assignment or b"")
-        if code == _REBALANCE_IN_PROGRESS:
-            raise _Rejoin("the group is rebalancing again")
-        if code in (_UNKNOWN_MEMBER_ID, _ILLEGAL_GENERATION):
-            self._reset_generation(keep_member=code == _ILLEGAL_GENERATION)
+        if outcome is Next.JOIN_AGAIN:
+            self._lose(self.member.lost)
             raise _Rejoin(f"SyncGroup said {error_for_code(code).name}")
-        self._coordinator_error(code)
+        if outcome is Next.COORDINATOR:
+            self._coordinator_moved(code)
         raise error_for_code(code, "SyncGroup failed", group_id=self.group_id)
 
     async def _leader_assign(self, join: Any) -> list[SyncGroupRequestAssignment]:
@@ -380,7 +361,7 @@ class ClassicGroupMember:
         meta = self.client.metadata
         per_topic = {t: meta.partition_count(t) or 0 for t in all_topics}
         per_topic = {t: n for t, n in per_topic.items() if n > 0}
-        self._snapshot = dict(per_topic)
+        self.member.partition_counts = dict(per_topic)
         assignor = next((a for a in self.assignors if a.name == join.protocol_name), None)
         if assignor is None:
             raise error_for_code(23, f"the group chose assignor {join.protocol_name!r}, which this member "
@@ -407,39 +388,19 @@ class ClassicGroupMember:
         assignor = next((a for a in self.assignors if a.name == join.protocol_name), None)
         if assignor is not None:
             assignor.on_assignment(assignment, join.generation_id)
-        self.state = MemberState.STABLE
+        change = self.member.complete(assignment.partitions, core.subs.assigned_partitions(), core.subs.topics)
         self._last_heartbeat_ok = time.monotonic()
         self._hb_wake.set()
-        new = set(assignment.partitions)
-        owned = core.subs.assigned_partitions()
         log.info("group %s: generation %d, member %s, assigned %s", self.group_id, join.generation_id,
-                 join.member_id, sorted(new))
-        if self.protocol is RebalanceProtocol.EAGER:
-            await core.assign(new, new)
-        else:
-            revoked = owned - new
-            added = new - owned
-            if revoked:
-                await core.revoke(revoked)
-            await core.assign(new, added)
-            if revoked:
-                self.request_rejoin("partitions were revoked (cooperative rebalance, second round)")
+                 join.member_id, sorted(change.assigned))
+        if change.revoked:
+            await core.revoke(set(change.revoked))
+        await core.assign(set(change.assigned), set(change.added))
         core.metrics.rebalance.record()
         core.metrics.last_rebalance = time.monotonic()
-        subscribed = core.subs.topics
-        if any(tp.topic not in subscribed for tp in new):
-            self.request_rejoin("the assignment holds topics this member does not subscribe to")
-
-    def _reset_generation(self, keep_member: bool = False) -> None:
-        if self.generation_id >= 0 and self.core.subs.assignment:
-            self._lost = True
-            self.core.subs.mark_pending_revocation(self.core.subs.assigned_partitions())
-        self.generation_id = -1
-        if not keep_member:
-            self.member_id = ""
-        self.state = MemberState.UNJOINED
-        self.need_rejoin = True
-        self._wake.set()
+        if change.rejoin_reason:
+            log.info("group %s: rejoining (%s)", self.group_id, change.rejoin_reason)
+            self._wake.set()
 
     # ------------------------------------------------------------ heartbeats
 
@@ -452,7 +413,7 @@ class ClassicGroupMember:
                 continue  # woken: a new generation started, wait a full interval
             except asyncio.TimeoutError:
                 pass
-            if self.generation_id < 0 or self.state not in (MemberState.STABLE, MemberState.PREPARING):
+            if not self.member.should_heartbeat():
                 continue
             if time.monotonic() - self.core.last_poll > max_poll_s:
                 await self._poll_timeout()
@@ -464,16 +425,17 @@ class ClassicGroupMember:
             "group %s: poll() was not called for more than max.poll.interval.ms=%d; leaving the group "
             "(the next poll() rejoins). Process faster or raise max.poll.interval.ms / lower "
             "max.poll.records.", self.group_id, self.cfg["max.poll.interval.ms"])
-        self._rejoin_allowed = False
+        self.member.rejoin_allowed = False
         try:
             await self.leave("consumer poll timeout has expired")
         except KafkaError as exc:
             log.debug("LeaveGroup after poll timeout failed: %s", exc)
-        self._reset_generation(keep_member=self.instance_id is not None)
+        self._lose(self.member.poll_timeout())
 
     async def _heartbeat(self) -> None:
-        request = HeartbeatRequest(group_id=self.group_id, generation_id=self.generation_id,
-                                   member_id=self.member_id, group_instance_id=self.instance_id)
+        member = self.member
+        request = HeartbeatRequest(group_id=self.group_id, generation_id=member.generation_id,
+                                   member_id=member.member_id, group_instance_id=self.instance_id)
         started = time.monotonic()
         try:
             response = await self._send(request)
@@ -485,47 +447,42 @@ class ClassicGroupMember:
         now = time.monotonic()
         self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
         code = response.error_code
-        if code == 0:
+        outcome = member.on_heartbeat_response(code)
+        if outcome in (Next.OK, Next.REJOIN):
             self._last_heartbeat_ok = now
-            self.core.metrics.last_heartbeat = now
-            return
-        if code == _REBALANCE_IN_PROGRESS:
-            self._last_heartbeat_ok = now
-            if self.state is MemberState.STABLE:
-                self.request_rejoin("the group is rebalancing")
-            return
-        if code in (_ILLEGAL_GENERATION, _UNKNOWN_MEMBER_ID):
+            if code == 0:
+                self.core.metrics.last_heartbeat = now
+            if outcome is Next.REJOIN:
+                log.info("group %s: rejoining (the group is rebalancing)", self.group_id)
+                self._wake.set()
+        elif outcome is Next.LOST:
             log.info("group %s: heartbeat says %s; the membership is lost", self.group_id,
                      error_for_code(code).name)
-            self._reset_generation(keep_member=code == _ILLEGAL_GENERATION)
-            return
-        if code == _FENCED_INSTANCE_ID:
+            self._lose(True)
+        elif outcome is Next.FATAL:
             self._set_fatal(error_for_code(code))
-            return
-        if self._coordinator_error(code):
-            return
-        log.warning("group %s: heartbeat error %s", self.group_id, error_for_code(code))
+        elif outcome is Next.COORDINATOR:
+            self._coordinator_moved(code)
+        else:
+            log.warning("group %s: heartbeat error %s", self.group_id, error_for_code(code))
 
     # ------------------------------------------------------------ leaving
 
     async def leave(self, reason: str) -> None:
         """LeaveGroup (dynamic members only), then forget the generation."""
-        if self.instance_id is None and self.member_id and self.state is not MemberState.UNJOINED:
+        member = self.member
+        if member.should_send_leave():
             node = await self._coordinator()
             conn = await self.client.connection(node, COORDINATOR_CHANNEL)
             if conn.api_version(LeaveGroupRequest) >= 3:
                 request = LeaveGroupRequest(group_id=self.group_id, members=[
-                    LeaveGroupRequestMemberIdentity(member_id=self.member_id, reason=reason)])
+                    LeaveGroupRequestMemberIdentity(member_id=member.member_id, reason=reason)])
             else:
-                request = LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
+                request = LeaveGroupRequest(group_id=self.group_id, member_id=member.member_id)
             try:
                 response = await self._send(request)
                 if response.error_code:
                     log.debug("LeaveGroup: %s", error_for_code(response.error_code))
             finally:
-                log.info("group %s: member %s left (%s)", self.group_id, self.member_id, reason)
-        self.generation_id = -1
-        if self.instance_id is None:
-            self.member_id = ""
-        self.state = MemberState.UNJOINED
-        self.need_rejoin = True
+                log.info("group %s: member %s left (%s)", self.group_id, member.member_id, reason)
+        member.left()

@@ -21,13 +21,21 @@ for a static member, which keeps its assignment for a quick restart).
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 import uuid
 from typing import Any
 
 from kafkalite.backoff import ExponentialBackoff
+from kafkalite.consumer.kip848_member import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerMemberState,
+    HeartbeatResult,
+    Next,
+    State,
+)
 from kafkalite.consumer.offsets import Generation
 from kafkalite.errors import CommitFailedError, KafkaConnectionError, KafkaError, error_for_code
 from kafkalite.net.client import COORDINATOR_CHANNEL
@@ -39,27 +47,15 @@ from kafkalite.types import TopicPartition
 
 log = logging.getLogger("kafkalite.consumer.group")
 
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
-_COORDINATOR_ERRORS = {14, 15, 16}
-_FENCED = {25, 110}  # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
-_FATAL = {30, 35, 42, 69, 81, 82, 111, 112, 128}
-# GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_ID_NOT_FOUND,
-# GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR,
-# INVALID_REGULAR_EXPRESSION
-
-
-class State(enum.Enum):
-    UNSUBSCRIBED = "unsubscribed"
-    JOINING = "joining"
-    RECONCILING = "reconciling"
-    STABLE = "stable"
-    FENCED = "fenced"
-    FATAL = "fatal"
+__all__ = ["LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "ConsumerGroupMember", "State"]
 
 
 class ConsumerGroupMember:
-    """This consumer's membership in a KIP-848 consumer group (engine side)."""
+    """This consumer's membership in a KIP-848 consumer group (engine side).
+
+    Decisions live in :class:`~kafkalite.consumer.kip848_member.ConsumerMemberState`
+    (``self.member``); this class sends the heartbeats and runs reconciliations.
+    """
 
     def __init__(self, core: Any) -> None:
         self.core = core
@@ -68,22 +64,26 @@ class ConsumerGroupMember:
         self.client = core.client
         self.group_id: str = cfg["group.id"]
         self.instance_id: str | None = cfg["group.instance.id"]
-        self.member_id = str(uuid.uuid4())
-        self.member_epoch = 0
-        self.state = State.UNSUBSCRIBED
+        self.member = ConsumerMemberState(instance_id=self.instance_id)
         self.server_assignor: str | None = cfg["group.remote.assignor"]
         self.rack: str | None = cfg["client.rack"] or None
-        self.interval_s = 5.0
-        self._target: dict[uuid.UUID, list[int]] | None = None
-        self._target_changed = False
-        self._first_reconcile = True
         self._fatal: KafkaError | None = None
-        self._rejoin_allowed = True
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._reconciler: asyncio.Task[Any] | None = None
         self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
-        self._last_sent: tuple[Any, Any] | None = None
+
+    @property
+    def member_id(self) -> str:
+        return self.member.member_id
+
+    @property
+    def member_epoch(self) -> int:
+        return self.member.member_epoch
+
+    @property
+    def state(self) -> State:
+        return self.member.state
 
     # ------------------------------------------------------------ interface used by the core
 
@@ -100,14 +100,14 @@ class ConsumerGroupMember:
             self._reconciler.cancel()
 
     def generation(self) -> Generation:
-        return Generation(self.member_epoch, self.member_id, self.instance_id)
+        return Generation(self.member.member_epoch, self.member.member_id, self.instance_id)
 
     def raise_fatal(self) -> None:
         if self._fatal is not None:
             raise self._fatal
 
     def check_can_commit(self) -> None:
-        if self.member_epoch <= 0 and self.core.subs.has_auto_assignment:
+        if not self.member.can_commit() and self.core.subs.has_auto_assignment:
             raise CommitFailedError(
                 f"cannot commit: this consumer is not an active member of group {self.group_id!r} "
                 "(joining, or the membership was lost); poll() to rejoin", group_id=self.group_id)
@@ -116,18 +116,18 @@ class ConsumerGroupMember:
         return None
 
     def on_poll(self, now: float) -> None:
-        if not self._rejoin_allowed:
+        if not self.member.rejoin_allowed:
             self.core.call_soon(self._allow_rejoin)
 
     def _allow_rejoin(self) -> None:
-        self._rejoin_allowed = True
+        self.member.allow_rejoin()
         self._wake.set()
 
     def on_subscription_change(self) -> None:
         self._wake.set()
 
     def on_metadata_update(self) -> None:
-        if self._target is not None and self.state is State.RECONCILING:
+        if self.member.target is not None and self.member.state is State.RECONCILING:
             self._wake.set()
 
     # ------------------------------------------------------------ heartbeat loop
@@ -135,21 +135,19 @@ class ConsumerGroupMember:
     async def _run(self) -> None:
         attempt = 0
         max_poll_s = self.cfg["max.poll.interval.ms"] / 1000.0
+        member = self.member
         while True:
             subs = self.core.subs
-            while not (subs.has_auto_assignment and self._rejoin_allowed and self._fatal is None):
+            while not member.should_heartbeat(subs.has_auto_assignment):
                 self._wake.clear()
                 await self._wake.wait()
-            if self.member_epoch > 0 and time.monotonic() - self.core.last_poll > max_poll_s:
+            if member.poll_timed_out(time.monotonic() - self.core.last_poll, max_poll_s):
                 await self._poll_timeout()
                 continue
-            if self.state is State.UNSUBSCRIBED:
-                self.state = State.JOINING
-                self.member_epoch = 0
-                self._first_reconcile = True
+            member.start_joining()
             self._wake.clear()
             try:
-                response = await self._heartbeat(self.member_epoch)
+                response = await self._heartbeat(member.member_epoch)
                 attempt = 0
             except asyncio.CancelledError:
                 raise
@@ -159,11 +157,11 @@ class ConsumerGroupMember:
                 await asyncio.sleep(self._backoff.delay_s(attempt - 1))
                 continue
             self._handle(response)
-            if self._target_changed and (self._reconciler is None or self._reconciler.done()):
-                self._target_changed = False
+            if member.target_changed and (self._reconciler is None or self._reconciler.done()):
+                member.take_target_change()
                 self._reconciler = self.core.loop.create_task(self._reconcile(), name="kafkalite-reconcile")
             try:
-                await asyncio.wait_for(self._wake.wait(), self.interval_s)
+                await asyncio.wait_for(self._wake.wait(), member.interval_s)
             except asyncio.TimeoutError:
                 pass
 
@@ -171,6 +169,7 @@ class ConsumerGroupMember:
         """Send one heartbeat; fields that did not change since the last one are null
         (KIP-848), except when joining or after an error, when everything is sent."""
         subs = self.core.subs
+        member = self.member
         owned: dict[uuid.UUID, list[int]] = {}
         meta = self.client.metadata
         for tp in sorted(subs.assigned_partitions()):
@@ -189,76 +188,66 @@ class ConsumerGroupMember:
         subscription = ("regex", subs.pattern.pattern) if use_regex and subs.pattern is not None else (
             "names", tuple(sorted(subs.topics)))
         owned_key = tuple(sorted((str(t), tuple(p)) for t, p in owned.items()))
-        full = epoch <= 0 or self._last_sent is None
-        request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+        fields = member.heartbeat_fields(epoch, subscription, owned_key)
+        request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=member.member_id,
                                                 member_epoch=epoch)
-        if full:
+        if fields.full:
             request.instance_id = self.instance_id
             request.rack_id = self.rack
             request.rebalance_timeout_ms = self.cfg["max.poll.interval.ms"]
             request.server_assignor = self.server_assignor
-        if full or self._last_sent is None or self._last_sent[0] != subscription:
+        if fields.subscription:
             if use_regex:
                 request.subscribed_topic_regex = subscription[1]  # type: ignore[assignment]
             else:
                 request.subscribed_topic_names = list(subscription[1])
-        if full or self._last_sent is None or self._last_sent[1] != owned_key:
+        if fields.owned:
             request.topic_partitions = [ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=t, partitions=p)
                                         for t, p in owned.items()]
         else:
             request.topic_partitions = None
         if version == 0:
-            request.member_id = self.member_id if self.member_epoch > 0 else ""
+            request.member_id = member.member_id if member.member_epoch > 0 else ""
         started = time.monotonic()
         log.debug("group %s: heartbeat epoch %d owned %s%s", self.group_id, epoch,
-                  {meta.topic_name(k): v for k, v in owned.items()}, " (full)" if full else "")
+                  {meta.topic_name(k): v for k, v in owned.items()}, " (full)" if fields.full else "")
         try:
             response = await conn.request(request, api_version=version)
         except KafkaConnectionError:
             self.client.invalidate_coordinator(self.group_id)
-            self._last_sent = None
+            member.sent(None, epoch, subscription, owned_key)
             raise
-        if response.error_code == 0 and epoch >= 0:
-            self._last_sent = (subscription, owned_key)
-        else:
-            self._last_sent = None
+        member.sent(response.error_code, epoch, subscription, owned_key)
         now = time.monotonic()
         self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
         return response
 
     def _handle(self, response: Any) -> None:
         code = response.error_code
+        member = self.member
+        target = None
+        if code == 0 and response.assignment is not None:
+            target = {t.topic_id: sorted(t.partitions) for t in response.assignment.topic_partitions}
+        old_epoch = member.member_epoch
+        outcome = member.on_heartbeat_response(HeartbeatResult(
+            code, response.member_id, response.member_epoch, response.heartbeat_interval_ms, target))
         if code == 0:
             self.core.metrics.last_heartbeat = time.monotonic()
-            if response.member_id:
-                self.member_id = response.member_id
-            if response.heartbeat_interval_ms > 0:
-                self.interval_s = response.heartbeat_interval_ms / 1000.0
-            if response.member_epoch != self.member_epoch:
-                log.debug("group %s: member epoch %d -> %d", self.group_id, self.member_epoch, response.member_epoch)
-            self.member_epoch = response.member_epoch
-            if self.state is State.JOINING:
-                self.state = State.STABLE
-            if response.assignment is not None:
-                target = {t.topic_id: sorted(t.partitions) for t in response.assignment.topic_partitions}
-                if target == self._target:
-                    return
-                self._target = target
-                log.debug("group %s: epoch %d, target assignment %s", self.group_id, self.member_epoch,
-                          {self.client.metadata.topic_name(k): v for k, v in self._target.items()})
-                self._target_changed = True
+            if member.member_epoch != old_epoch:
+                log.debug("group %s: member epoch %d -> %d", self.group_id, old_epoch, member.member_epoch)
+            if outcome is Next.RECONCILE:
+                log.debug("group %s: epoch %d, target assignment %s", self.group_id, member.member_epoch,
+                          {self.client.metadata.topic_name(k): v for k, v in (member.target or {}).items()})
             return
         message = response.error_message or ""
-        if code in _FENCED:
+        if outcome is Next.LOST:
             log.info("group %s: %s; the partitions are lost, joining again", self.group_id,
                      error_for_code(code).name)
             self._fenced()
-            return
-        if code in _COORDINATOR_ERRORS:
-            if code != 14:
+        elif outcome is Next.COORDINATOR:
+            if code != COORDINATOR_LOAD_IN_PROGRESS:
                 self.client.invalidate_coordinator(self.group_id)
-            return
-        if code in _FATAL:
+        elif outcome is Next.FATAL:
             err = error_for_code(code, message or "ConsumerGroupHeartbeat failed", group_id=self.group_id)
             if code == 111:
                 err = error_for_code(code, (
@@ -271,35 +260,28 @@ class ConsumerGroupMember:
                     group_id=self.group_id)
             log.error("group %s: fatal error: %s", self.group_id, err)
             self._fatal = err
-            self.state = State.FATAL
             self.core.notify_poll()
-            return
-        log.warning("group %s: heartbeat error %s", self.group_id, error_for_code(code, message))
+        else:
+            log.warning("group %s: heartbeat error %s", self.group_id, error_for_code(code, message))
 
     def _fenced(self) -> None:
-        self.member_epoch = 0
-        self._last_sent = None
-        self.state = State.JOINING
-        self._target = None
-        self._target_changed = False
         owned = self.core.subs.assigned_partitions()
         if self._reconciler is not None:
             self._reconciler.cancel()
         if owned:
             self._reconciler = self.core.loop.create_task(self.core.revoke(owned, lost=True))
-        self._first_reconcile = True
         self._wake.set()
 
     async def _poll_timeout(self) -> None:
         log.warning(
             "group %s: poll() was not called for more than max.poll.interval.ms=%d; leaving the group "
             "(the next poll() rejoins)", self.group_id, self.cfg["max.poll.interval.ms"])
-        self._rejoin_allowed = False
+        self.member.rejoin_allowed = False
         try:
             await self._send_leave()
         except KafkaError as exc:
             log.debug("leaving after poll timeout failed: %s", exc)
-        self.state = State.UNSUBSCRIBED
+        self.member.poll_timeout()
         owned = self.core.subs.assigned_partitions()
         if owned:
             self.core.subs.mark_pending_revocation(owned)
@@ -308,11 +290,11 @@ class ConsumerGroupMember:
     # ------------------------------------------------------------ reconciliation
 
     async def _reconcile(self) -> None:
+        member = self.member
         while True:
-            target = self._target
+            target = member.target
             if target is None:
                 return
-            self.state = State.RECONCILING
             meta = self.client.metadata
             names = {tid: meta.topic_name(tid) for tid in target}
             if any(n is None for n in names.values()):
@@ -324,40 +306,38 @@ class ConsumerGroupMember:
                 names = {tid: meta.topic_name(tid) for tid in target}
                 if any(n is None for n in names.values()):
                     await asyncio.sleep(self._backoff.delay_s(2))
-                    if self._target is target:
+                    if member.target is target:
                         continue
                     return
             wanted = {TopicPartition(names[tid], p) for tid, parts in target.items() for p in parts}  # type: ignore[arg-type]
             core = self.core
-            owned = core.subs.assigned_partitions()
-            revoked = owned - wanted
-            added = wanted - owned
-            if revoked:
-                await core.revoke(revoked)
+            plan = member.reconcile(wanted, core.subs.assigned_partitions())
+            if plan.revoked:
+                await core.revoke(set(plan.revoked))
                 self._wake.set()  # tell the broker at once that they are released
-            if added or self._first_reconcile or revoked:
-                self._first_reconcile = False
-                self.client.track_topics({tp.topic for tp in wanted})
-                await core.assign(wanted, added)
+            if plan.assign:
+                self.client.track_topics({tp.topic for tp in plan.wanted})
+                await core.assign(set(plan.wanted), set(plan.added))
                 core.metrics.rebalance.record()
                 core.metrics.last_rebalance = time.monotonic()
-                log.info("group %s: epoch %d, assigned %s", self.group_id, self.member_epoch, sorted(wanted))
-            if self._target is target:
-                self.state = State.STABLE
-                if revoked or added:
+                log.info("group %s: epoch %d, assigned %s", self.group_id, member.member_epoch,
+                         sorted(plan.wanted))
+            if member.reconciled(target):
+                if plan.revoked or plan.added:
                     self._wake.set()  # report the new owned partitions now
                 return
 
     # ------------------------------------------------------------ leaving
 
     async def _send_leave(self) -> None:
-        epoch = STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
-        if self.member_epoch <= 0 and self.state is not State.STABLE:
+        member = self.member
+        if not member.should_send_leave():
             return
+        epoch = member.leave_epoch()
         response = await self._heartbeat(epoch)
-        if response.error_code and response.error_code not in _FENCED:
+        if response.error_code and response.error_code not in (25, 110):
             log.debug("leaving group %s: %s", self.group_id, error_for_code(response.error_code))
-        log.info("group %s: member %s left (epoch %d)", self.group_id, self.member_id, epoch)
+        log.info("group %s: member %s left (epoch %d)", self.group_id, member.member_id, epoch)
 
     async def leave(self, reason: str) -> None:
         """Leave the group (epoch -1; -2 for a static member)."""
@@ -366,6 +346,4 @@ class ConsumerGroupMember:
         try:
             await self._send_leave()
         finally:
-            self.member_epoch = 0
-            self.state = State.UNSUBSCRIBED
-            self._target = None
+            self.member.left()

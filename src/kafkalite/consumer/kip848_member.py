@@ -1,0 +1,229 @@
+"""The KIP-848 group member (``group.protocol=consumer``) as a plain state machine.
+
+:class:`ConsumerMemberState` holds what the member knows — member id and epoch, state,
+the broker's target assignment, what the last heartbeat carried — and decides, for each
+event, what happens next; the asyncio driver
+(:class:`~kafkalite.consumer.group_consumer_protocol.ConsumerGroupMember`) sends the
+ConsumerGroupHeartbeats and runs the listener. It follows Java's
+``ConsumerMembershipManager``:
+
+* heartbeats are incremental: the subscription and the owned partitions are sent only
+  when they changed since the last successful heartbeat; joining (epoch 0), leaving and
+  any error make the next one *full*;
+* a response's assignment is the *target*; reconciling it against what the member owns
+  gives ``revoked`` (auto-commit, ``on_partitions_revoked``, then dropped; the next
+  heartbeat tells the broker, which only then hands them on) and ``added``
+  (``on_partitions_assigned``, called once even with nothing added on the first
+  reconciliation, as Java does);
+* UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH: the partitions are *lost*
+  (``on_partitions_lost``) and the member joins again with epoch 0;
+* fatal codes stop the member; coordinator errors make the driver look it up again;
+* leaving sends epoch -1, or -2 for a static member (which keeps its assignment on the
+  broker for a quick restart).
+
+Example::
+
+    member = ConsumerMemberState(member_id="m")
+    member.start_joining()
+    member.on_heartbeat_response(HeartbeatResult(0, "m", 1, 5000, {topic_id: [0, 1]}))
+    plan = member.reconcile({tp0, tp1}, owned=set())     # plan.added == {tp0, tp1}
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from kafkalite.types import TopicPartition
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_ERRORS = frozenset({14, 15, 16})
+#: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: the member lost its partitions.
+FENCED_ERRORS = frozenset({25, 110})
+#: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_ID_NOT_FOUND,
+#: GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID,
+#: UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION: the member stops.
+FATAL_ERRORS = frozenset({30, 35, 42, 69, 81, 82, 111, 112, 128})
+
+Target = dict[uuid.UUID, list[int]]
+
+
+class State(enum.Enum):
+    UNSUBSCRIBED = "unsubscribed"
+    JOINING = "joining"
+    RECONCILING = "reconciling"
+    STABLE = "stable"
+    FATAL = "fatal"
+
+
+class Next(enum.Enum):
+    OK = "ok"                      # nothing more to do
+    RECONCILE = "reconcile"        # a new target assignment: reconcile it
+    LOST = "lost"                  # fenced: partitions are lost, join again with epoch 0
+    COORDINATOR = "coordinator"    # find the coordinator again
+    FATAL = "fatal"                # stop: raise from every poll()
+    IGNORE = "ignore"              # log and carry on
+
+
+class HeartbeatResult(NamedTuple):
+    error_code: int
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    #: the target assignment by topic id, or None when the response carries none
+    assignment: Target | None = None
+
+
+class HeartbeatFields(NamedTuple):
+    """What the next heartbeat carries: ``full`` adds instance id, rack, rebalance timeout
+    and server assignor; the subscription and owned partitions only when they changed."""
+
+    full: bool
+    subscription: bool
+    owned: bool
+
+
+class Reconciliation(NamedTuple):
+    wanted: frozenset[TopicPartition]
+    revoked: frozenset[TopicPartition]
+    added: frozenset[TopicPartition]
+    #: take the new assignment and call on_partitions_assigned(added)
+    assign: bool
+
+
+class ConsumerMemberState:
+    """One member of a KIP-848 consumer group (see the module doc)."""
+
+    def __init__(self, member_id: str | None = None, instance_id: str | None = None) -> None:
+        self.member_id = member_id or str(uuid.uuid4())
+        self.instance_id = instance_id
+        self.member_epoch = 0
+        self.state = State.UNSUBSCRIBED
+        self.interval_s = 5.0
+        self.target: Target | None = None
+        self.target_changed = False
+        self.first_reconcile = True
+        self.fatal_code: int | None = None
+        self.rejoin_allowed = True
+        self._last_sent: tuple[Any, Any] | None = None
+
+    # ------------------------------------------------------------ queries
+
+    def should_heartbeat(self, subscribed: bool) -> bool:
+        return subscribed and self.rejoin_allowed and self.fatal_code is None
+
+    def can_commit(self) -> bool:
+        return self.member_epoch > 0
+
+    def poll_timed_out(self, since_poll_s: float, max_poll_s: float) -> bool:
+        return self.member_epoch > 0 and since_poll_s > max_poll_s
+
+    # ------------------------------------------------------------ heartbeats
+
+    def start_joining(self) -> None:
+        """Called before each heartbeat: an unsubscribed member joins with epoch 0."""
+        if self.state is State.UNSUBSCRIBED:
+            self.state = State.JOINING
+            self.member_epoch = 0
+            self.first_reconcile = True
+
+    def heartbeat_fields(self, epoch: int, subscription: Any, owned: Any) -> HeartbeatFields:
+        """Which fields the heartbeat with ``epoch`` must carry (KIP-848 incremental)."""
+        last = self._last_sent
+        full = epoch <= 0 or last is None
+        return HeartbeatFields(full, full or last is None or last[0] != subscription,
+                               full or last is None or last[1] != owned)
+
+    def sent(self, error_code: int | None, epoch: int, subscription: Any, owned: Any) -> None:
+        """A heartbeat was answered (``error_code``) or failed (None): what the next one
+        may leave out."""
+        if error_code == 0 and epoch >= 0:
+            self._last_sent = (subscription, owned)
+        else:
+            self._last_sent = None
+
+    def on_heartbeat_response(self, result: HeartbeatResult) -> Next:
+        code = result.error_code
+        if code == 0:
+            if result.member_id:
+                self.member_id = result.member_id
+            if result.heartbeat_interval_ms > 0:
+                self.interval_s = result.heartbeat_interval_ms / 1000.0
+            self.member_epoch = result.member_epoch
+            if self.state is State.JOINING:
+                self.state = State.STABLE
+            if result.assignment is not None and result.assignment != self.target:
+                self.target = result.assignment
+                self.target_changed = True
+                return Next.RECONCILE
+            return Next.OK
+        if code in FENCED_ERRORS:
+            self.fenced()
+            return Next.LOST
+        if code in COORDINATOR_ERRORS:
+            return Next.COORDINATOR
+        if code in FATAL_ERRORS:
+            self.fatal_code = code
+            self.state = State.FATAL
+            return Next.FATAL
+        return Next.IGNORE
+
+    def fenced(self) -> None:
+        """Fenced by the broker: join again from epoch 0 with nothing owned."""
+        self.member_epoch = 0
+        self._last_sent = None
+        self.state = State.JOINING
+        self.target = None
+        self.target_changed = False
+        self.first_reconcile = True
+
+    # ------------------------------------------------------------ reconciliation
+
+    def take_target_change(self) -> bool:
+        """True once after a new target arrived (the driver starts reconciling)."""
+        changed, self.target_changed = self.target_changed, False
+        return changed
+
+    def reconcile(self, wanted: Iterable[TopicPartition], owned: Iterable[TopicPartition]) -> Reconciliation:
+        """Compare the target (resolved to names) with what the member owns."""
+        want = frozenset(wanted)
+        have = frozenset(owned)
+        self.state = State.RECONCILING
+        revoked = have - want
+        added = want - have
+        assign = bool(added or revoked) or self.first_reconcile
+        if assign:
+            self.first_reconcile = False
+        return Reconciliation(want, revoked, added, assign)
+
+    def reconciled(self, target: Target | None) -> bool:
+        """Reconciliation of ``target`` finished; True if it is still the target (STABLE)."""
+        if self.target is target:
+            self.state = State.STABLE
+            return True
+        return False
+
+    # ------------------------------------------------------------ leaving
+
+    def leave_epoch(self) -> int:
+        return STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
+
+    def should_send_leave(self) -> bool:
+        return self.member_epoch > 0 or self.state is State.STABLE
+
+    def left(self) -> None:
+        self.member_epoch = 0
+        self.state = State.UNSUBSCRIBED
+        self.target = None
+
+    def poll_timeout(self) -> None:
+        """max.poll.interval.ms passed: the driver leaves; joining waits for poll()."""
+        self.rejoin_allowed = False
+        self.state = State.UNSUBSCRIBED
+
+    def allow_rejoin(self) -> None:
+        self.rejoin_allowed = True
