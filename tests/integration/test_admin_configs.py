@@ -64,7 +64,10 @@ def test_incremental_alter_set_delete_append_subtract(admin, kafka_broker, topic
     assert "segment.ms" not in seen
     assert set(seen["cleanup.policy"].split(",")) == {"delete", "compact"}
     admin.incremental_alter_configs({res: [AlterConfigOp.subtract("cleanup.policy", "delete")]}).all()
-    assert admin.describe_configs([res])[res].result()["cleanup.policy"].value == "compact"
+    # The controller committed the change; the broker that answers DescribeConfigs
+    # applies it from the metadata log a moment later.
+    wait_until(lambda: admin.describe_configs([res])[res].result()["cleanup.policy"].value == "compact",
+               what="cleanup.policy=compact")
 
 
 def test_alter_errors_are_per_resource(admin, topic_factory) -> None:
