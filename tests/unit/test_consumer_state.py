@@ -342,3 +342,33 @@ def test_truncation_error_names_partition_and_offsets() -> None:
     assert err.divergent_offsets == {A0: OffsetAndMetadata(60, "", 2)} and err.context["offsets"] == {A0: 100}
     assert "a-0" in str(err) and "offset 100" in str(err) and "offset 60" in str(err)
     assert truncation_error(LogTruncation(A0, 100, None), None).divergent_offsets == {}
+
+
+def test_close_outlasts_a_task_that_swallows_one_cancellation() -> None:
+    """Python < 3.12's wait_for() may swallow a cancel that races with its result
+    (gh-86296); close() must still stop such a task instead of hanging until its timeout."""
+    import asyncio
+    import time
+
+    from kafkalite.consumer.core import ConsumerCore
+
+    async def main() -> None:
+        cfg = fe.resolve_settings({"bootstrap.servers": "127.0.0.1:9"}, {})
+        core = ConsumerCore(cfg, asyncio.get_running_loop(), lambda: None, lambda fn, *a: fn(*a))
+        swallowed = []
+
+        async def stubborn() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                swallowed.append(1)  # as if wait_for() had returned a result instead
+            await asyncio.sleep(3600)
+
+        task = asyncio.get_running_loop().create_task(stubborn())
+        core._tasks.append(task)
+        await asyncio.sleep(0)
+        started = time.monotonic()
+        await core.close(5.0, commit=False)
+        assert time.monotonic() - started < 2.0 and task.done() and swallowed == [1]
+
+    asyncio.run(main())

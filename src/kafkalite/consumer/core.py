@@ -203,13 +203,17 @@ class ConsumerCore:
             if self.group is not None:
                 self.group.stop()
             self.fetcher.close()
-            for task in self._tasks:
-                task.cancel()
             while self.app_calls:
                 call = self.app_calls.popleft()
                 if call.future is not None and not call.future.done():
                     call.future.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            # Python < 3.12's wait_for() can swallow a cancellation that races with its
+            # result (gh-86296): a task may survive one cancel(), so cancel until done.
+            pending = {t for t in self._tasks if not t.done()}
+            while pending:
+                for task in pending:
+                    task.cancel()
+                _, pending = await asyncio.wait(pending, timeout=0.1)
             await self.client.close()
 
     # ------------------------------------------------------------ application calls
@@ -398,7 +402,7 @@ class ConsumerCore:
     async def _positions_loop(self) -> None:
         backoff = self.cfg["retry.backoff.ms"] / 1000.0
         attempt = 0
-        while True:
+        while not self.closed:
             retry = self.validator.next_retry()
             try:
                 await asyncio.wait_for(self._positions_wake.wait(), retry)
