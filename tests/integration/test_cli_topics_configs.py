@@ -39,7 +39,8 @@ def test_topics_lifecycle(kafka_broker) -> None:
     assert info["partition_count"] == 4 and info["configs"] == {"retention.ms": "120000"}
     assert [p["leader"] for p in info["partitions"]] == [1, 1, 1, 1]
     text = kafkalite("topics", "--bootstrap-server", b, "--describe", "--topic", a).stdout
-    assert f"Topic: {a}\t" in text and "PartitionCount: 4" in text and "Configs: retention.ms=120000" in text
+    assert f"Topic: {a}\t" in text and "PartitionCount: 4" in text
+    assert "retention.ms=120000" in text.splitlines()[0].split("\tConfigs: ")[1].split(",")
     # A healthy single broker has no under-replicated or unavailable partitions.
     for flag in ("--under-replicated-partitions", "--unavailable-partitions"):
         filtered = kafkalite("topics", "--bootstrap-server", b, "--describe", "--topic", a, flag)
@@ -88,3 +89,37 @@ def test_configs_describe_set_delete(kafka_broker, topic_factory) -> None:
         assert "log.cleaner.threads=2" in java
     finally:
         assert kafkalite(*broker, "--alter", "--delete-config", "log.cleaner.threads").returncode == 0
+
+
+def test_describe_prints_what_kafka_topics_prints(kafka_broker) -> None:
+    """Line for line kafka-topics --describe of Kafka 4: base64 topic id, the configs
+    that are not defaults (broker order), Elr / LastKnownElr from DescribeTopicPartitions."""
+    b = kafka_broker.bootstrap
+    prefix = unique_topic_name("cli-describe")
+    names = [f"{prefix}-b", f"{prefix}-a"]
+    for name, parts in zip(names, ("3", "2")):
+        done = kafkalite("topics", "--bootstrap-server", b, "--create", "--topic", name, "--partitions", parts,
+                         "--config", "retention.ms=120000", "--config", "cleanup.policy=compact")
+        assert done.returncode == 0, done.stderr
+    java = tool(kafka_broker, "kafka-topics", "--describe", "--topic", f"{prefix}.*")
+    ours = kafkalite("topics", "--bootstrap-server", b, "--describe", "--topic", f"{prefix}.*")
+    assert ours.returncode == 0, ours.stderr
+    # kafka-topics prints the topics in no particular order; we sort them by name.
+    assert ours.stdout.splitlines() == sorted(java.splitlines(), key=lambda line: (
+        line.split("Topic: ")[1].split("\t")[0], line.startswith("\t")))
+    assert ours.stdout.splitlines()[0].startswith(f"Topic: {prefix}-a\tTopicId: ")
+    assert ours.stdout.count("\tElr: \tLastKnownElr: ") == 5
+    # Paged through DescribeTopicPartitions one partition per response: the same answer.
+    paged = kafkalite("topics", "--bootstrap-server", b, "--describe", "--topic", f"{prefix}.*",
+                      "--partition-size-limit-per-response", "1")
+    assert paged.stdout == ours.stdout
+    described = json.loads(kafkalite("topics", "--bootstrap-server", b, "--describe", "--topic", names[0],
+                                     "--json").stdout)
+    assert [(p["partition"], p["elr"], p["last_known_elr"]) for p in described[0]["partitions"]] == [
+        (0, [], []), (1, [], []), (2, [], [])]
+    overrides = kafkalite("topics", "--bootstrap-server", b, "--describe", "--topic", f"{prefix}.*",
+                          "--topics-with-overrides")
+    assert overrides.stdout.splitlines() == sorted(line for line in java.splitlines() if line.startswith("Topic:"))
+    bad = kafkalite("topics", "--bootstrap-server", b, "--describe", "--topic", names[0],
+                    "--partition-size-limit-per-response", "0")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "at least 1" in bad.stderr

@@ -159,11 +159,29 @@ class AdminClient:
         topics: Iterable[str],
         *,
         include_authorized_operations: bool = False,
+        use_describe_topic_partitions: bool = False,
+        partition_size_limit_per_response: int | None = None,
         timeout: float | None = None,
     ) -> AdminResult[str, TopicDescription]:
+        """Partitions, leaders, replicas and ISR of each topic (``{name: TopicDescription}``).
+
+        By default one Metadata request. ``use_describe_topic_partitions=True`` asks
+        with DescribeTopicPartitions (Kafka 3.8+, KIP-966) instead, which also reports
+        each partition's eligible leader replicas (``elr``, ``last_known_elr``) and
+        pages through big topics ``partition_size_limit_per_response`` partitions at a
+        time (default 2000, as kafka-topics); a broker without it is asked with
+        Metadata (``elr`` stays None), like Java's admin client.
+
+        Example::
+
+            d = admin.describe_topics(["orders"], use_describe_topic_partitions=True)["orders"].result()
+            [(p.partition, p.isr, p.elr) for p in d.partitions]
+        """
         return self._call(
             self._aio.describe_topics(
-                topics, include_authorized_operations=include_authorized_operations, timeout=timeout
+                topics, include_authorized_operations=include_authorized_operations,
+                use_describe_topic_partitions=use_describe_topic_partitions,
+                partition_size_limit_per_response=partition_size_limit_per_response, timeout=timeout,
             ),
             timeout,
             "describe_topics",

@@ -127,10 +127,14 @@ class AsyncAdminClient:
         return await topic_calls.list_topics(self._core, list_internal=list_internal, timeout=timeout)
 
     async def describe_topics(self, topics: Iterable[str], *, include_authorized_operations: bool = False,
+                              use_describe_topic_partitions: bool = False,
+                              partition_size_limit_per_response: int | None = None,
                               timeout: float | None = None) -> AdminResult[str, TopicDescription]:
-        return await topic_calls.describe_topics(self._core, topics,
-                                                 include_authorized_operations=include_authorized_operations,
-                                                 timeout=timeout)
+        """Describe topics (see :meth:`AdminClient.describe_topics`)."""
+        return await topic_calls.describe_topics(
+            self._core, topics, include_authorized_operations=include_authorized_operations,
+            use_describe_topic_partitions=use_describe_topic_partitions,
+            partition_size_limit_per_response=partition_size_limit_per_response, timeout=timeout)
 
     async def create_partitions(self, new_partitions: Mapping[str, NewPartitions | int], *,
                                 validate_only: bool = False,

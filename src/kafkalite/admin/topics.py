@@ -1,7 +1,8 @@
 """Topic calls: create, delete (by name or id), list, describe, create_partitions.
 
 Creation, deletion and partition growth go to the controller (on KRaft: any broker,
-which forwards); list and describe read Metadata from any broker. Each function takes
+which forwards); list and describe read Metadata from any broker (describe, asked
+for, uses DescribeTopicPartitions, which adds eligible leader replicas, KIP-966). Each function takes
 the :class:`~kafkalite.admin.core.AdminCore` and returns per-topic results.
 """
 
@@ -39,6 +40,11 @@ from kafkalite.protocol.messages.create_topics import (
 from kafkalite.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsRequestDeleteTopicState,
+)
+from kafkalite.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsRequestCursor,
+    DescribeTopicPartitionsRequestTopicRequest,
 )
 from kafkalite.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from kafkalite.protocol.primitives import ZERO_UUID
@@ -163,10 +169,26 @@ async def list_topics(core: AdminCore, *, list_internal: bool = False,
 
 
 async def describe_topics(core: AdminCore, topics: Iterable[str], *, include_authorized_operations: bool = False,
+                          use_describe_topic_partitions: bool = False,
+                          partition_size_limit_per_response: int | None = None,
                           timeout: float | None = None) -> AdminResult[str, TopicDescription]:
+    """Describe topics by name, with Metadata or (asked for) DescribeTopicPartitions.
+
+    DescribeTopicPartitions (KIP-966, Kafka 3.8+) also reports eligible leader replicas
+    and pages through many partitions with a cursor; a broker without it is asked with
+    Metadata instead, as Java's admin client falls back.
+    """
     names = list(dict.fromkeys(topics))
+    limit = 2000 if partition_size_limit_per_response is None else int(partition_size_limit_per_response)
+    if limit < 1:
+        raise ConfigError(f"partition_size_limit_per_response must be at least 1, got {limit}")
 
     async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome]:
+        if use_describe_topic_partitions:
+            conn = await core.client.connection(node)
+            if conn.versions is None or conn.versions.supports(DescribeTopicPartitionsRequest):
+                return await _describe_topic_partitions(core, node, items, deadline, limit,
+                                                        include_authorized_operations)
         response = await _metadata(core, node, deadline, items, include_authorized_operations)
         out: dict[str, Outcome] = {}
         for t in response.topics:
@@ -192,6 +214,46 @@ async def describe_topics(core: AdminCore, topics: Iterable[str], *, include_aut
 
     return await core.run_batch("describe_topics", names, core.route_any, send, timeout,
                                 resource_of=_topic_resource)
+
+
+async def _describe_topic_partitions(core: AdminCore, node: int, items: list[str], deadline: float, limit: int,
+                                     authorized_operations: bool) -> dict[str, Outcome]:
+    """DescribeTopicPartitions, following ``next_cursor`` until every partition is in."""
+    out: dict[str, Outcome] = {}
+    found: dict[str, tuple[Any, list[TopicPartitionInfo]]] = {}
+    cursor: DescribeTopicPartitionsRequestCursor | None = None
+    while True:
+        request = DescribeTopicPartitionsRequest(
+            topics=[DescribeTopicPartitionsRequestTopicRequest(name=n) for n in items],
+            response_partition_limit=limit, cursor=cursor)
+        response, _ = await core.send(node, request, deadline)
+        for t in response.topics:
+            if t.name not in items:
+                continue
+            outcome = outcome_for(t.error_code, f"cannot describe topic {t.name!r}", topic=t.name)
+            if outcome is not None:
+                out[t.name] = outcome
+                continue
+            _topic, parts = found.setdefault(t.name, (t, []))
+            parts.extend(
+                TopicPartitionInfo(
+                    p.partition_index, p.leader_id if p.leader_id >= 0 else None, list(p.replica_nodes),
+                    list(p.isr_nodes), list(p.offline_replicas or []), p.leader_epoch,
+                    None if p.eligible_leader_replicas is None else list(p.eligible_leader_replicas),
+                    None if p.last_known_elr is None else list(p.last_known_elr),
+                )
+                for p in t.partitions)
+        next_cursor = response.next_cursor
+        if next_cursor is None:
+            break
+        cursor = DescribeTopicPartitionsRequestCursor(topic_name=next_cursor.topic_name,
+                                                      partition_index=next_cursor.partition_index)
+    for name, (t, parts) in found.items():
+        out[name] = TopicDescription(
+            name, t.topic_id or ZERO_UUID, t.is_internal, sorted(parts, key=lambda p: p.partition),
+            decode_authorized_operations(t.topic_authorized_operations) if authorized_operations else None,
+        )
+    return out
 
 
 async def create_partitions(core: AdminCore, new_partitions: Mapping[str, NewPartitions | int], *,

@@ -107,6 +107,12 @@ class TopicPartitionInfo:
     isr: list[int]
     offline_replicas: list[int] = field(default_factory=list)
     leader_epoch: int = -1
+    #: Eligible leader replicas (KIP-966): replicas outside the ISR that may still
+    #: become leader without data loss. None when unknown (described through the
+    #: Metadata request, or a broker before DescribeTopicPartitions).
+    elr: list[int] | None = None
+    #: The ELR members last known before the partition went leaderless (KIP-966).
+    last_known_elr: list[int] | None = None
 
     @property
     def under_replicated(self) -> bool:

@@ -3,8 +3,16 @@
 Options follow ``kafka-topics``: ``--list``, ``--describe``, ``--create``, ``--alter``,
 ``--delete``, ``--topic`` (a regular expression except with --create), ``--partitions``,
 ``--replication-factor``, ``--config``, ``--replica-assignment``,
-``--under-replicated-partitions``, ``--unavailable-partitions``, ``--if-exists``,
-``--if-not-exists``, ``--exclude-internal``.
+``--under-replicated-partitions``, ``--unavailable-partitions``,
+``--under-min-isr-partitions``, ``--at-min-isr-partitions``, ``--topics-with-overrides``,
+``--partition-size-limit-per-response``, ``--if-exists``, ``--if-not-exists``,
+``--exclude-internal``.
+
+``--describe`` prints what ``kafka-topics --describe`` prints on Kafka 4: the topic id
+in Kafka's base64 form, the configs that are not defaults, and per partition the
+leader, replicas, ISR, a reassignment's adding/removing replicas and the eligible
+leader replicas (``Elr`` / ``LastKnownElr``, KIP-966; ``N/A`` from brokers before
+DescribeTopicPartitions).
 """
 
 from __future__ import annotations
@@ -45,6 +53,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="describe: only partitions whose ISR is smaller than the replica list")
     p.add_argument("--unavailable-partitions", action="store_true",
                    help="describe: only partitions without a live leader")
+    p.add_argument("--under-min-isr-partitions", action="store_true",
+                   help="describe: only partitions whose ISR is smaller than min.insync.replicas")
+    p.add_argument("--at-min-isr-partitions", action="store_true",
+                   help="describe: only partitions whose ISR size equals min.insync.replicas")
+    p.add_argument("--topics-with-overrides", action="store_true",
+                   help="describe: only topics with overridden configs (topic lines only)")
+    p.add_argument("--partition-size-limit-per-response", type=int, metavar="N",
+                   help="describe: partitions per DescribeTopicPartitions response (default 2000)")
     p.set_defaults(handler=run)
 
 
@@ -94,58 +110,151 @@ def _list(admin: Any, args: argparse.Namespace) -> int | None:
     return None
 
 
+def kafka_uuid(value: Any) -> str:
+    """A topic id as Kafka's tools print it: URL-safe base64 without padding (Uuid.toString)."""
+    import base64
+    import uuid
+
+    raw = value.bytes if isinstance(value, uuid.UUID) else bytes(value)
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _ids(nodes: Any) -> str:
+    return ",".join(str(n) for n in nodes)
+
+
+class _Partition:
+    """One partition line of ``--describe``, with kafka-topics' filters (TopicCommand.PartitionDescription)."""
+
+    def __init__(self, topic: str, info: Any, min_isr: int, reassignment: Any) -> None:
+        self.topic, self.info, self.min_isr, self.reassignment = topic, info, min_isr, reassignment
+
+    @property
+    def replication_factor(self) -> int:
+        # A reassignment's adding replicas are not part of the topic's replication factor yet.
+        adding = self.reassignment.adding_replicas if self.reassignment is not None else []
+        return len(self.info.replicas) - len(adding)
+
+    def under_replicated(self) -> bool:
+        return self.replication_factor - len(self.info.isr) > 0
+
+    def under_min_isr(self) -> bool:
+        return self.info.leader is None or len(self.info.isr) < self.min_isr
+
+    def at_min_isr(self) -> bool:
+        return len(self.info.isr) == self.min_isr
+
+    def unavailable(self, live: set[int]) -> bool:
+        return self.info.leader is None or self.info.leader not in live
+
+    def text(self) -> str:
+        p = self.info
+        line = (f"\tTopic: {self.topic}\tPartition: {p.partition}\tLeader: {'none' if p.leader is None else p.leader}"
+                f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}")
+        if self.reassignment is not None:
+            line += (f"\tAdding Replicas: {_ids(self.reassignment.adding_replicas)}"
+                     f"\tRemoving Replicas: {_ids(self.reassignment.removing_replicas)}")
+        # KIP-966: eligible leader replicas; N/A when the broker did not report them
+        # (no DescribeTopicPartitions), as kafka-topics prints it.
+        line += f"\tElr: {'N/A' if p.elr is None else _ids(p.elr)}"
+        line += f"\tLastKnownElr: {'N/A' if p.last_known_elr is None else _ids(p.last_known_elr)}"
+        return line
+
+
 def _describe(admin: Any, args: argparse.Namespace) -> int | None:
     from kafkalite.admin.types import ConfigResource
+    from kafkalite.errors import ClusterAuthorizationError, UnsupportedVersionError
+    from kafkalite.types import TopicPartition
 
-    names = _matching(admin, args)
+    if args.partition_size_limit_per_response is not None and args.partition_size_limit_per_response < 1:
+        raise UsageError(f"--partition-size-limit-per-response must be at least 1, "
+                         f"got {args.partition_size_limit_per_response}")
+    names = sorted(_matching(admin, args))
     missing = _missing(args, names)
     if missing is not None:
         return missing
-    described = admin.describe_topics(names, timeout=args.timeout)
+    # DescribeTopicPartitions (KIP-966) like kafka-topics on Kafka 3.8+: it adds the
+    # eligible leader replicas; brokers without it are asked with Metadata.
+    described = admin.describe_topics(names, use_describe_topic_partitions=True,
+                                      partition_size_limit_per_response=args.partition_size_limit_per_response,
+                                      timeout=args.timeout)
     resources = {n: ConfigResource("topic", n) for n in names}
     configs = admin.describe_configs(list(resources.values()), timeout=args.timeout)
-    filtering = args.under_replicated_partitions or args.unavailable_partitions
+    found = [described[n].value for n in names if described[n].ok]
+    reassignments: dict[Any, Any] = {}
+    if found:
+        try:
+            reassignments = admin.list_partition_reassignments(
+                [TopicPartition(d.name, p.partition) for d in found for p in d.partitions], timeout=args.timeout)
+        except (UnsupportedVersionError, ClusterAuthorizationError):
+            reassignments = {}  # like kafka-topics: without the right (or the API) none are shown
+    live: set[int] = set()
+    if args.unavailable_partitions:
+        live = {n.id for n in admin.describe_cluster(timeout=args.timeout).nodes}
+    partition_filter = (args.under_replicated_partitions or args.under_min_isr_partitions
+                        or args.at_min_isr_partitions or args.unavailable_partitions)
     out = []
-    for name in names:
-        item = described[name]
-        if not item.ok:
+    for d in found:
+        cfg = configs[resources[d.name]]
+        entries = cfg.value if cfg.ok and cfg.value else {}
+        # kafka-topics shows every config that is not the built-in default (topic
+        # overrides and broker-level settings), in the broker's order.
+        shown = {k: e.value for k, e in entries.items() if not e.is_default}
+        min_isr_entry = entries.get("min.insync.replicas")
+        min_isr = int(min_isr_entry.value) if min_isr_entry is not None and min_isr_entry.value else 1
+        parts = [_Partition(d.name, p, min_isr, reassignments.get(TopicPartition(d.name, p.partition)))
+                 for p in d.partitions]
+        if partition_filter:
+            parts = [p for p in parts
+                     if (args.under_replicated_partitions and p.under_replicated())
+                     or (args.under_min_isr_partitions and p.under_min_isr())
+                     or (args.at_min_isr_partitions and p.at_min_isr())
+                     or (args.unavailable_partitions and p.unavailable(live))]
+        overrides = {k: e.value for k, e in entries.items() if e.source.name == "DYNAMIC_TOPIC_CONFIG"}
+        if args.topics_with_overrides and not overrides:
             continue
-        d = item.value
-        parts = [p for p in d.partitions
-                 if not filtering
-                 or (args.under_replicated_partitions and p.under_replicated)
-                 or (args.unavailable_partitions and p.leader is None)]
-        cfg = configs[resources[name]]
-        dynamic = {k: e.value for k, e in (cfg.value or {}).items()
-                   if cfg.ok and not e.is_default and e.source.name == "DYNAMIC_TOPIC_CONFIG"}
-        out.append((d, parts, dynamic))
+        out.append((d, parts, shown, overrides))
     if args.json:
         emit_json([{
             "topic": d.name, "topic_id": str(d.topic_id), "internal": d.is_internal,
             "partition_count": len(d.partitions),
-            "replication_factor": len(d.partitions[0].replicas) if d.partitions else 0,
-            "configs": dynamic,
-            "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": p.replicas, "isr": p.isr,
-                            "offline_replicas": p.offline_replicas} for p in parts],
-        } for d, parts, dynamic in out])
+            "replication_factor": parts_rf(d, reassignments),
+            "configs": overrides,
+            "partitions": [{"partition": p.info.partition, "leader": p.info.leader, "replicas": p.info.replicas,
+                            "isr": p.info.isr, "elr": p.info.elr, "last_known_elr": p.info.last_known_elr,
+                            "offline_replicas": p.info.offline_replicas,
+                            "adding_replicas": None if p.reassignment is None else p.reassignment.adding_replicas,
+                            "removing_replicas": None if p.reassignment is None else p.reassignment.removing_replicas}
+                           for p in parts],
+        } for d, parts, _shown, overrides in out])
     else:
-        for d, parts, dynamic in out:
-            if filtering and not parts:
-                continue
-            if not filtering:
-                rf = len(d.partitions[0].replicas) if d.partitions else 0
-                conf = ",".join(f"{k}={v}" for k, v in sorted(dynamic.items()))
-                print(f"Topic: {d.name}\tTopicId: {d.topic_id}\tPartitionCount: {len(d.partitions)}\t"
-                      f"ReplicationFactor: {rf}\tConfigs: {conf}")
+        for d, parts, shown, _overrides in out:
+            if not partition_filter:
+                from kafkalite.protocol.primitives import ZERO_UUID
+
+                head = f"Topic: {d.name}"
+                if d.topic_id != ZERO_UUID:
+                    head += f"\tTopicId: {kafka_uuid(d.topic_id)}"
+                conf = ",".join(f"{k}={v}" for k, v in shown.items())
+                print(f"{head}\tPartitionCount: {len(d.partitions)}\tReplicationFactor: "
+                      f"{parts_rf(d, reassignments)}\tConfigs: {conf}")
+            if args.topics_with_overrides:
+                continue  # kafka-topics: only the topic lines
             for p in parts:
-                leader = "none" if p.leader is None else p.leader
-                line = (f"\tTopic: {d.name}\tPartition: {p.partition}\tLeader: {leader}\t"
-                        f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
-                if p.offline_replicas:
-                    line += f"\tOffline: {','.join(map(str, p.offline_replicas))}"
-                print(line)
+                print(p.text())
     report_failures(described.errors)
     return None
+
+
+def parts_rf(d: Any, reassignments: dict[Any, Any]) -> int:
+    """The topic's replication factor: its first partition's replicas less those being added."""
+    from kafkalite.types import TopicPartition
+
+    if not d.partitions:
+        return 0
+    first = d.partitions[0]
+    r = reassignments.get(TopicPartition(d.name, first.partition))
+    return len(first.replicas) - (len(r.adding_replicas) if r is not None else 0)
 
 
 def _assignment(text: str) -> dict[int, list[int]]:
