@@ -17,7 +17,8 @@ if os.environ.get("KAFKALITE_NO_EXTENSIONS", "") not in ("1", "true", "yes"):
     ext_modules.append(
         Extension(
             "kafkalite._speedups",
-            sources=["src/kafkalite/_speedups.c", "src/kafkalite/_speedups_decode.c"],
+            sources=["src/kafkalite/_speedups.c", "src/kafkalite/_speedups_decode.c",
+                     "src/kafkalite/_speedups_produce.c"],
             depends=["src/kafkalite/_speedups.h"],
             extra_compile_args=extra_compile_args,
             optional=True,

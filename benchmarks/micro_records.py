@@ -21,17 +21,21 @@ from collections.abc import Callable
 
 from kafkalite.protocol import record_builder, records
 from kafkalite.protocol.record_codec import c_impl, python_impl
-from kafkalite.protocol.records import RecordBatchBuilder, iter_batches
+from kafkalite.protocol.records import iter_batches
 
 VALUE = os.urandom(50) * 2  # 100 bytes, half-compressible like typical payloads
 KEYS = [b"key-%06d" % i for i in range(1000)]
 HEADERS = [("trace-id", b"0123456789abcdef")]
 
 
+RecordBatchBuilder = record_builder.RecordBatchBuilder
+
+
 def use(impl) -> None:
+    global RecordBatchBuilder
     records.decode_records = impl.decode_records
     records.decode_records_columnar = impl.decode_records_columnar
-    record_builder.encode_record_into = impl.encode_record_into
+    RecordBatchBuilder = record_builder.builder_class(impl.BuilderBase)
 
 
 def rate(fn: Callable[[], int], seconds: float) -> float:

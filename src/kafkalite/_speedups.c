@@ -98,14 +98,6 @@ py_decode_varlong(PyObject *self, PyObject *args)
 
 /* ------------------------------------------------------------------ encoding */
 
-/* A bytes-like field: None (null) or a buffer. */
-typedef struct {
-    const char *ptr;
-    Py_ssize_t len; /* -1 = null */
-    Py_buffer view;
-    int held;
-} field_t;
-
 static int
 get_field(PyObject *obj, field_t *f)
 {
@@ -172,17 +164,8 @@ put_field(uint8_t *p, const field_t *f)
     return p + f->len;
 }
 
-typedef struct {
-    int64_t offset_delta, timestamp_delta;
-    field_t key, value;
-    field_t *hdrs; /* 2 per header: key, value */
-    Py_ssize_t nhdrs;
-    field_t small[16];
-    PyObject *seq; /* PySequence_Fast of the headers */
-} record_args_t;
-
-static void
-release_args(record_args_t *a)
+void
+kl_release_args(record_args_t *a)
 {
     release_field(&a->key);
     release_field(&a->value);
@@ -199,15 +182,32 @@ release_args(record_args_t *a)
 static Py_ssize_t
 parse_record_args(PyObject *const *args, record_args_t *a)
 {
+    int64_t od = 0, td = 0;
+    a->key.held = a->value.held = 0;
+    a->hdrs = NULL;
+    a->nhdrs = 0;
+    a->seq = NULL;
+    if (as_int64(args[0], "varint (int32)", INT32_MIN, INT32_MAX, &od) < 0 ||
+        as_int64(args[1], "varlong (int64)", INT64_MIN, INT64_MAX, &td) < 0)
+        return -1;
+    return kl_parse_record(od, td, args[2], args[3], args[4], a);
+}
+
+/* The record (key, value, headers objects) as fields; returns the body size, -1 on error.
+ * kl_release_args must be called afterwards either way. */
+Py_ssize_t
+kl_parse_record(int64_t offset_delta, int64_t timestamp_delta, PyObject *key, PyObject *value,
+                PyObject *headers, record_args_t *a)
+{
     /* Initialise only what release_args reads (the struct is large; this is per record). */
     a->key.held = a->value.held = 0;
     a->key.len = a->value.len = -1;
     a->hdrs = NULL;
     a->nhdrs = 0;
     a->seq = NULL;
-    if (as_int64(args[0], "varint (int32)", INT32_MIN, INT32_MAX, &a->offset_delta) < 0 ||
-        as_int64(args[1], "varlong (int64)", INT64_MIN, INT64_MAX, &a->timestamp_delta) < 0 ||
-        get_field(args[2], &a->key) < 0 || get_field(args[3], &a->value) < 0)
+    a->offset_delta = offset_delta;
+    a->timestamp_delta = timestamp_delta;
+    if (get_field(key, &a->key) < 0 || get_field(value, &a->value) < 0)
         return -1;
     if ((a->key.len > INT32_MAX) || (a->value.len > INT32_MAX)) {
         PyErr_SetString(PyExc_ValueError, "key or value longer than 2 GiB");
@@ -216,7 +216,6 @@ parse_record_args(PyObject *const *args, record_args_t *a)
     Py_ssize_t body = 1 + uvarint_size(zigzag64(a->timestamp_delta)) +
                       uvarint_size(zigzag32((int32_t)a->offset_delta)) + field_size(&a->key) +
                       field_size(&a->value);
-    PyObject *headers = args[4];
     Py_ssize_t n = 0;
     if (headers != Py_None) {
         a->seq = PySequence_Fast(headers, "headers must be a sequence of (key, value) pairs");
@@ -246,6 +245,7 @@ parse_record_args(PyObject *const *args, record_args_t *a)
             return -1;
         }
         a->nhdrs = i + 1; /* so release_args releases what was acquired */
+        a->hdrs[2 * i].held = a->hdrs[2 * i + 1].held = 0; /* both are released on error */
         a->hdrs[2 * i + 1].len = -1;
         if (get_header_key(hk, &a->hdrs[2 * i]) < 0 || get_field(hv, &a->hdrs[2 * i + 1]) < 0)
             return -1;
@@ -254,8 +254,8 @@ parse_record_args(PyObject *const *args, record_args_t *a)
     return body;
 }
 
-static uint8_t *
-write_record(uint8_t *p, const record_args_t *a, Py_ssize_t body)
+uint8_t *
+kl_write_record(uint8_t *p, const record_args_t *a, Py_ssize_t body)
 {
     p = put_uvarint(p, zigzag32((int32_t)body));
     *p++ = 0; /* attributes: unused in v2 records */
@@ -273,8 +273,8 @@ write_record(uint8_t *p, const record_args_t *a, Py_ssize_t body)
  * CPython grows bytearrays by only 1/8 per resize (so a batch built one record at a
  * time is copied ~8 times over); growing to 1.5x and shrinking back keeps the
  * capacity, because a shrink to at least half the allocation does not reallocate. */
-static int
-grow_bytearray(PyObject *buf, Py_ssize_t size)
+int
+kl_grow_bytearray(PyObject *buf, Py_ssize_t size)
 {
     Py_ssize_t alloc = ((PyByteArrayObject *)buf)->ob_alloc;
     if (size >= alloc) {
@@ -307,13 +307,13 @@ py_encode_record_into(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         } else {
             Py_ssize_t total = uvarint_size(zigzag32((int32_t)body)) + body;
             Py_ssize_t old = PyByteArray_GET_SIZE(buf);
-            if (grow_bytearray(buf, old + total) == 0) {
-                write_record((uint8_t *)PyByteArray_AS_STRING(buf) + old, &a, body);
+            if (kl_grow_bytearray(buf, old + total) == 0) {
+                kl_write_record((uint8_t *)PyByteArray_AS_STRING(buf) + old, &a, body);
                 result = PyLong_FromSsize_t(total);
             }
         }
     }
-    release_args(&a);
+    kl_release_args(&a);
     return result;
 }
 
@@ -327,7 +327,7 @@ py_record_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     record_args_t a;
     Py_ssize_t body = parse_record_args(args, &a);
-    release_args(&a);
+    kl_release_args(&a);
     if (body < 0)
         return NULL;
     return PyLong_FromSsize_t(uvarint_size(zigzag64(body)) + body);
@@ -342,35 +342,7 @@ py_murmur2(PyObject *self, PyObject *arg)
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    const uint8_t *d = view.buf;
-    uint32_t length = (uint32_t)view.len;
-    const uint32_t m = 0x5bd1e995;
-    uint32_t h = 0x9747b28cu ^ length;
-    uint32_t nwords = length / 4;
-    for (uint32_t i = 0; i < nwords; i++) {
-        const uint8_t *p = d + 4 * i;
-        uint32_t k = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-        k *= m;
-        k ^= k >> 24;
-        k *= m;
-        h *= m;
-        h ^= k;
-    }
-    const uint8_t *tail = d + (length & ~3u);
-    switch (length & 3) {
-    case 3:
-        h ^= (uint32_t)tail[2] << 16;
-        /* fall through */
-    case 2:
-        h ^= (uint32_t)tail[1] << 8;
-        /* fall through */
-    case 1:
-        h ^= tail[0];
-        h *= m;
-    }
-    h ^= h >> 13;
-    h *= m;
-    h ^= h >> 15;
+    uint32_t h = kl_murmur2(view.buf, view.len);
     PyBuffer_Release(&view);
     return PyLong_FromLong((long)(int32_t)h);
 }
@@ -420,5 +392,8 @@ PyInit__speedups(void)
     Py_DECREF(array_mod);
     if (!ArrayType)
         return NULL;
-    return PyModule_Create(&moduledef);
+    PyObject *module = PyModule_Create(&moduledef);
+    if (module && kl_produce_init(module) < 0)
+        Py_CLEAR(module);
+    return module;
 }

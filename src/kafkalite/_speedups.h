@@ -22,6 +22,42 @@ void kl_corrupt(const char *what);
 PyObject *kl_decode_records(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *kl_decode_records_columnar(PyObject *self, PyObject *args, PyObject *kwargs);
 
+/* ------------------------------------------------------------------ encoding (_speedups.c) */
+
+/* A bytes-like field: None (null) or a buffer. */
+typedef struct {
+    const char *ptr;
+    Py_ssize_t len; /* -1 = null */
+    Py_buffer view;
+    int held;
+} field_t;
+
+/* One record's fields while it is encoded. */
+typedef struct {
+    int64_t offset_delta, timestamp_delta;
+    field_t key, value;
+    field_t *hdrs; /* 2 per header: key, value */
+    Py_ssize_t nhdrs;
+    field_t small[16];
+    PyObject *seq; /* PySequence_Fast of the headers */
+} record_args_t;
+
+/* Fill `a` from key, value, headers (None or a sequence of pairs); returns the record
+ * body size (everything after the length varint), or -1 with an exception set.
+ * kl_release_args(a) must follow either way. */
+Py_ssize_t kl_parse_record(int64_t offset_delta, int64_t timestamp_delta, PyObject *key, PyObject *value,
+                           PyObject *headers, record_args_t *a);
+void kl_release_args(record_args_t *a);
+/* Write the record (length varint + body) at p; returns the end. */
+uint8_t *kl_write_record(uint8_t *p, const record_args_t *a, Py_ssize_t body);
+/* Resize a bytearray, over-allocating by half when it grows. */
+int kl_grow_bytearray(PyObject *buf, Py_ssize_t size);
+
+/* ------------------------------------------------------------------ producer (_speedups_produce.c) */
+
+/* Adds the producer's types to the module; 0 or -1. */
+int kl_produce_init(PyObject *module);
+
 /* ------------------------------------------------------------------ varints */
 
 static inline int
@@ -121,5 +157,40 @@ read_varlong(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
     return 0;
 }
 
+/* Kafka's Utils.murmur2 (seed 0x9747b28c); callers cast to int32 for the signed value. */
+static inline uint32_t
+kl_murmur2(const void *data, Py_ssize_t len)
+{
+    const uint8_t *d = data;
+    uint32_t length = (uint32_t)len;
+    const uint32_t m = 0x5bd1e995;
+    uint32_t h = 0x9747b28cu ^ length;
+    uint32_t nwords = length / 4;
+    for (uint32_t i = 0; i < nwords; i++) {
+        const uint8_t *p = d + 4 * i;
+        uint32_t k = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    const uint8_t *tail = d + (length & ~3u);
+    switch (length & 3) {
+    case 3:
+        h ^= (uint32_t)tail[2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)tail[1] << 8;
+        /* fall through */
+    case 1:
+        h ^= tail[0];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return h;
+}
 
 #endif

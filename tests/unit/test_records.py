@@ -32,7 +32,10 @@ def impl(request, monkeypatch):
     mod = python_impl if request.param == "python" else c_impl
     monkeypatch.setattr(records, "decode_records", mod.decode_records)
     monkeypatch.setattr(records, "decode_records_columnar", mod.decode_records_columnar)
-    monkeypatch.setattr(record_builder, "encode_record_into", mod.encode_record_into)
+    builder = record_builder.builder_class(mod.BuilderBase)
+    monkeypatch.setattr(record_builder, "RecordBatchBuilder", builder)
+    monkeypatch.setattr(records, "RecordBatchBuilder", builder)
+    monkeypatch.setitem(globals(), "RecordBatchBuilder", builder)
     return request.param
 
 

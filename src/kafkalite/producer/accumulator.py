@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kafkalite.producer.append_kernel import BatchBase, FastLock, QueueBase, TopicBase
 from kafkalite.producer.futures import DoneSignal, RecordFuture, resolve
 from kafkalite.producer.partitioner import StickyPartitioner
 from kafkalite.protocol.record_builder import RecordBatchBuilder, rewrite_producer_state
@@ -46,29 +47,30 @@ _RATIO_WORSE_STEP = 0.05
 _RATIO_BETTER_STEP = 0.005
 
 
-class ProducerBatch:
+class ProducerBatch(BatchBase):
     """One batch for one partition: the builder, its records' callbacks and its outcome."""
 
+    # builder, callbacks, closed and done are BatchBase's (the append path's fields).
     __slots__ = (
-        "_waiters", "attempts", "base_offset", "base_sequence", "builder", "callbacks", "children",
-        "closed", "created", "delivery_deadline", "done", "error", "in_retry", "last_error", "lock",
+        "_waiters", "attempts", "base_offset", "base_sequence", "children",
+        "created", "delivery_deadline", "error", "in_retry", "last_error", "lock",
         "log_append_time", "parent", "partition", "producer_epoch", "producer_id", "reserved",
         "retry_at", "sent_once", "sequence_reset", "signal", "topic", "transactional", "wire",
         "wire_state",
     )
 
     def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder, now: float,
-                 signal: DoneSignal, lock: threading.Lock, reserved: int, delivery_deadline: float) -> None:
+                 signal: DoneSignal, lock: Any, reserved: int, delivery_deadline: float) -> None:
         self.topic = topic
         self.partition = partition
-        self.builder = builder
+        self.builder: RecordBatchBuilder = builder
         self.created = now
         self.signal = signal
         self.lock = lock
         self.reserved = reserved
         self.delivery_deadline = delivery_deadline
-        self.done = False
-        self.closed = False
+        self.done: bool = False
+        self.closed: bool = False
         self.base_offset = -1
         self.log_append_time = -1
         self.error: BaseException | None = None
@@ -307,23 +309,25 @@ def _resolve_none(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-class PartitionQueue:
+class PartitionQueue(QueueBase):
     """The batches of one partition, oldest first; ``lock`` guards appends and drains."""
 
-    __slots__ = ("batches", "lock", "muted", "partition", "topic")
+    # batches and lock are QueueBase's (the append path's fields).
+    __slots__ = ("muted", "partition", "topic")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
         self.partition = partition
-        self.lock = threading.Lock()
+        self.lock = FastLock()
         self.batches: deque[ProducerBatch] = deque()
         self.muted = False
 
 
-class TopicState:
+class TopicState(TopicBase):
     """What send() needs per topic: partition count, available partitions, queues, sticky state."""
 
-    __slots__ = ("available", "num_partitions", "queues", "sticky", "topic")
+    # available, num_partitions, queues and sticky are TopicBase's (the append path's fields).
+    __slots__ = ("topic",)
 
     def __init__(self, topic: str, num_partitions: int, available: list[int], batch_size: int) -> None:
         self.topic = topic

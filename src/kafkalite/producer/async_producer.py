@@ -97,6 +97,11 @@ class AsyncProducer:
         raised here, never through the future.
         """
         core = self._core
+        if headers is None and core.raw and self._started:
+            # The common case in one call (C when built); None: the general path below.
+            future = core.appender.append(topic, key, value, partition, timestamp, callback)
+            if future is not None:
+                return future  # type: ignore[no-any-return]
         if not self._started:
             await self.start()
         if core.closed:

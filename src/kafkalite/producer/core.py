@@ -33,6 +33,7 @@ from kafkalite.errors import (
 )
 from kafkalite.net.client import NetworkClient
 from kafkalite.producer.accumulator import BufferPool, ProducerBatch, RecordAccumulator, TopicState
+from kafkalite.producer.append_kernel import Appender
 from kafkalite.producer.futures import AsyncRecordFuture, DoneSignal, RecordFuture
 from kafkalite.producer.idempotence import IdempotenceState
 from kafkalite.producer.interceptors import ProducerRecord, load_interceptors
@@ -129,13 +130,25 @@ class ProducerCore:
         self.future_cls: type[RecordFuture] = RecordFuture if blocking else AsyncRecordFuture
         self.cluster_view = _ClusterView(self.acc)
         self.closed = False
-        #: Whether send() may take the inlined fast path (no interceptors, transaction,
+        self.topics = self.acc.topics
+        #: send()'s common case in one call (C when built): see append_kernel.
+        self.appender = Appender(self.topics, self.future_cls, self.batch_size, self.size_check_threshold)
+        #: Whether send() may take the append path (no interceptors, transaction,
         #: custom partitioner; not closed, no fatal error). Cleared by close/fatal errors.
         self.plain = self.interceptors is None and self.txn is None and self.partitioner is None \
             and not self.ignore_keys
-        self.topics = self.acc.topics
+        #: No key/value serializer: send() hands its arguments to the append path as they are.
+        self.raw = self.key_serializer is None and self.value_serializer is None
         self.close_task: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def plain(self) -> bool:
+        return bool(self.appender.enabled)
+
+    @plain.setter
+    def plain(self, value: bool) -> None:
+        self.appender.enabled = bool(value)
 
     # -------------------------------------------------------------- lifecycle
 

@@ -27,6 +27,12 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.errors import IllegalStateError, KafkaError, KafkaTimeoutError
+from kafkalite.producer.append_kernel import (
+    CAsyncRecordFuture,
+    CRecordFuture,
+    FutureBase,
+    install_methods,
+)
 from kafkalite.types import RecordMetadata
 
 if TYPE_CHECKING:
@@ -88,7 +94,7 @@ class DoneSignal:
                 self.waiters -= 1
 
 
-class RecordFuture:
+class RecordFuture(FutureBase):
     """The outcome of one ``send()``: a :class:`~kafkalite.types.RecordMetadata` or an error.
 
     ``result(timeout)`` blocks (raising the send's error, or KafkaTimeoutError);
@@ -96,14 +102,11 @@ class RecordFuture:
     already is; otherwise on the producer's I/O thread, in send order per partition).
     """
 
-    __slots__ = ("_batch", "_index", "_key_size", "_timestamp", "_value_size")
-
-    def __init__(self, batch: ProducerBatch, index: int, timestamp: int, key_size: int, value_size: int) -> None:
-        self._batch = batch
-        self._index = index
-        self._timestamp = timestamp
-        self._key_size = key_size
-        self._value_size = value_size
+    # FutureBase holds _batch, _index, _timestamp, _key_size and _value_size and takes
+    # them as constructor arguments. With the C extension this class body only lends
+    # its methods to the C type of the same name (see the end of this module).
+    __slots__ = ()
+    _batch: ProducerBatch
 
     # -------------------------------------------------------------- state
 
@@ -185,6 +188,8 @@ class RecordFuture:
         state = "pending" if not b.done else ("error" if self._error() is not None else "done")
         return f"<{type(self).__name__} {b.topic}-{b.partition} #{self._index} {state}>"
 
+    _repr = __repr__  # what the C type's repr calls
+
 
 class AsyncRecordFuture(RecordFuture):
     """The asyncio producer's future: ``await`` it for the RecordMetadata.
@@ -208,6 +213,8 @@ class AsyncRecordFuture(RecordFuture):
             raise error
         return self._metadata()
 
+    _await = __await__  # what the C type's await calls
+
     async def wait(self, timeout: float | None = None) -> RecordMetadata:
         """Await the metadata for at most ``timeout`` seconds (KafkaTimeoutError)."""
         if timeout is None or self._batch.done:
@@ -218,6 +225,16 @@ class AsyncRecordFuture(RecordFuture):
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"send to {b.topic}-{b.partition} did not complete within {timeout:.3f}s") from None
         return await self
+
+
+if CRecordFuture is not None and not TYPE_CHECKING:
+    # One future is made per record: with the C extension the futures are C objects
+    # (allocated from a freelist, no per-instance class machinery) that get the
+    # methods defined above. Same names, same behaviour.
+    install_methods(CRecordFuture, dict(RecordFuture.__dict__))
+    install_methods(CAsyncRecordFuture, dict(AsyncRecordFuture.__dict__))
+    RecordFuture = CRecordFuture
+    AsyncRecordFuture = CAsyncRecordFuture
 
 
 def describe_error(error: BaseException) -> str:

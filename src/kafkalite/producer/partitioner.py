@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from kafkalite.errors import ConfigError
+from kafkalite.producer.append_kernel import StickyBase
 from kafkalite.protocol.record_codec import murmur2
 
 __all__ = [
@@ -75,7 +76,7 @@ class Partitioner(Protocol):
         ...
 
 
-class StickyPartitioner:
+class StickyPartitioner(StickyBase):
     """KIP-794's built-in partitioner state for one topic (unkeyed records).
 
     ``partition()`` returns the current sticky partition (choosing one first if
@@ -85,8 +86,9 @@ class StickyPartitioner:
     is atomic under the GIL.
     """
 
-    __slots__ = ("_cumulative", "_lock", "_partition_ids", "_rng", "batch_size", "current",
-                 "produced_bytes")
+    # current, produced_bytes and batch_size are StickyBase's (the append path reads
+    # and counts them without a call).
+    __slots__ = ("_cumulative", "_lock", "_partition_ids", "_rng")
 
     def __init__(self, batch_size: int, rng: random.Random | None = None) -> None:
         self.batch_size = max(1, batch_size)

@@ -38,16 +38,15 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from time import time as _time
 from typing import Any
 
 from kafkalite.config import Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
+from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture
-from kafkalite.protocol.record_codec import murmur2
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
@@ -55,6 +54,7 @@ log = logging.getLogger("kafkalite.producer")
 __all__ = ["Producer"]
 
 Callback = Callable[[RecordMetadata, "BaseException | None"], object]
+_UNSET: Any = object()
 
 
 class Producer:
@@ -71,6 +71,9 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         cfg = resolve("producer", config, **settings)
         self._core = core = ProducerCore(cfg, blocking=True)
+        self._appender = core.appender
+        self._append = core.appender.append
+        self._raw = core.raw
         self._engine = EngineThread(name=f"kafkalite-{core.client_id}").start()
         try:
             self._engine.run(self._start(), timeout=10.0, what="starting the producer")
@@ -78,6 +81,10 @@ class Producer:
             self._engine.stop()
             raise
         self._finalizer = weakref.finalize(self, _finalize, core, self._engine)
+        if SendFunction is not None and core.raw and type(self).send is Producer.send:
+            # send() as one C call in the common case; it hands everything else to the
+            # method below unchanged (see append_kernel).
+            self.send = SendFunction(core.appender, self, Producer.send)  # type: ignore[method-assign]
 
     async def _start(self) -> None:
         import asyncio
@@ -115,61 +122,30 @@ class Producer:
             KafkaTimeoutError: metadata or buffer memory not available within max.block.ms.
             ClientClosedError: the producer is closed.
         """
+        if headers is None:
+            # The common case in one call (C when built): partition, lock, encode into
+            # the open batch, one future. None means: take the general path below.
+            if self._raw:
+                future = self._append(topic, key, value, partition, timestamp, callback)
+                if future is not None:
+                    return future
+            elif self._appender.enabled:
+                core = self._core
+                key_bytes = key if core.key_serializer is None and (key is None or type(key) is bytes) \
+                    else core.serialize(topic, key, None, True)
+                value_bytes = value if core.value_serializer is None and (value is None or type(value) is bytes) \
+                    else core.serialize(topic, value, None, False)
+                future = self._append(topic, key_bytes, value_bytes, partition, timestamp, callback)
+                if future is not None:
+                    return future
+                return self._send(topic, value, key, partition, timestamp, None, callback, key_bytes, value_bytes)
+        return self._send(topic, value, key, partition, timestamp, headers, callback)
+
+    def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
+              headers: Any, callback: Callback | None, key_bytes: Any = _UNSET, value_bytes: Any = _UNSET,
+              ) -> RecordFuture:
+        """send()'s general path: everything the append path declined."""
         core = self._core
-        if core.plain and headers is None and timestamp is None:
-            # The common case, inlined (this runs once per record): serialize, pick the
-            # partition, encode into the open batch under its lock, make one future.
-            state = core.topics.get(topic)
-            if state is not None:
-                if core.key_serializer is None and (key is None or type(key) is bytes):
-                    key_bytes = key
-                else:
-                    key_bytes = core.serialize(topic, key, None, True)
-                if core.value_serializer is None and (value is None or type(value) is bytes):
-                    value_bytes = value
-                else:
-                    value_bytes = core.serialize(topic, value, None, False)
-                klen = -1 if key_bytes is None else len(key_bytes)
-                vlen = -1 if value_bytes is None else len(value_bytes)
-                if klen + vlen < core.size_check_threshold:
-                    sticky = None
-                    if partition is None:
-                        if key_bytes is not None:
-                            partition = (murmur2(key_bytes) & 0x7FFFFFFF) % state.num_partitions
-                        else:
-                            sticky = state.sticky
-                            partition = sticky.current
-                            if partition < 0 or sticky.produced_bytes >= core.batch_size:
-                                partition = -1
-                    if type(partition) is int and 0 <= partition < state.num_partitions:
-                        timestamp = int(_time() * 1000)
-                        pq = state.queues[partition]
-                        with pq.lock:
-                            dq = pq.batches
-                            if dq:
-                                last = dq[-1]
-                                if not last.closed:
-                                    index = last.builder.try_append(timestamp, key_bytes, value_bytes, None)
-                                    if index >= 0:
-                                        future = RecordFuture(last, index, timestamp, klen, vlen)
-                                        if callback is not None:
-                                            last.add_callback(future, callback, 0)
-                                        if sticky is not None:
-                                            sticky.produced_bytes += klen + vlen + 32
-                                        return future
-                        if sticky is not None:
-                            partition = None
-                    elif sticky is not None:
-                        partition = None
-                    elif type(partition) is int and partition >= state.num_partitions:
-                        state = self._engine.run(core.wait_for_topic(topic, partition, core.max_block_s), None,
-                                                 f"waiting for metadata of topic '{topic}'")
-                appended = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp,
-                                       None, callback)
-                if appended is None:
-                    return self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes,
-                                                timestamp, None, callback)
-                return appended
         if core.closed:
             raise ClientClosedError("send() on a closed producer")
         if core.sender.fatal_error is not None:
@@ -182,14 +158,16 @@ class Producer:
                 topic, value, key, partition, timestamp, headers)
         if headers is not None:
             headers = core.check_headers(headers, topic)
-        if core.key_serializer is None and (key is None or type(key) is bytes):
-            key_bytes = key
-        else:
-            key_bytes = core.serialize(topic, key, headers, True)
-        if core.value_serializer is None and (value is None or type(value) is bytes):
-            value_bytes = value
-        else:
-            value_bytes = core.serialize(topic, value, headers, False)
+        if key_bytes is _UNSET:
+            if core.key_serializer is None and (key is None or type(key) is bytes):
+                key_bytes = key
+            else:
+                key_bytes = core.serialize(topic, key, headers, True)
+        if value_bytes is _UNSET:
+            if core.value_serializer is None and (value is None or type(value) is bytes):
+                value_bytes = value
+            else:
+                value_bytes = core.serialize(topic, value, headers, False)
         state = core.topics.get(topic)
         if state is None or (partition is not None and type(partition) is int and partition >= state.num_partitions):
             state = self._engine.run(core.wait_for_topic(topic, partition, core.max_block_s), None,

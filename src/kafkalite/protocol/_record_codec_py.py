@@ -38,6 +38,7 @@ from typing import Any
 from kafkalite.errors import CorruptRecordsError
 
 __all__ = [
+    "BuilderBase",
     "decode_records",
     "decode_records_columnar",
     "decode_varint",
@@ -564,3 +565,78 @@ def murmur2(data: Buffer) -> int:
     h = (h * m) & mask
     h ^= h >> 15
     return h - 0x100000000 if h & 0x80000000 else h
+
+
+_BATCH_OVERHEAD = 61
+
+
+class BuilderBase:
+    """The record buffer of :class:`~kafkalite.protocol.record_builder.RecordBatchBuilder`.
+
+    ``_buf`` is the batch (61 header bytes reserved, then records); ``try_append``
+    encodes one record into it unless that would take the batch over ``_limit``
+    (the estimated size scales the records by ``_ratio``, the expected compression
+    ratio). The C ``BuilderBase`` (kafkalite._speedups) has the same fields and
+    methods; the producer's C append path writes into it directly.
+    """
+
+    __slots__ = ("_base_timestamp", "_buf", "_count", "_limit", "_max_timestamp", "_ratio")
+
+    def __init__(self) -> None:
+        self._buf = bytearray(_BATCH_OVERHEAD)
+        self._count = 0
+        self._base_timestamp = 0
+        self._max_timestamp = -1
+        self._limit = 16384
+        self._ratio = 1.0
+
+    def try_append(self, timestamp_ms: int, key: Buffer | None, value: Buffer | None,
+                   headers: Headers | None = None) -> int:
+        """Append a record if it fits; return its index in the batch, or -1 if full.
+
+        The first record is always accepted, however big (as Kafka does, so one large
+        record still gets sent; the producer checks ``max.request.size`` itself).
+        """
+        buf = self._buf
+        n = self._count
+        if n == 0:
+            encode_record_into(buf, 0, 0, key, value, headers)
+            self._base_timestamp = timestamp_ms
+            self._max_timestamp = timestamp_ms
+            self._count = 1
+            return 0
+        before = len(buf)
+        written = encode_record_into(buf, n, timestamp_ms - self._base_timestamp, key, value, headers)
+        ratio = self._ratio
+        estimate = before if ratio == 1.0 else _BATCH_OVERHEAD + int((before - _BATCH_OVERHEAD) * ratio)
+        if estimate + written > self._limit:
+            del buf[before:]  # undo: the record goes to the next batch
+            return -1
+        if timestamp_ms > self._max_timestamp:
+            self._max_timestamp = timestamp_ms
+        self._count = n + 1
+        return n
+
+    def append(self, timestamp_ms: int, key: Buffer | None, value: Buffer | None,
+               headers: Headers | None = None) -> int:
+        """Append a record regardless of the size limit; return its index."""
+        n = self._count
+        encode_record_into(self._buf, n, 0 if n == 0 else timestamp_ms - self._base_timestamp, key, value, headers)
+        if n == 0:
+            self._base_timestamp = timestamp_ms
+            self._max_timestamp = timestamp_ms
+        elif timestamp_ms > self._max_timestamp:
+            self._max_timestamp = timestamp_ms
+        self._count = n + 1
+        return n
+
+    def estimated_size_in_bytes(self) -> int:
+        """The size the built batch is expected to have (compression estimated)."""
+        size = len(self._buf)
+        if self._ratio == 1.0:
+            return size
+        return _BATCH_OVERHEAD + int((size - _BATCH_OVERHEAD) * self._ratio)
+
+    def is_full(self) -> bool:
+        """True once the estimate reaches the batch size (Java's ``isFull``)."""
+        return self._count > 0 and self.estimated_size_in_bytes() >= self._limit

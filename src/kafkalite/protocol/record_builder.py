@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from crc32c import crc32c
 
 from kafkalite.errors import CorruptRecordsError
 from kafkalite.protocol import compression as _compression
-from kafkalite.protocol.record_codec import encode_record_into
 from kafkalite.protocol.record_types import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER,
@@ -39,11 +38,17 @@ from kafkalite.protocol.record_types import (
     ControlRecordType,
 )
 
+if TYPE_CHECKING:
+    from kafkalite.protocol._record_codec_py import BuilderBase
+else:  # C when built (kafkalite._speedups), else the pure-Python reference
+    from kafkalite.protocol.record_codec import BuilderBase
+
 __all__ = [
     "COMPRESSION_RATE_ESTIMATION_FACTOR",
     "RecordBatchBuilder",
     "build_control_batch",
     "build_end_txn_marker",
+    "builder_class",
     "increment_sequence",
     "rewrite_producer_state",
 ]
@@ -66,7 +71,7 @@ def increment_sequence(sequence: int, increment: int) -> int:
     return sequence + increment
 
 
-class RecordBatchBuilder:
+class RecordBatchBuilder(BuilderBase):
     """Builds one magic v2 record batch.
 
     Args:
@@ -84,22 +89,17 @@ class RecordBatchBuilder:
             size accounting (Java keeps one per topic and codec, starting at 1.0).
     """
 
+    # _buf, _count, _base_timestamp, _max_timestamp, _limit and _ratio are BuilderBase's.
     __slots__ = (
         "_attributes",
         "_base_offset",
         "_base_sequence",
-        "_base_timestamp",
-        "_buf",
         "_codec",
-        "_count",
         "_level",
-        "_limit",
         "_log_append_time",
-        "_max_timestamp",
         "_partition_leader_epoch",
         "_producer_epoch",
         "_producer_id",
-        "_ratio",
         "compression_ratio",
     )
 
@@ -152,56 +152,11 @@ class RecordBatchBuilder:
         self.compression_ratio = 1.0
 
     # ------------------------------------------------------------------ appending
-
-    def try_append(
-        self,
-        timestamp_ms: int,
-        key: Buffer | None,
-        value: Buffer | None,
-        headers: Headers | None = None,
-    ) -> int:
-        """Append a record if it fits; return its index in the batch, or -1 if full.
-
-        The first record is always accepted, however big (as Kafka does, so one large
-        record still gets sent; the producer checks ``max.request.size`` itself).
-        """
-        buf = self._buf
-        n = self._count
-        if n == 0:
-            self._base_timestamp = timestamp_ms
-            self._max_timestamp = timestamp_ms
-            encode_record_into(buf, 0, 0, key, value, headers)
-            self._count = 1
-            return 0
-        before = len(buf)
-        written = encode_record_into(buf, n, timestamp_ms - self._base_timestamp, key, value, headers)
-        ratio = self._ratio
-        estimate = before if ratio == 1.0 else BATCH_OVERHEAD + int((before - BATCH_OVERHEAD) * ratio)
-        if estimate + written > self._limit:
-            del buf[before:]  # undo: the record goes to the next batch
-            return -1
-        if timestamp_ms > self._max_timestamp:
-            self._max_timestamp = timestamp_ms
-        self._count = n + 1
-        return n
-
-    def append(
-        self,
-        timestamp_ms: int,
-        key: Buffer | None,
-        value: Buffer | None,
-        headers: Headers | None = None,
-    ) -> int:
-        """Append a record regardless of the size limit; return its index."""
-        n = self._count
-        if n == 0:
-            self._base_timestamp = timestamp_ms
-            self._max_timestamp = timestamp_ms
-        elif timestamp_ms > self._max_timestamp:
-            self._max_timestamp = timestamp_ms
-        encode_record_into(self._buf, n, timestamp_ms - self._base_timestamp, key, value, headers)
-        self._count = n + 1
-        return n
+    #
+    # try_append(timestamp_ms, key, value, headers=None) -> index or -1 (batch full),
+    # append(...) -> index (no size limit), estimated_size_in_bytes() and is_full()
+    # come from BuilderBase (C when available; the producer's C append path writes
+    # into the same buffer).
 
     def has_room_for(self, record_size: int) -> bool:
         """Whether a record of ``record_size`` encoded bytes would be accepted now."""
@@ -217,17 +172,6 @@ class RecordBatchBuilder:
     def uncompressed_size_in_bytes(self) -> int:
         """Header plus uncompressed records so far."""
         return len(self._buf)
-
-    def estimated_size_in_bytes(self) -> int:
-        """The size the built batch is expected to have (compression estimated)."""
-        size = len(self._buf)
-        if self._ratio == 1.0:
-            return size
-        return BATCH_OVERHEAD + int((size - BATCH_OVERHEAD) * self._ratio)
-
-    def is_full(self) -> bool:
-        """True once the estimate reaches the batch size (Java's ``isFull``)."""
-        return self._count > 0 and self.estimated_size_in_bytes() >= self._limit
 
     @property
     def base_timestamp(self) -> int:
@@ -281,6 +225,22 @@ class RecordBatchBuilder:
         crc = crc32c(body, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
         _UINT32.pack_into(header, CRC_OFFSET, crc)
         return bytes(header) + body
+
+
+_BUILDER_CLASSES: dict[type, type[RecordBatchBuilder]] = {}
+
+
+def builder_class(base: type) -> type[RecordBatchBuilder]:
+    """:class:`RecordBatchBuilder` on another ``BuilderBase`` (``record_codec.python_impl``'s
+    or ``c_impl``'s), so tests can build the same batches with both kernels."""
+    if base is BuilderBase:
+        return RecordBatchBuilder
+    cls = _BUILDER_CLASSES.get(base)
+    if cls is None:
+        names = {"__dict__", "__weakref__", *RecordBatchBuilder.__slots__}
+        ns = {k: v for k, v in RecordBatchBuilder.__dict__.items() if k not in names}
+        cls = _BUILDER_CLASSES[base] = type("RecordBatchBuilder", (base,), ns)
+    return cls
 
 
 # ------------------------------------------------------------------ rewriting

@@ -13,7 +13,10 @@ Everything that runs once per record on the producer or consumer path lives here
   log_append_time=None) -> tuple of 11 arrays`` with no per-record Python object (for
   Arrow/Spark);
 * ``murmur2(data) -> int`` (Kafka's partitioner hash, signed 32-bit);
-* ``encode_varint``/``encode_varlong``/``decode_varint``/``decode_varlong``.
+* ``encode_varint``/``encode_varlong``/``decode_varint``/``decode_varlong``;
+* ``BuilderBase``: a record batch's buffer with ``try_append``/``append`` (the base
+  class of :class:`~kafkalite.protocol.record_builder.RecordBatchBuilder`; the
+  producer's append path, :mod:`kafkalite.producer.append_kernel`, writes into it).
 
 :mod:`kafkalite._speedups` (C) is used when it imports, unless the environment sets
 ``KAFKALITE_PURE_PYTHON=1``. ``IMPLEMENTATION`` says which one is active;
@@ -30,6 +33,7 @@ from kafkalite.protocol import _record_codec_py as python_impl
 
 __all__ = [
     "IMPLEMENTATION",
+    "BuilderBase",
     "c_impl",
     "decode_records",
     "decode_records_columnar",
@@ -65,3 +69,4 @@ encode_varint = _impl.encode_varint
 encode_varlong = _impl.encode_varlong
 decode_varint = _impl.decode_varint
 decode_varlong = _impl.decode_varlong
+BuilderBase: type = _impl.BuilderBase

@@ -1,0 +1,210 @@
+"""The producer's append path: C and pure Python give the same batches byte for byte.
+
+No broker: a ProducerCore whose engine is not started, with metadata filled in by
+hand, and a Producer shell around it (as benchmarks/micro_produce.py does), so every
+batch stays in the accumulator and can be compared.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import os
+import random
+import subprocess
+import sys
+import threading
+import weakref
+from pathlib import Path
+
+import pytest
+
+from kafkalite.config import resolve
+from kafkalite.producer import append_kernel
+from kafkalite.producer.core import ProducerCore
+from kafkalite.producer.futures import RecordFuture
+from kafkalite.producer.producer import Producer
+from kafkalite.protocol.records import RecordBatch
+
+needs_c = pytest.mark.skipif(append_kernel.c_impl is None, reason="kafkalite._speedups is not built")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_producer(impl, partitions: int = 3, batch_size: int = 2000, **settings) -> Producer:
+    cfg = resolve("producer", {"bootstrap.servers": "127.0.0.1:1", "batch.size": batch_size,
+                               "buffer.memory": 64 << 20, **settings})
+    core = ProducerCore(cfg, blocking=True)
+    state = core.acc.update_topic("t", partitions, list(range(partitions)))
+    state.sticky._rng = random.Random(7)  # the same sticky choices for both kernels
+    core.appender = impl.Appender(core.topics, core.future_cls, core.batch_size, core.size_check_threshold)
+    p = Producer.__new__(Producer)  # no engine: nothing is sent
+    p._core = core
+    p._appender = core.appender
+    p._append = core.appender.append
+    p._raw = core.raw
+    p._engine = None
+    if impl is append_kernel.c_impl and core.raw:
+        p.send = impl.SendFunction(core.appender, p, Producer.send)
+    return p
+
+
+def workload(p: Producer, n: int = 3000) -> list[tuple[int, int]]:
+    """A mix of everything send() takes; returns (partition, index) per record."""
+    rng = random.Random(11)
+    out = []
+    cb = lambda md, err: None  # noqa: E731
+    for i in range(n):
+        ts = 1_700_000_000_000 + i // 3
+        kind = rng.randrange(6)
+        value = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300)))
+        if kind == 0:
+            f = p.send("t", value, timestamp=ts)
+        elif kind == 1:
+            f = p.send("t", value, key=b"k%d" % rng.randrange(50), timestamp=ts)
+        elif kind == 2:
+            f = p.send("t", None, key=b"tomb", timestamp=ts, callback=cb)
+        elif kind == 3:
+            f = p.send("t", value, partition=rng.randrange(3), timestamp=ts)
+        elif kind == 4:
+            f = p.send("t", value, timestamp=ts, headers=[("h", b"1"), ("n", None)])
+        else:
+            f = p.send(topic="t", timestamp=ts, value=value, key=None, callback=cb)
+        out.append((f.partition, f._index))
+    return out
+
+
+def batches(p: Producer) -> list[list[bytes]]:
+    return [[b.builder.build() for b in pq.batches] for pq in p._core.topics["t"].queues]
+
+
+@needs_c
+def test_c_and_python_append_paths_build_identical_batches():
+    py = make_producer(append_kernel.python_impl)
+    c = make_producer(append_kernel.c_impl)
+    assert type(c.send).__name__ == "SendFunction"
+    placed_py, placed_c = workload(py), workload(c)
+    assert placed_py == placed_c
+    built_py, built_c = batches(py), batches(c)
+    assert built_py == built_c
+    assert sum(len(q) for q in built_c) > 10  # several batches per partition
+    # ... and they decode to what was sent, in order
+    total = sum(len(RecordBatch(b).records()) for q in built_c for b in q)
+    assert total == 3000
+
+
+@needs_c
+def test_sticky_partition_switches_the_same_way():
+    py = make_producer(append_kernel.python_impl, partitions=5, batch_size=1000)
+    c = make_producer(append_kernel.c_impl, partitions=5, batch_size=1000)
+    for p in (py, c):
+        for i in range(2000):
+            p.send("t", b"x" * 100, timestamp=1_700_000_000_000 + i)
+    assert batches(py) == batches(c)
+    counts = [sum(len(RecordBatch(b).records()) for b in q) for q in batches(c)]
+    assert sum(counts) == 2000 and sum(1 for n in counts if n) >= 3  # it did move around
+
+
+@pytest.mark.parametrize("impl", [append_kernel.python_impl] + ([append_kernel.c_impl] if append_kernel.c_impl
+                                                                else []), ids=lambda m: m.__name__)
+def test_declines_leave_everything_to_the_general_path(impl):
+    p = make_producer(impl)
+    appender = p._appender
+    assert appender.append("t", None, b"v", None, None, None) is None  # no open batch yet
+    f = p.send("t", b"v")  # the general path opens one
+    assert appender.append("t", None, b"v", None, None, None) is not None
+    for bad in (("other", None, b"v", None, None, None),       # unknown topic
+                ("t", "str", b"v", None, None, None),          # not bytes
+                ("t", None, bytearray(b"v"), None, None, None),
+                ("t", None, b"v", 7, None, None),              # partition out of range
+                ("t", None, b"v", None, -1, None),             # bad timestamp
+                ("t", None, b"v", None, 1.5, None)):
+        assert appender.append(*bad) is None
+    appender.enabled = False
+    assert appender.append("t", None, b"v", None, None, None) is None
+    assert f.partition == p._core.topics["t"].sticky.current
+
+
+@needs_c
+def test_send_function_takes_send_arguments_like_the_method():
+    p = make_producer(append_kernel.c_impl)
+    p.send("t", b"first")
+    f = p.send(value=b"v", topic="t", key=b"k", timestamp=1_700_000_000_000)
+    assert isinstance(f, RecordFuture) and f._timestamp == 1_700_000_000_000
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        p.send("t", b"v", nope=1)
+    with pytest.raises(TypeError):
+        p.send("t", b"v", None, None, None, None, None, "extra")
+    with pytest.raises(TypeError, match="multiple values"):
+        p.send("t", b"v", value=b"w")
+    assert str(inspect.signature(p.send)).startswith("(topic: 'str', value: 'Any' = None")
+    assert "Append a record" in p.send.__doc__
+    # no reference cycle through the installed send: dropping the producer frees it at once
+    ref = weakref.ref(p)
+    gc.disable()
+    try:
+        del p
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+@needs_c
+def test_c_futures_have_the_python_methods():
+    p = make_producer(append_kernel.c_impl)
+    p.send("t", b"a")
+    f = p.send("t", b"b", timestamp=5)
+    assert type(f) is append_kernel.c_impl.RecordFuture is RecordFuture
+    assert not f.done() and "pending" in repr(f) and f.topic == "t"
+    batch = f._batch
+    batch.complete(100, -1, None)
+    md = f.result(0)
+    assert (md.topic, md.offset, md.timestamp, md.serialized_value_size) == ("t", 101, 5, 1)
+    seen = []
+    f.add_done_callback(seen.append)
+    assert seen == [f]
+
+
+def test_fast_lock():
+    lock = append_kernel.FastLock()
+    assert lock.acquire(False) and not lock.acquire(False)
+    lock.release()
+    with pytest.raises(RuntimeError):
+        lock.release()
+    with lock:
+        assert lock.locked()
+    assert not lock.locked()
+    # mutual exclusion between threads, with waits (the GIL is given up while waiting)
+    counter = [0]
+
+    def work():
+        for _ in range(2000):
+            with lock:
+                v = counter[0]
+                if v % 97 == 0:
+                    threading.Event().wait(0.0001)  # let the other thread try meanwhile
+                counter[0] = v + 1
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert counter[0] == 6000
+
+
+def test_the_pure_python_path_passes_the_producer_unit_tests():
+    """The whole producer (bases, append path, futures) without the C extension."""
+    env = dict(os.environ, KAFKALITE_PURE_PYTHON="1")
+    check = subprocess.run(
+        [sys.executable, "-c", "from kafkalite.producer import append_kernel as a; "
+                               "from kafkalite.producer.futures import RecordFuture as F; "
+                               "print(a.IMPLEMENTATION, F.__mro__[1].__module__)"],
+        env=env, capture_output=True, text=True, check=True)
+    assert check.stdout.split() == ["python", "kafkalite.producer._append_py"]
+    tests = sorted(str(t) for t in (ROOT / "tests" / "unit").glob("test_producer_*.py")
+                   if t.name != Path(__file__).name)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests,
+                           str(ROOT / "tests" / "unit" / "test_records.py")],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout
