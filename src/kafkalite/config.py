@@ -26,7 +26,8 @@ from typing import Any
 from kafkalite.errors import ConfigError
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
-ALL = frozenset({PRODUCER, CONSUMER, ADMIN})
+SHARE_CONSUMER = "share_consumer"  # KIP-932 share groups (kafkalite.ShareConsumer)
+ALL = frozenset({PRODUCER, CONSUMER, ADMIN, SHARE_CONSUMER})
 INT32_MAX = 2**31 - 1
 
 
@@ -57,8 +58,9 @@ def _s(name: str, type_: str, default: Any, doc: str, clients: frozenset[str] | 
     return Setting(name, type_, default, doc, frozenset(clients), **kw)
 
 
-P, C, A = {PRODUCER}, {CONSUMER}, {ADMIN}
+P, C, A, S = {PRODUCER}, {CONSUMER}, {ADMIN}, {SHARE_CONSUMER}
 PC = {PRODUCER, CONSUMER}
+CS = {CONSUMER, SHARE_CONSUMER}
 
 SETTINGS: tuple[Setting, ...] = (
     # ------------------------------------------------------------ every client
@@ -67,7 +69,7 @@ SETTINGS: tuple[Setting, ...] = (
     _s("client.rack", "str", "", "The rack of this client (fetch from the nearest replica, KIP-392)."),
     _s("request.timeout.ms", "int", 30000, "How long to wait for a broker's response.", min=0),
     _s("default.api.timeout.ms", "int", 60000, "Timeout of blocking calls that take no timeout.",
-       {CONSUMER, ADMIN}, min=0),
+       {CONSUMER, ADMIN, SHARE_CONSUMER}, min=0),
     _s("retries", "int", INT32_MAX, "How often a failed request is retried (bounded by timeouts).",
        {PRODUCER, ADMIN}, min=0),
     _s("retry.backoff.ms", "int", 100, "First delay before retrying a failed request.", min=0),
@@ -83,7 +85,7 @@ SETTINGS: tuple[Setting, ...] = (
        "What to do when no known broker answers (KIP-899).", choices=("none", "rebootstrap")),
     _s("send.buffer.bytes", "int", 131072, "SO_SNDBUF (-1: OS default).", min=-1),
     _s("receive.buffer.bytes", "int", 32768, "SO_RCVBUF (-1: OS default).", min=-1,
-       defaults_by_client={CONSUMER: 65536}),
+       defaults_by_client={CONSUMER: 65536, SHARE_CONSUMER: 65536}),
     _s("receive.message.max.bytes", "int", 512 * 1024 * 1024,
        "Largest response frame accepted from a broker (guards against corrupt length fields).",
        min=1024),
@@ -140,7 +142,7 @@ SETTINGS: tuple[Setting, ...] = (
     _s("metadata.max.idle.ms", "int", 300000, "Forget metadata of topics not produced to this long.", P,
        min=5000),
     # ------------------------------------------------------------ consumer
-    _s("group.id", "str", None, "Consumer group; required for subscribe() and commits.", C),
+    _s("group.id", "str", None, "Consumer group; required for subscribe() and commits.", CS),
     _s("group.instance.id", "str", None, "Static membership id (KIP-345).", C),
     _s("group.protocol", "choice", "classic", "classic or consumer (KIP-848).", C,
        choices=("classic", "consumer")),
@@ -150,22 +152,30 @@ SETTINGS: tuple[Setting, ...] = (
     _s("session.timeout.ms", "int", 45000, "Missed-heartbeat time before the member is removed.", C, min=1),
     _s("heartbeat.interval.ms", "int", 3000, "Heartbeat period.", C, min=1),
     _s("max.poll.interval.ms", "int", 300000, "Longest gap between poll() calls before leaving.", C, min=1),
-    _s("max.poll.records", "int", 500, "Most records one poll() returns.", C, min=1),
+    _s("max.poll.records", "int", 500, "Most records one poll() returns.", CS, min=1),
     _s("enable.auto.commit", "bool", True, "Commit positions in the background.", C),
     _s("auto.commit.interval.ms", "int", 5000, "Auto-commit period.", C, min=0),
     _s("auto.offset.reset", "choice", "latest", "Where to start without a committed offset.", C,
        choices=("latest", "earliest", "none", "by_duration")),
-    _s("fetch.min.bytes", "int", 1, "Bytes a fetch waits for.", C, min=0),
-    _s("fetch.max.wait.ms", "int", 500, "Longest a fetch waits for fetch.min.bytes.", C, min=0),
-    _s("fetch.max.bytes", "int", 52428800, "Soft cap of one fetch response.", C, min=0),
+    _s("fetch.min.bytes", "int", 1, "Bytes a fetch waits for.", CS, min=0),
+    _s("fetch.max.wait.ms", "int", 500, "Longest a fetch waits for fetch.min.bytes.", CS, min=0),
+    _s("fetch.max.bytes", "int", 52428800, "Soft cap of one fetch response.", CS, min=0),
     _s("max.partition.fetch.bytes", "int", 1048576, "Soft cap per partition in a fetch.", C, min=0),
     _s("isolation.level", "choice", "read_uncommitted", "read_committed hides aborted and open transactions.",
        C, choices=("read_uncommitted", "read_committed")),
-    _s("check.crcs", "bool", True, "Verify record batch CRCs.", C),
+    _s("check.crcs", "bool", True, "Verify record batch CRCs.", CS),
     _s("exclude.internal.topics", "bool", True, "Pattern subscriptions skip internal topics.", C),
     _s("allow.auto.create.topics", "bool", True, "Let subscribing create missing topics (broker permitting).", C),
-    _s("key.deserializer", "object", None, "Deserializer of keys.", C),
-    _s("value.deserializer", "object", None, "Deserializer of values.", C),
+    _s("key.deserializer", "object", None, "Deserializer of keys.", CS),
+    _s("value.deserializer", "object", None, "Deserializer of values.", CS),
+    # ------------------------------------------------------------ share consumer (KIP-932)
+    _s("share.acknowledgement.mode", "choice", "implicit",
+       "implicit: the next poll() or commit accepts what the last poll() returned; explicit: "
+       "acknowledge() every record.", S, choices=("implicit", "explicit")),
+    _s("share.acquire.mode", "choice", "batch_optimized",
+       "batch_optimized: the broker may hand out whole batches beyond max.poll.records; "
+       "record_limit: at most max.poll.records records per fetch (KIP-1206, ShareFetch v2).",
+       S, choices=("batch_optimized", "record_limit")),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -294,7 +304,7 @@ class Config(Mapping[str, Any]):
 
 
 Validator = Callable[[Config], Config]
-_VALIDATORS: dict[str, list[Validator]] = {PRODUCER: [], CONSUMER: [], ADMIN: []}
+_VALIDATORS: dict[str, list[Validator]] = {PRODUCER: [], CONSUMER: [], ADMIN: [], SHARE_CONSUMER: []}
 
 
 def cross_check(client: str) -> Callable[[Validator], Validator]:
@@ -308,7 +318,7 @@ def cross_check(client: str) -> Callable[[Validator], Validator]:
 
 
 def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: Any) -> Config:
-    """Validate user settings for ``client`` ('producer', 'consumer', 'admin').
+    """Validate user settings for ``client`` ('producer', 'consumer', 'admin', 'share_consumer').
 
     ``settings`` is a dict with Java names or aliases; keyword arguments use aliases.
     Raises :class:`ConfigError` naming the key for anything unknown or invalid.
