@@ -39,13 +39,13 @@ def test_properties_file(tmp_path) -> None:
 
 def test_line_reader_follows_the_console_producer() -> None:
     plain = LineReader({}, False, None)
-    assert plain.parse("hello", 1) == (None, b"hello", [])
+    assert plain.parse("hello", 1) == (None, "hello", [])
     keyed = LineReader({"parse.key": "true", "key.separator": ":"}, False, None)
-    assert keyed.parse("k:v:w", 1) == (b"k", b"v:w", [])
+    assert keyed.parse("k:v:w", 1) == ("k", "v:w", [])
     with pytest.raises(UsageError, match="line 3: no key separator"):
         keyed.parse("novalue", 3)
     headers = LineReader({"parse.headers": "true", "parse.key": "true", "null.marker": "NULL"}, False, None)
-    assert headers.parse("a:1,b:NULL\tk\tNULL", 1) == (b"k", None, [("a", b"1"), ("b", None)])
+    assert headers.parse("a:1,b:NULL\tk\tNULL", 1) == ("k", None, [("a", b"1"), ("b", None)])
     assert LineReader({}, False, "\\t").key_separator == "\t"
     with pytest.raises(UsageError, match="unknown --property parse.kye"):
         LineReader({"parse.kye": "true"}, False, None)
@@ -123,3 +123,84 @@ def test_groups_list_prints_what_answered_and_fails_naming_the_silent_broker(cap
     out, err = capsys.readouterr()
     assert out == "billing\n"
     assert err.startswith("Error: broker 2 did not answer, its groups are missing: ") and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------ serializer options
+
+
+def test_format_names_and_java_classes() -> None:
+    from kafkalite.cli.serdes import format_name
+
+    assert format_name("STRING", "--value-serializer") == "str"
+    assert format_name("jsonschema", "--value-serializer") == "json-schema"
+    assert format_name("float", "--value-serializer") == "double"
+    assert format_name("org.apache.kafka.common.serialization.LongDeserializer", "--key-deserializer") == "long"
+    assert format_name("io.confluent.kafka.serializers.KafkaAvroSerializer", "--value-serializer") == "avro"
+    assert format_name("io.confluent.kafka.serializers.protobuf.KafkaProtobufDeserializer", "x") == "protobuf"
+    with pytest.raises(UsageError, match=r"unknown --value-serializer 'avor' \(known: avro, bytes, double"):
+        format_name("avor", "--value-serializer")
+
+
+def test_encoders_parse_each_builtin_format() -> None:
+    from kafkalite.cli.serdes import Encoder
+
+    def enc(fmt: str, text: str) -> bytes | None:
+        return Encoder(fmt, False, topic="t").encode("t", text, [], 4)
+
+    assert enc("bytes", "héllo") == "héllo".encode()
+    assert enc("int", " -2 ") == b"\xff\xff\xff\xfe"
+    assert enc("long", "1") == b"\x00" * 7 + b"\x01"
+    assert enc("float32", "1.5") == b"?\xc0\x00\x00"
+    assert enc("json", '{"a": [1, "ü"]}') == '{"a":[1,"ü"]}'.encode()
+    assert Encoder("str", True, topic="t").encode("t", None, [], 1) is None  # null.marker stays null
+    with pytest.raises(UsageError, match=r"^line 4: the value 'x' is not an integer \(--value-serializer int\)$"):
+        enc("int", "x")
+    with pytest.raises(UsageError, match=r"^line 4: the value '\{' is not JSON \(--value-serializer json\): "):
+        enc("json", "{")
+    with pytest.raises(UsageError, match="a value schema needs --value-serializer avro"):
+        Encoder("str", False, topic="t", schema="{}")
+    with pytest.raises(UsageError, match="--value-serializer avro needs --schema-registry-url"):
+        Encoder("avro", False, topic="t", schema='"string"')
+    with pytest.raises(UsageError, match="--key-serializer json-schema needs a schema"):
+        Encoder("json-schema", True, topic="t", registry={"schema.registry.url": "http://127.0.0.1:9"})
+
+
+def test_decoded_values_print_as_json() -> None:
+    import datetime
+    import decimal
+    import uuid
+
+    from kafkalite.cli.serdes import Decoder, json_text
+
+    assert json_text({"b": b"\x00\xff", "d": decimal.Decimal("1.10"), "t": datetime.date(2024, 1, 31),
+                      "u": uuid.UUID(int=1), "n": None, "l": ("x", 1.5)}) == (
+        '{"b":"\\u0000ÿ","d":"1.10","t":"2024-01-31","u":"00000000-0000-0000-0000-000000000001","n":null,'
+        '"l":["x",1.5]}')
+    record = ConsumerRecord("t", 0, 3, 1000, 0, b"\x00\x00\x00\x07", b'{"qty":3}', [], None)
+    decoders = (Decoder("int", True), Decoder("json", False))
+    assert Printer(_args(print_key=True), None, decoders).line(record) == '7\t{"qty":3}'
+    as_json = json.loads(Printer(_args(json=True), None, decoders).line(record))
+    assert (as_json["key"], as_json["value"]) == (7, {"qty": 3})
+    with pytest.raises(UsageError, match="--value-deserializer avro needs --schema-registry-url"):
+        Decoder("avro", False)
+
+
+def test_registry_options_merge_and_check() -> None:
+    from kafkalite.cli.serdes import registry_settings
+
+    args = argparse.Namespace(schema_registry_url=None, schema_registry_property=["basic.auth.user.info=u:p"])
+    assert registry_settings(args, {"schema.registry.url": "http://a", "parse.key": "true"}, {}) == {
+        "schema.registry.url": "http://a", "basic.auth.user.info": "u:p"}
+    # A shared client properties file: request.timeout.ms / ssl.ca.location are the Kafka client's.
+    shared = {"request.timeout.ms": "5000", "ssl.ca.location": "ca.pem", "schema.registry.url": "http://c",
+              "schema.registry.basic.auth.user.info": "x:y"}
+    args.schema_registry_property = []
+    assert registry_settings(args, {}, shared) == {"schema.registry.url": "http://c",
+                                                   "schema.registry.basic.auth.user.info": "x:y"}
+    args.schema_registry_property = ["basic.auth.user.info=u:p"]
+    args.schema_registry_url = "http://b"
+    assert registry_settings(args, {"schema.registry.url": "http://a"}, {"url": "http://c"})[
+        "schema.registry.url"] == "http://b"
+    args.schema_registry_property = ["basic.auth.userinfo=u:p"]
+    with pytest.raises(UsageError, match="unknown --schema-registry-property 'basic.auth.userinfo'; did you mean"):
+        registry_settings(args, {}, {})

@@ -8,6 +8,16 @@ key.separator=:``, ``parse.headers=true`` (``headers.delimiter``, ``headers.sepa
 ``--transactional-id`` (all records in one transaction, committed at the end, aborted
 on error or Ctrl-C), ``--sync`` (wait for each record).
 
+Serializers: ``--key-serializer`` / ``--value-serializer`` bytes (default), str, int,
+long, double, float32, json, or avro / json-schema / protobuf with a Schema Registry
+(``--schema-registry-url``). Avro and JSON Schema lines are JSON, one record per line,
+written with ``--value-schema-file order.avsc`` (or ``--value-schema TEXT``,
+``--value-schema-id N``); Protobuf lines are JSON for ``--value-message-type
+module:Class``. Confluent's console producer properties work too: ``--property
+value.schema=...``, ``value.schema.file``, ``value.schema.id``, ``key.schema``,
+``schema.registry.url``, ``auto.register``, ``use.latest.version``,
+``value.subject.name.strategy``, ``basic.auth.user.info``.
+
 Prints how many records were written (stderr, or JSON with --json); exit 1 if any
 record failed. A topic that does not exist (or a --partition it lacks) fails at once
 with exit 1 and one line naming it, rather than after max.block.ms.
@@ -30,6 +40,23 @@ from kafkalite.cli.common import (
     error_line,
     parse_key_values,
 )
+from kafkalite.cli.serdes import (
+    Encoder,
+    add_registry_options,
+    format_name,
+    is_registry_property,
+    read_schema,
+    registry_settings,
+    serde_settings,
+)
+
+# Confluent's console producer properties (kafka-avro-console-producer and friends),
+# read by build_encoders() rather than the line reader.
+SERDE_PROPERTIES = frozenset({
+    "key.schema", "value.schema", "key.schema.file", "value.schema.file", "key.schema.id", "value.schema.id",
+    "key.serializer", "value.serializer", "auto.register", "auto.register.schemas", "use.latest.version",
+    "normalize.schemas", "key.subject.name.strategy", "value.subject.name.strategy",
+})
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -51,6 +78,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--transactional-id", metavar="ID", help="write everything in one transaction")
     p.add_argument("--sync", action="store_true", help="wait for each record's acknowledgement")
     p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    g = p.add_argument_group("serializers")
+    for side in ("key", "value"):
+        g.add_argument(f"--{side}-serializer", metavar="FORMAT",
+                       help=f"how a line's {side} is turned into bytes: bytes (default), str, int, long, double, "
+                            "float32, json, avro, json-schema, protobuf")
+        g.add_argument(f"--{side}-schema", metavar="TEXT", help=f"the {side}'s Avro or JSON schema (text)")
+        g.add_argument(f"--{side}-schema-file", metavar="PATH",
+                       help=f"the {side}'s schema from a file (.avsc for avro, .json for json-schema)")
+        g.add_argument(f"--{side}-schema-id", type=int, metavar="N",
+                       help=f"write the {side} with this registered schema (no registration)")
+        g.add_argument(f"--{side}-message-type", metavar="MODULE:CLASS",
+                       help=f"protobuf: the {side}'s generated message class")
+    add_registry_options(p)
     p.set_defaults(handler=run)
 
 
@@ -72,16 +112,20 @@ class LineReader:
         self.ignore_error = props.get("ignore.error", "false") == "true"
         known = {"parse.key", "key.separator", "parse.headers", "headers.delimiter", "headers.separator",
                  "headers.key.separator", "null.marker", "ignore.error"}
-        unknown = set(props) - known
+        unknown = {k for k in set(props) - known - SERDE_PROPERTIES if not is_registry_property(k)}
         if unknown:
             raise UsageError(f"unknown --property {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
         if not self.key_separator:
             raise UsageError("key.separator must not be empty")
 
+    def _text(self, text: str) -> str | None:
+        return None if self.null_marker is not None and text == self.null_marker else text
+
     def _bytes(self, text: str) -> bytes | None:
         return None if self.null_marker is not None and text == self.null_marker else text.encode("utf-8")
 
-    def parse(self, line: str, number: int) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
+    def parse(self, line: str, number: int) -> tuple[str | None, str | None, list[tuple[str, bytes | None]]]:
+        """``(key text, value text, headers)`` of one line (None: the null marker)."""
         headers: list[tuple[str, bytes | None]] = []
         rest = line
         if self.parse_headers:
@@ -96,9 +140,9 @@ class LineReader:
             if not sep:
                 if not self.ignore_error:
                     raise UsageError(f"line {number}: no key separator {self.key_separator!r} in {line!r}")
-                return None, self._bytes(rest), headers
-            return self._bytes(k), self._bytes(value), headers
-        return None, self._bytes(rest), headers
+                return None, self._text(rest), headers
+            return self._text(k), self._text(value), headers
+        return None, self._text(rest), headers
 
 
 def _lines(stream: TextIO) -> Iterator[str]:
@@ -106,9 +150,44 @@ def _lines(stream: TextIO) -> Iterator[str]:
         yield line[:-1] if line.endswith("\n") else line
 
 
+def build_encoders(args: argparse.Namespace, props: dict[str, str],
+                   command_config: dict[str, Any]) -> tuple[Encoder, Encoder]:
+    """The key and value encoders from the serializer options and Confluent's properties."""
+    registry = registry_settings(args, props, command_config)
+    out = []
+    for side in ("key", "value"):
+        spec = getattr(args, f"{side}_serializer") or props.get(f"{side}.serializer")
+        option = f"--{side}-serializer"
+        text = getattr(args, f"{side}_schema")
+        path = getattr(args, f"{side}_schema_file")
+        if text is None and path is None:
+            text, path = props.get(f"{side}.schema"), props.get(f"{side}.schema.file")
+        schema_id: Any = getattr(args, f"{side}_schema_id")
+        if schema_id is None and props.get(f"{side}.schema.id") is not None:
+            try:
+                schema_id = int(props[f"{side}.schema.id"])
+            except ValueError:
+                raise UsageError(f"--property {side}.schema.id must be a number, "
+                                 f"got {props[f'{side}.schema.id']!r}") from None
+        schema = read_schema(text, path, f"--{side}-schema")
+        message_type = getattr(args, f"{side}_message_type")
+        if spec is None and (schema is not None or schema_id is not None):
+            spec = "avro"  # like kafka-avro-console-producer: a schema alone means Avro
+        if spec is None and message_type:
+            spec = "protobuf"
+        fmt = format_name(spec, option) if spec else "bytes"
+        is_key = side == "key"
+        out.append(Encoder(fmt, is_key, topic=args.topic, schema=schema, schema_id=schema_id,
+                           message_type=message_type, registry=registry,
+                           settings=serde_settings(args, props, is_key, serializer=True)))
+    return out[0], out[1]
+
+
 def run(args: argparse.Namespace) -> int | None:
-    reader = LineReader(parse_key_values(args.property, "--property"), args.parse_key, args.key_separator)
-    static_headers = [(k, v.encode()) for k, v in parse_key_values(args.header, "--header").items()]
+    props = parse_key_values(args.property, "--property")
+    reader = LineReader(props, args.parse_key, args.key_separator)
+    static_headers: list[tuple[str, bytes | None]] = [
+        (k, v.encode()) for k, v in parse_key_values(args.header, "--header").items()]
     settings = client_settings(args, parse_key_values(args.producer_property, "--producer-property"))
     for name, setting in (("compression.type", args.compression), ("acks", args.acks),
                           ("transactional.id", args.transactional_id)):
@@ -116,7 +195,18 @@ def run(args: argparse.Namespace) -> int | None:
             settings[name] = setting
     from kafkalite.config import BY_NAME, PRODUCER
 
-    settings = {k: v for k, v in settings.items() if k not in BY_NAME or PRODUCER in BY_NAME[k].clients}
+    key_encoder, value_encoder = build_encoders(args, props, settings)
+    settings = {k: v for k, v in settings.items()
+                if (k not in BY_NAME or PRODUCER in BY_NAME[k].clients) and not is_registry_property(k)}
+    try:
+        return _produce(args, reader, static_headers, settings, key_encoder, value_encoder)
+    finally:
+        key_encoder.close()
+        value_encoder.close()
+
+
+def _produce(args: argparse.Namespace, reader: LineReader, static_headers: list[tuple[str, bytes | None]],
+             settings: dict[str, Any], key_encoder: Encoder, value_encoder: Encoder) -> int | None:
     try:
         from kafkalite.producer.producer import Producer
     except ImportError as exc:  # pragma: no cover - the producer ships with the package
@@ -149,15 +239,18 @@ def run(args: argparse.Namespace) -> int | None:
             if not first_error:
                 first_error.append(error)
 
-    committed = False
+    committed = stopped = False
     try:
         if args.transactional_id:
             producer.init_transactions()
             producer.begin_transaction()
         for number, line in enumerate(_lines(stream), 1):
-            key, value, headers = reader.parse(line, number)
+            key_text, value_text, headers = reader.parse(line, number)
+            headers = static_headers + headers
+            key = key_encoder.encode(args.topic, key_text, headers, number)
+            value = value_encoder.encode(args.topic, value_text, headers, number)
             future = producer.send(args.topic, value=value, key=key, partition=args.partition,
-                                   headers=static_headers + headers or None, callback=on_done)
+                                   headers=headers or None, callback=on_done)
             sent += 1
             progress.step()
             if args.sync:
@@ -173,6 +266,7 @@ def run(args: argparse.Namespace) -> int | None:
                 producer.commit_transaction()
                 committed = True
     except BaseException:
+        stopped = True
         if args.transactional_id and not committed:
             try:
                 producer.abort_transaction()
@@ -184,7 +278,9 @@ def run(args: argparse.Namespace) -> int | None:
         if stream is not sys.stdin:
             stream.close()
         producer.close(10)
-        _summary(args, sent, failed, committed)
+        if sent or not stopped or args.json:
+            # Stopped at the first line (bad input, registry down): the error is the one line.
+            _summary(args, sent, failed, committed)
     if first_error:
         error_line(str(first_error[0]))
         return EXIT_KAFKA
