@@ -20,6 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafkalite.testing.certs import TestPki
 
 CONTROLLER_LISTENER = "CONTROLLER"
 CLIENT_LISTENER = "PLAINTEXT"
@@ -34,20 +38,40 @@ def kafka_major(version: str) -> int:
     return int(version.split(".", 1)[0])
 
 
+SSL_PROTOCOLS = ("SSL", "SASL_SSL")
+_UNSECURED_VALIDATOR = (
+    "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
+)
+
+
 @dataclass(frozen=True)
 class SecurityPreset:
-    """A SASL_PLAINTEXT client listener with SCRAM and PLAIN users and ACLs on.
+    """Secured client listeners: SASL users (SCRAM, PLAIN, optionally OAUTHBEARER),
+    TLS listeners with test certificates, and ACLs on.
 
     The broker keeps its PLAINTEXT listener for the harness and for inter-broker and
     controller traffic; clients there are ``User:ANONYMOUS``, which must be a super
     user for the broker to talk to its own controller under an authorizer. So the
     PLAINTEXT port is an all-powerful back door, fine for tests: authorization is
-    exercised through the SASL listener.
+    exercised through the secured listeners. (A TLS listener without client
+    certificates also gives ``User:ANONYMOUS``.)
 
     Attributes:
         users: user name -> password; each gets SCRAM-SHA-256 and -512 credentials
             (created at format time) and a PLAIN login.
         super_users: users the StandardAuthorizer lets do anything.
+        mechanisms: SASL mechanisms of every SASL listener. With ``OAUTHBEARER`` the
+            broker validates unsigned JWTs with Kafka's built-in unsecured validator
+            (any ``sub`` is accepted as the principal: test use only).
+        listener: the main SASL listener (named after its protocol).
+        extra_listeners: more client listeners, name -> security protocol, e.g.
+            ``{"SSL": "SSL", "MTLS": "SSL", "SASL_SSL": "SASL_SSL"}``.
+        client_auth_listeners: TLS listeners that require a client certificate.
+        wrong_host_listeners: TLS listeners whose certificate names another host
+            (:data:`~kafkalite.testing.certs.MISMATCHED_HOST`).
+        listener_configs: listener name -> more broker settings for that listener
+            only (written with the ``listener.name.<name>.`` prefix), e.g.
+            ``{"REAUTH": {"connections.max.reauth.ms": "3000"}}``.
     """
 
     users: Mapping[str, str] = field(
@@ -60,6 +84,20 @@ class SecurityPreset:
     super_users: tuple[str, ...] = ("admin",)
     mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
     listener: str = "SASL_PLAINTEXT"
+    extra_listeners: Mapping[str, str] = field(default_factory=dict)
+    client_auth_listeners: tuple[str, ...] = ()
+    wrong_host_listeners: tuple[str, ...] = ()
+    listener_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @property
+    def listeners(self) -> dict[str, str]:
+        """Every client listener this preset adds: name -> security protocol."""
+        return {self.listener: self.listener, **self.extra_listeners}
+
+    @property
+    def needs_tls(self) -> bool:
+        """Whether the broker needs certificates (some listener speaks TLS)."""
+        return any(p in SSL_PROTOCOLS for p in self.listeners.values())
 
     def scram_arguments(self) -> list[str]:
         """``kafka-storage format`` arguments that create the SCRAM credentials."""
@@ -69,31 +107,80 @@ class SecurityPreset:
                 args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
         return args
 
-    def properties(self) -> dict[str, str]:
-        prefix = f"listener.name.{self.listener.lower()}"
+    def properties(self, tls: TestPki | None = None) -> dict[str, str]:
+        """Broker settings; ``tls`` gives the certificate files for TLS listeners."""
         plain_users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
         props = {
             "sasl.enabled.mechanisms": ",".join(self.mechanisms),
-            f"{prefix}.sasl.enabled.mechanisms": ",".join(self.mechanisms),
-            f"{prefix}.plain.sasl.jaas.config": (
-                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
-            ),
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": ";".join(
                 [f"User:{u}" for u in self.super_users] + ["User:ANONYMOUS"]
             ),
             "allow.everyone.if.no.acl.found": "false",
         }
-        for mechanism in self.mechanisms:
-            if mechanism.startswith("SCRAM-"):
-                props[f"{prefix}.{mechanism.lower()}.sasl.jaas.config"] = (
-                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-                )
+        for name, protocol in self.listeners.items():
+            prefix = f"listener.name.{name.lower()}"
+            if protocol.startswith("SASL"):
+                props[f"{prefix}.sasl.enabled.mechanisms"] = ",".join(self.mechanisms)
+                for mechanism in self.mechanisms:
+                    if mechanism == "PLAIN":
+                        props[f"{prefix}.plain.sasl.jaas.config"] = (
+                            f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+                        )
+                    elif mechanism.startswith("SCRAM-"):
+                        props[f"{prefix}.{mechanism.lower()}.sasl.jaas.config"] = (
+                            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                        )
+                    elif mechanism == "OAUTHBEARER":
+                        # The broker's own login token (unused by a single node) and the
+                        # validator that accepts unsigned JWTs ("alg":"none").
+                        props[f"{prefix}.oauthbearer.sasl.jaas.config"] = (
+                            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                            'unsecuredLoginStringClaim_sub="admin";'
+                        )
+                        props[f"{prefix}.oauthbearer.sasl.server.callback.handler.class"] = _UNSECURED_VALIDATOR
+            if protocol in SSL_PROTOCOLS:
+                if tls is None:
+                    raise ValueError(f"listener {name} speaks {protocol}: the broker needs test certificates")
+                keystore = tls.broker_wrong_host_keystore if name in self.wrong_host_listeners else tls.broker_keystore
+                props[f"{prefix}.ssl.keystore.type"] = "PEM"
+                props[f"{prefix}.ssl.keystore.location"] = str(keystore)
+                props[f"{prefix}.ssl.truststore.type"] = "PEM"
+                props[f"{prefix}.ssl.truststore.location"] = str(tls.ca)
+                props[f"{prefix}.ssl.client.auth"] = "required" if name in self.client_auth_listeners else "none"
+                # A client certificate's principal is its CN ("User:kafkalite-client"),
+                # not the whole distinguished name.
+                props[f"{prefix}.ssl.principal.mapping.rules"] = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
+            for key, value in self.listener_configs.get(name, {}).items():
+                props[f"{prefix}.{key}"] = str(value)
         return props
 
 
 SASL_PRESET = SecurityPreset()
-"""The secured preset: ``LocalBroker(security=SASL_PRESET)``."""
+"""The SASL preset: ``LocalBroker(security=SASL_PRESET)`` (SASL_PLAINTEXT, PLAIN + SCRAM)."""
+
+REAUTH_MS = 3000
+"""``connections.max.reauth.ms`` of :data:`SECURE_PRESET`'s ``REAUTH`` listener (KIP-368)."""
+
+SECURE_PRESET = SecurityPreset(
+    mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"),
+    super_users=("admin", "kafkalite-client"),
+    extra_listeners={"SSL": "SSL", "MTLS": "SSL", "SSL_WRONG_HOST": "SSL", "SASL_SSL": "SASL_SSL",
+                     "REAUTH": "SASL_PLAINTEXT"},
+    client_auth_listeners=("MTLS",),
+    wrong_host_listeners=("SSL_WRONG_HOST",),
+    listener_configs={"REAUTH": {"connections.max.reauth.ms": str(REAUTH_MS)}},
+)
+"""Everything security tests need on one broker (one JVM start instead of five):
+
+- ``SASL_PLAINTEXT``: PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER (unsecured JWTs);
+- ``SSL``: TLS, server certificate for 127.0.0.1/localhost from the test CA;
+- ``MTLS``: TLS with a required client certificate (principal ``User:kafkalite-client``,
+  a super user);
+- ``SSL_WRONG_HOST``: TLS whose certificate names another host (hostname verification);
+- ``SASL_SSL``: the SASL mechanisms over TLS;
+- ``REAUTH``: SASL_PLAINTEXT with ``connections.max.reauth.ms`` = :data:`REAUTH_MS`.
+"""
 
 
 @dataclass(frozen=True)
@@ -102,8 +189,9 @@ class NodeConfig:
 
     Attributes:
         listeners: client listener name -> port; ``PLAINTEXT`` always, plus the
-            security preset's listener when there is one.
+            security preset's listeners when there is one.
         voters: node id -> controller port of every quorum member (itself included).
+        tls: the certificate files of TLS listeners (see :mod:`kafkalite.testing.certs`).
     """
 
     node_id: int
@@ -119,6 +207,7 @@ class NodeConfig:
     internal_topic_partitions: int = 10
     security: SecurityPreset | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
+    tls: TestPki | None = None
 
 
 def server_properties(cfg: NodeConfig) -> dict[str, str]:
@@ -131,6 +220,8 @@ def server_properties(cfg: NodeConfig) -> dict[str, str]:
     rf, isr = str(cfg.replication_factor), str(cfg.min_insync_replicas)
     internal = str(cfg.internal_topic_partitions)
     protocols = {name: name for name in cfg.listeners}
+    if cfg.security is not None:
+        protocols.update({n: p for n, p in cfg.security.listeners.items() if n in cfg.listeners})
     protocols[CONTROLLER_LISTENER] = "PLAINTEXT"
     client = [f"{name}://{cfg.host}:{port}" for name, port in cfg.listeners.items()]
     props = {
@@ -176,10 +267,18 @@ def server_properties(cfg: NodeConfig) -> dict[str, str]:
                 "group.consumer.heartbeat.interval.ms": "1000",
                 "group.consumer.min.session.timeout.ms": "6000",
                 "group.consumer.session.timeout.ms": "10000",
+                # KIP-932 share groups: the broker's floors (record lock 15 s, heartbeat 5 s,
+                # session 45 s) would make redelivery and member-loss tests wait minutes;
+                # tests lower a group's share.record.lock.duration.ms to seconds.
+                "group.share.min.record.lock.duration.ms": "1000",
+                "group.share.min.heartbeat.interval.ms": "500",
+                "group.share.heartbeat.interval.ms": "1000",
+                "group.share.min.session.timeout.ms": "6000",
+                "group.share.session.timeout.ms": "10000",
             }
         )
     if cfg.security is not None:
-        props.update(cfg.security.properties())
+        props.update(cfg.security.properties(cfg.tls))
     props.update({k: str(v) for k, v in cfg.extra.items()})
     return props
 
