@@ -179,6 +179,22 @@ def test_avro_written_by_kafkalite_and_confluent_printed_by_the_cli(
     schema_id = SchemaRegistryClient(conf).get_latest_version(f"{topic}-value").schema_id
     assert confluent_style.stdout.splitlines() == [
         f'k1\t{{"id":"a-1","qty":1,"note":"ünïcode","tags":[]}}\t{schema_id}']
+    # The formatter alone: the (plain string) keys are not printed, so not read as Avro.
+    values_only = kafkalite("consume", "--bootstrap-server", b, "--topic", topic, "--from-beginning",
+                            "--max-messages", "2", "--formatter", "io.confluent.kafka.formatter.AvroMessageFormatter",
+                            "--property", f"schema.registry.url={url}")
+    assert values_only.returncode == 0, values_only.stderr
+    assert values_only.stdout.splitlines() == text.stdout.replace("k1\t", "").replace("k2\t", "").splitlines()
+
+    # Written again with that registered id (kafka-avro-console-producer's value.schema.id).
+    again = kafkalite("produce", "--bootstrap-server", b, "--topic", topic, "--property",
+                      f"value.schema.id={schema_id}", "--schema-registry-url", url,
+                      input='{"id": "a-3", "qty": 3, "note": null, "tags": []}\n')
+    assert again.returncode == 0, again.stderr
+    third = raw_records(b, topic, 3)[2]
+    assert parse_header(third.value)[0] == schema_id
+    assert AvroDeserializer(conf).deserialize(topic, third.value) == {"id": "a-3", "qty": 3, "note": None,
+                                                                      "tags": []}
 
 
 def test_confluent_property_names_key_and_value_schemas(kafka_broker: Any, topic_factory: Any,

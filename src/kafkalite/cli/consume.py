@@ -120,8 +120,10 @@ def build_decoders(args: argparse.Namespace, props: dict[str, str],
         option = f"--{side}-deserializer"
         spec = getattr(args, f"{side}_deserializer") or props.get(f"{side}.deserializer")
         message_type = getattr(args, f"{side}_message_type")
-        if spec is None and formatter_format is not None:
-            # Confluent's schema formatters read the value, and the key too unless told otherwise.
+        printed = side == "value" or args.print_key or props.get("print.key") == "true"
+        if spec is None and formatter_format is not None and printed:
+            # Confluent's schema formatters read the value, and the key too when it is
+            # printed, unless a key.deserializer is given.
             spec = formatter_format
         if spec is None and message_type:
             spec = "protobuf"
@@ -189,7 +191,8 @@ class Printer:
         return data.decode("utf-8", errors="backslashreplace")
 
     def line(self, r: Any) -> str:
-        key = self._decoded(self.key_decoder, r, r.key)
+        # A key that is not printed is not decoded (nor can it fail).
+        key = self._decoded(self.key_decoder, r, r.key) if self.show["key"] or self.format == "json" else None
         value = self._decoded(self.value_decoder, r, r.value)
         if self.format == "json":
             obj: dict[str, Any] = {"topic": r.topic, "partition": r.partition, "offset": r.offset,
@@ -200,7 +203,7 @@ class Printer:
                 obj["key_schema_id"] = self._schema_id(self.key_decoder, r.key)
                 obj["value_schema_id"] = self._schema_id(self.value_decoder, r.value)
             return json.dumps(obj, ensure_ascii=False)
-        parts = []
+        parts: list[Any] = []
         if self.show["timestamp"]:
             kind = {0: "CreateTime", 1: "LogAppendTime"}.get(int(r.timestamp_type), "NoTimestampType")
             parts.append(f"{kind}:{r.timestamp}")
