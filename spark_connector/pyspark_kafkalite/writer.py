@@ -12,7 +12,9 @@ before it reports success; the producer is idempotent by default (no duplicates 
 its own retries). A failed send fails the task with the Kafka error (its class names
 it, e.g. ``RecordTooLargeError``); Spark retries the task, which may write some rows
 again. Rows arrive as Arrow record batches (PySpark's Arrow writers) and go to
-``Producer.send`` straight from the Arrow columns.
+``Producer.send_many`` (one call per Arrow batch when every row goes to the ``topic``
+option's topic without partition or headers; ``Producer.send`` per row otherwise)
+straight from the Arrow columns.
 """
 
 from __future__ import annotations
@@ -96,9 +98,9 @@ class _Sender:
     def check_done(self, everything: bool = False) -> None:
         pending = self.pending
         while pending and (everything or pending[0].done()):
-            future = pending.popleft()
-            if future.failed():
-                raise self._failure(future.exception())
+            error = pending.popleft().exception()  # a RecordFuture or a SendManyResult
+            if error is not None:
+                raise self._failure(error)
 
     @staticmethod
     def _failure(exc: BaseException | None) -> BaseException:
@@ -168,13 +170,10 @@ class _Sender:
         if topics is not None and None in topics:
             i = topics.index(None)
             raise ConfigError(f"row {self.rows + i} has a null 'topic' and the 'topic' option is not set")
-        if topics is None and keys is None and partitions is None and headers is None:
-            for v in values:
-                append(send(topic, v))
-        elif topics is None and partitions is None and headers is None:
-            assert keys is not None
-            for k, v in zip(keys, values):
-                append(send(topic, v, k))
+        if topics is None and partitions is None and headers is None:
+            # One call for the whole chunk (no future per row): Producer.send_many.
+            assert topic is not None
+            append(self.producer.send_many(topic, values, keys))
         else:
             none = [None] * n
             ks = keys if keys is not None else none

@@ -1155,8 +1155,9 @@ appender_append(AppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
  *
  * Appends values[start:] (keys None, or a sequence as long as values) without futures
  * and returns the index of the first record the general path must take (len(values)
- * when all were appended). For every batch it appends to, `spans` (a list) gets
- * (batch, index in batch of the first record, index in values of that record). */
+ * when all were appended). For every run of records it appends to one batch with
+ * consecutive indexes, `spans` (a list) gets (batch, index in the batch of the run's
+ * first record, index in values of that record). */
 static PyObject *
 appender_append_many(AppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1178,6 +1179,7 @@ appender_append_many(AppenderObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *keyseq = NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(values), i = start < 0 ? 0 : start;
     PyObject *result = NULL, *last_batch = NULL;
+    Py_ssize_t last_index = -2;
     if (keys != Py_None) {
         keyseq = PySequence_Fast(keys, "keys must be None or a sequence");
         if (!keyseq)
@@ -1214,21 +1216,20 @@ appender_append_many(AppenderObject *self, PyObject *const *args, Py_ssize_t nar
         }
         if (r == 0)
             break;
-        if (placed.batch != last_batch) {
+        if (placed.batch != last_batch || placed.index != last_index + 1) {
             PyObject *span = Py_BuildValue("(Onn)", placed.batch, placed.index, i);
             if (!span || PyList_Append(spans, span) < 0) {
                 Py_XDECREF(span);
                 Py_DECREF(placed.batch);
                 Py_DECREF(state);
-                /* This record is in the batch but not in a span: report it as appended
-                 * by raising only after recording nothing else. */
-                goto done;
+                goto done; /* (out of memory: the record is in the batch, the error says so) */
             }
             Py_DECREF(span);
             Py_XSETREF(last_batch, placed.batch);
         } else {
             Py_DECREF(placed.batch);
         }
+        last_index = placed.index;
         if (!self->enabled)
             { i++; break; }
     }

@@ -335,3 +335,33 @@ def test_many_threads_share_one_producer(kafka_broker, topic_factory) -> None:
         assert offsets == sorted(offsets) and len(set(offsets)) == per_thread  # one key: one partition, in order
     back = read_back(kafka_broker.bootstrap, topic)
     assert sum(len(rs) for rs in back.values()) == 4 * per_thread
+
+
+def test_send_many_delivers_in_order_and_reports_the_failed_record(kafka_broker, topic_factory) -> None:
+    topic = topic_factory(partitions=3)
+    values = [b"v%d" % i for i in range(5000)]
+    keys = [b"k%d" % (i % 40) for i in range(5000)]
+    with producer(kafka_broker.bootstrap, linger_ms=5) as p:
+        outcome = p.send_many(topic, values, keys)
+        more = p.send_many(topic, [b"unkeyed-%d" % i for i in range(1000)])
+        assert outcome.result(timeout=60) == 5000 and more.result(timeout=60) == 1000
+        assert outcome.failures() == [] and outcome.done()
+    back = read_back(kafka_broker.bootstrap, topic)
+    assert sum(len(v) for v in back.values()) == 6000
+    for partition, records in back.items():
+        keyed = [r for r in records if r.key is not None]
+        expect = [v for k, v in zip(keys, values) if partition_for_key(k, 3) == partition]
+        assert [r.value for r in keyed] == expect  # send order per partition
+    # A record the topic refuses fails alone; the rest of the call is delivered.
+    small = topic_factory(partitions=1, configs={"max.message.bytes": "2000"})
+    batch = [b"ok-%d" % i for i in range(50)]
+    batch[20] = b"x" * 5000
+    with producer(kafka_broker.bootstrap, linger_ms=50) as p:
+        outcome = p.send_many(small, batch)
+        p.flush(60)
+        failures = outcome.failures(timeout=60)
+        assert [i for i, _ in failures] == [20]
+        assert isinstance(failures[0][1], RecordTooLargeError)
+        with pytest.raises(RecordTooLargeError):
+            outcome.result()
+    assert [r.value for r in read_back(kafka_broker.bootstrap, small)[0]] == batch[:20] + batch[21:]

@@ -208,3 +208,59 @@ def test_the_pure_python_path_passes_the_producer_unit_tests():
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout
+
+
+@pytest.mark.parametrize("impl", [append_kernel.python_impl] + ([append_kernel.c_impl] if append_kernel.c_impl
+                                                                else []), ids=lambda m: m.__name__)
+def test_send_many_builds_what_send_builds(impl):
+    rng = random.Random(3)
+    values = [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 200))) for _ in range(2500)]
+    keys = [None if i % 7 == 0 else b"k%d" % (i % 31) for i in range(2500)]
+    one, many = make_producer(impl), make_producer(impl)
+    ts = 1_700_000_000_000
+    for k, v in zip(keys, values):
+        one.send("t", v, k, timestamp=ts)
+    outcome = many.send_many("t", values, keys, timestamp=ts)
+    assert batches(one) == batches(many)
+    assert len(outcome) == 2500 and not outcome.done()
+    # every record is in exactly one run, in order
+    runs = list(outcome._runs())
+    assert sum(r[3] for r in runs) == 2500 and [r[2] for r in runs] == sorted(r[2] for r in runs)
+    # unkeyed to one partition, with a tuple and a generator
+    assert len(many.send_many("t", tuple(values[:10]), partition=2)) == 10
+    assert len(many.send_many("t", (v for v in values[:10]))) == 10
+    with pytest.raises(ValueError, match="3 keys for 2 values"):
+        many.send_many("t", [b"a", b"b"], [b"1", b"2", b"3"])
+
+
+def test_send_many_outcome_reports_each_failed_record():
+    impl = append_kernel.c_impl or append_kernel.python_impl
+    p = make_producer(impl)
+    outcome = p.send_many("t", [b"x" * 100] * 300, [b"k%d" % (i % 3) for i in range(300)])
+    assert len({id(b) for b, _, _ in outcome._spans}) >= 3
+    error = KeyError("boom")
+    failed_batch = outcome._spans[1][0]
+    for batch, _, _ in outcome._spans:
+        batch.complete(0, -1, error if batch is failed_batch else None)
+    assert outcome.done()
+    failures = outcome.failures(0)
+    assert failures and all(e is error for _, e in failures)
+    failed = {i for i, _ in failures}
+    expect = {start + j for b, _, start, count in outcome._runs() if b is failed_batch for j in range(count)}
+    assert failed == expect
+    assert outcome.exception(0) is error
+    with pytest.raises(KeyError):
+        outcome.result(0)
+
+
+def test_send_many_with_serializers_and_non_bytes_values():
+    impl = append_kernel.c_impl or append_kernel.python_impl
+    p = make_producer(impl, **{"value.serializer": "str", "key.serializer": "str"})
+    outcome = p.send_many("t", ["a", "bb", "ccc"], ["1", "2", "3"], timestamp=5)
+    q = make_producer(impl)
+    q.send_many("t", [b"a", b"bb", b"ccc"], [b"1", b"2", b"3"], timestamp=5)
+    assert batches(p) == batches(q) and len(outcome) == 3
+    plain = make_producer(impl)
+    plain.send_many("t", [bytearray(b"x"), memoryview(b"y"), b"z"], timestamp=5)  # general path converts
+    assert [r.value for r in RecordBatch(batches(plain)[plain._core.topics["t"].sticky.current][0]).records()] \
+        == [b"x", b"y", b"z"]

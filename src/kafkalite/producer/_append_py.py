@@ -113,7 +113,7 @@ class Appender:
         """Append ``values[start:]`` without futures; the index of the first one not appended.
 
         ``spans`` gets ``(batch, index in the batch, index in values)`` for the first
-        record appended to each batch.
+        record of each run appended to one batch with consecutive indexes.
         """
         if not isinstance(values, (list, tuple)):
             values = list(values)
@@ -134,14 +134,16 @@ class Appender:
         else:
             return i
         last = None
+        last_index = -2
         while i < count:
             placed = self._one(state, keys[i] if keys is not None else None, values[i], partition, ts, None, False)
             if placed is None:
                 break
             _, batch, index = placed
-            if batch is not last:
+            if batch is not last or index != last_index + 1:
                 spans.append((batch, index, i))
                 last = batch
+            last_index = index
             i += 1
             if not self.enabled:
                 break

@@ -48,7 +48,7 @@ def resolve(batch: ProducerBatch, index: int) -> tuple[ProducerBatch, int]:
                 break
     return batch, index
 
-__all__ = ["AsyncRecordFuture", "DoneSignal", "RecordFuture"]
+__all__ = ["AsyncRecordFuture", "DoneSignal", "RecordFuture", "SendManyResult"]
 
 _WAIT_SLICE_S = 0.1
 
@@ -240,3 +240,77 @@ if CRecordFuture is not None and not TYPE_CHECKING:
 def describe_error(error: BaseException) -> str:
     """Text for logs: ``KafkaError`` str, or the exception's repr."""
     return str(error) if isinstance(error, KafkaError) else repr(error)
+
+
+class SendManyResult:
+    """The outcome of one :meth:`kafkalite.Producer.send_many` call: every record's, as a whole.
+
+    It holds one entry per run of records that went into the same batch (no object
+    per record). ``result(timeout)`` waits until every record is acknowledged or
+    failed and raises the first failure (in the order the records were given);
+    ``exception(timeout)`` returns it instead; ``failures()`` lists
+    ``(index in values, error)`` for every failed record.
+
+    Example::
+
+        outcome = producer.send_many("events", [b"a", b"b", b"c"])
+        producer.flush()
+        outcome.result()          # 3, or raises the first record's error
+    """
+
+    __slots__ = ("_spans", "count")
+
+    def __init__(self, spans: list[tuple[Any, int, int]], count: int) -> None:
+        self._spans = spans
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _runs(self) -> Generator[tuple[Any, int, int, int], None, None]:
+        """(batch, first index in batch, first index in values, records) per run."""
+        spans = self._spans
+        for n, (batch, index, start) in enumerate(spans):
+            end = spans[n + 1][2] if n + 1 < len(spans) else self.count
+            yield batch, index, start, end - start
+
+    def done(self) -> bool:
+        """Whether every record is acknowledged or failed."""
+        return all(batch.done for batch, _, _ in self._spans)
+
+    def _wait(self, timeout: float | None) -> None:
+        pending = [b for b, _, _ in self._spans if not b.done]
+        if not pending:
+            return
+        pending[0].signal.wait_until(lambda: all(b.done for b in pending), timeout,
+                                     f"send_many() of {self.count} records")
+
+    def failures(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
+        """``(index in values, error)`` of every failed record, after waiting for all."""
+        self._wait(timeout)
+        out: list[tuple[int, BaseException]] = []
+        for batch, index, start, count in self._runs():
+            if not batch.children:
+                if batch.error is not None:
+                    out.extend((start + i, batch.error) for i in range(count))
+                continue
+            for i in range(count):  # split after MESSAGE_TOO_LARGE: resolve each record
+                error = resolve(batch, index + i)[0].error
+                if error is not None:
+                    out.append((start + i, error))
+        return out
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The first failed record's error (None if all succeeded), waiting up to ``timeout`` s."""
+        failed = self.failures(timeout)
+        return failed[0][1] if failed else None
+
+    def result(self, timeout: float | None = None) -> int:
+        """Wait for every record; raise the first failure, else return the number of records."""
+        error = self.exception(timeout)
+        if error is not None:
+            raise error
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"<SendManyResult {self.count} records {'done' if self.done() else 'pending'}>"

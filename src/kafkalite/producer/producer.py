@@ -8,6 +8,9 @@ Example::
         future = producer.send("orders", value=b"...", key=b"k1", headers=[("trace", b"1")])
         metadata = future.result(timeout=10)   # RecordMetadata(topic, partition, offset, ...)
         producer.send("orders", b"x", callback=lambda md, err: print(md, err))
+        outcome = producer.send_many("orders", [b"a", b"b"])   # one call, one result
+        producer.flush()
+        outcome.result()
         producer.flush()
 
     tx = Producer({"bootstrap.servers": "127.0.0.1:9092", "transactional.id": "copier-1"})
@@ -37,7 +40,8 @@ import sys
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from time import time as _time
 from typing import Any
 
 from kafkalite.config import Config, resolve
@@ -46,7 +50,7 @@ from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
-from kafkalite.producer.futures import RecordFuture
+from kafkalite.producer.futures import RecordFuture, SendManyResult
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
@@ -140,6 +144,71 @@ class Producer:
                     return future
                 return self._send(topic, value, key, partition, timestamp, None, callback, key_bytes, value_bytes)
         return self._send(topic, value, key, partition, timestamp, headers, callback)
+
+    def send_many(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None = None, *,
+                  partition: int | None = None, timestamp: int | None = None) -> SendManyResult:
+        """Append many records to one topic in one call; one result for all of them.
+
+        Each record is exactly what ``send(topic, values[i], keys[i], partition,
+        timestamp)`` would append (same partitioning, batching, serializers, errors),
+        but the common case costs one C call for the whole list and no future per
+        record: the :class:`~kafkalite.producer.futures.SendManyResult` tells, once
+        the records are acknowledged, whether all succeeded (``result()`` raises the
+        first failure) and which failed (``failures()``).
+
+        Args:
+            topic: the topic of every record.
+            values: the values (a list or tuple is used as is; other iterables are
+                copied into a list).
+            keys: None, or one key per value.
+            partition: one partition for every record (default: by key, or sticky).
+            timestamp: one create time (ms) for every record (default: now).
+
+        Raises the same errors as :meth:`send`, from the record that caused them; the
+        records before it were appended and are sent (``flush()`` waits for them).
+
+        Example::
+
+            outcome = producer.send_many("events", [b"a", b"b", b"c"], keys=[b"1", b"2", b"3"])
+            producer.flush()
+            outcome.result()          # 3, or raises the first record's error
+        """
+        if not isinstance(values, (list, tuple)):
+            values = list(values)
+        n = len(values)
+        if keys is not None:
+            if not isinstance(keys, (list, tuple)):
+                keys = list(keys)
+            if len(keys) != n:
+                raise ValueError(f"send_many(): {len(keys)} keys for {n} values")
+        core = self._core
+        key_bytes: Sequence[Any] | None = keys
+        value_bytes: Sequence[Any] = values
+        serialized = not core.raw
+        if serialized:
+            if core.key_serializer is not None and keys is not None:
+                key_bytes = [core.serialize(topic, k, None, True) for k in keys]
+            if core.value_serializer is not None:
+                value_bytes = [core.serialize(topic, v, None, False) for v in values]
+        if timestamp is None:
+            timestamp = int(_time() * 1000)  # one time for the call, whichever path a record takes
+        spans: list[tuple[Any, int, int]] = []
+        append_many = self._appender.append_many
+        i = 0
+        while i < n:
+            i = append_many(topic, key_bytes, value_bytes, i, partition, timestamp, spans)
+            if i >= n:
+                break
+            # The general path for this one (new batch, metadata, memory, errors).
+            key = keys[i] if keys is not None else None
+            if serialized:
+                future = self._send(topic, values[i], key, partition, timestamp, None, None,
+                                    key_bytes[i] if key_bytes is not None else None, value_bytes[i])
+            else:
+                future = self._send(topic, values[i], key, partition, timestamp, None, None)
+            spans.append((future._batch, future._index, i))
+            i += 1
+        return SendManyResult(spans, n)
 
     def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
               headers: Any, callback: Callback | None, key_bytes: Any = _UNSET, value_bytes: Any = _UNSET,
