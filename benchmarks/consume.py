@@ -46,7 +46,7 @@ def fill(broker: Broker, topic: str, messages: int, size: int, codec: str) -> No
 # ---------------------------------------------------------------- clients
 
 
-def run_kafkalite(bootstrap: str, topic: str, partitions: int, messages: int) -> float:
+def run_kafkalite(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
     from kafkalite import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", "max.poll.records": BATCH,
@@ -54,57 +54,57 @@ def run_kafkalite(bootstrap: str, topic: str, partitions: int, messages: int) ->
     c.assign([TopicPartition(topic, p) for p in range(partitions)])
     n = 0
     nbytes = 0
-    started = time.perf_counter()
+    started, cpu0 = time.perf_counter(), time.process_time()
     while n < messages:
         for r in c.poll(5.0):
             nbytes += len(r.value)
             n += 1
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu0
     c.close()
-    return elapsed
+    return elapsed, cpu
 
 
-def run_kafkalite_aio(bootstrap: str, topic: str, partitions: int, messages: int) -> float:
+def run_kafkalite_aio(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
     from kafkalite import TopicPartition, aio
 
-    async def main() -> float:
+    async def main() -> tuple[float, float]:
         c = aio.Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
                           "max.poll.records": BATCH, "enable.auto.commit": False})
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
         n = 0
         nbytes = 0
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), time.process_time()
         while n < messages:
             for r in await c.poll(5.0):
                 nbytes += len(r.value)
                 n += 1
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu0
         await c.close()
-        return elapsed
+        return elapsed, cpu
 
     return asyncio.run(main())
 
 
-def run_confluent(bootstrap: str, topic: str, partitions: int, messages: int) -> float:
+def run_confluent(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     n = 0
     nbytes = 0
-    started = time.perf_counter()
+    started, cpu0 = time.perf_counter(), time.process_time()
     while n < messages:
         for m in c.consume(BATCH, 5.0):
             if m.error():
                 continue
             nbytes += len(m.value() or b"")
             n += 1
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu0
     c.close()
-    return elapsed
+    return elapsed, cpu
 
 
-def run_kafka_python(bootstrap: str, topic: str, partitions: int, messages: int) -> float:
+def run_kafka_python(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
     from kafka import KafkaConsumer, TopicPartition
 
     c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
@@ -112,42 +112,42 @@ def run_kafka_python(bootstrap: str, topic: str, partitions: int, messages: int)
     c.seek_to_beginning()
     n = 0
     nbytes = 0
-    started = time.perf_counter()
+    started, cpu0 = time.perf_counter(), time.process_time()
     while n < messages:
         for records in c.poll(timeout_ms=5000, max_records=BATCH).values():
             for r in records:
                 nbytes += len(r.value)
                 n += 1
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu0
     c.close()
-    return elapsed
+    return elapsed, cpu
 
 
-def run_aiokafka(bootstrap: str, topic: str, partitions: int, messages: int) -> float:
+def run_aiokafka(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    async def main() -> float:
+    async def main() -> tuple[float, float]:
         c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
         await c.start()
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
         await c.seek_to_beginning()
         n = 0
         nbytes = 0
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), time.process_time()
         while n < messages:
             batches = await c.getmany(timeout_ms=5000, max_records=BATCH)
             for records in batches.values():
                 for r in records:
                     nbytes += len(r.value)
                     n += 1
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu0
         await c.stop()
-        return elapsed
+        return elapsed, cpu
 
     return asyncio.run(main())
 
 
-CLIENTS: dict[str, Callable[[str, str, int, int], float]] = {
+CLIENTS: dict[str, Callable[[str, str, int, int], tuple[float, float]]] = {
     "kafkalite": run_kafkalite,
     "kafkalite.aio": run_kafkalite_aio,
     "confluent-kafka": run_confluent,
@@ -194,7 +194,7 @@ def main() -> int:
                                             args.partitions)
                 print(f"{case}: filling {topic} with {args.messages} records ...", flush=True)
                 fill(broker, topic, args.messages, size, codec)
-                clients: dict[str, Callable[[], float]] = {}
+                clients: dict[str, Callable[[], float | tuple[float, float]]] = {}
                 for name in wanted:
                     if name == "java":
                         clients[name] = partial(run_java, broker, topic, args.messages)
