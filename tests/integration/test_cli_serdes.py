@@ -354,3 +354,12 @@ def test_records_that_do_not_decode(kafka_broker: Any, topic_factory: Any, schem
     assert skipped.returncode == 0, skipped.stderr
     assert skipped.stdout.splitlines() == ['{"id":"g","qty":1,"note":null,"tags":[]}']
     assert "offset 0" in skipped.stderr and "Processed a total of 1 messages" in skipped.stderr
+
+    unreachable = kafkalite("consume", "--bootstrap-server", b, "--topic", topic, "--partition", "0", "--offset",
+                            "1", "--max-messages", "1", "--value-deserializer", "avro", "--schema-registry-url",
+                            "http://127.0.0.1:9", "--schema-registry-property", "max.retries=0")
+    assert unreachable.returncode == 1 and unreachable.stdout == "" and "Traceback" not in unreachable.stderr
+    first, total = unreachable.stderr.splitlines()
+    assert first.startswith("Error: cannot deserialize the value at partition 0, offset 1 with avro: cannot reach "
+                            "the Schema Registry at http://127.0.0.1:9") and f"topic '{topic}'" in first
+    assert total == "Processed a total of 0 messages"
