@@ -35,6 +35,9 @@ __version__ = "0.1.0"
 _LAZY = {
     "Producer": "kafkalite.producer.producer:Producer",
     "Consumer": "kafkalite.consumer.consumer:Consumer",
+    "ShareConsumer": "kafkalite.share.consumer:ShareConsumer",
+    "ShareConsumerRecord": "kafkalite.share.types:ShareConsumerRecord",
+    "AcknowledgeType": "kafkalite.share.types:AcknowledgeType",
     "AdminClient": "kafkalite.admin.admin:AdminClient",
     "NewTopic": "kafkalite.admin.types:NewTopic",
     "NewPartitions": "kafkalite.admin.types:NewPartitions",
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     from kafkalite.consumer.consumer import Consumer
     from kafkalite.consumer.listener import ConsumerRebalanceListener
     from kafkalite.producer.producer import Producer
+    from kafkalite.share.consumer import ShareConsumer
+    from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
 
 
 def __getattr__(name: str) -> Any:
@@ -66,7 +71,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AdminClient", "ConfigResource", "Consumer", "ConsumerGroupMetadata", "ConsumerRebalanceListener",
+    "AcknowledgeType", "AdminClient", "ConfigResource", "Consumer", "ConsumerGroupMetadata", "ConsumerRebalanceListener",
     "ConsumerRecord", "Header", "IsolationLevel", "NewPartitions", "NewTopic", "OffsetAndMetadata",
-    "OffsetSpec", "Producer", "RecordMetadata", "TimestampType", "TopicPartition", "__version__", "errors",
+    "OffsetSpec", "Producer", "RecordMetadata", "ShareConsumer", "ShareConsumerRecord", "TimestampType",
+    "TopicPartition", "__version__", "errors",
 ]

@@ -20,12 +20,14 @@ _LAZY = {
     "Producer": "kafkalite.producer.async_producer:AsyncProducer",
     "Consumer": "kafkalite.consumer.async_consumer:AsyncConsumer",
     "AdminClient": "kafkalite.admin.async_admin:AsyncAdminClient",
+    "ShareConsumer": "kafkalite.share.async_consumer:AsyncShareConsumer",
 }
 
 if TYPE_CHECKING:
     from kafkalite.admin.async_admin import AsyncAdminClient as AdminClient
     from kafkalite.consumer.async_consumer import AsyncConsumer as Consumer
     from kafkalite.producer.async_producer import AsyncProducer as Producer
+    from kafkalite.share.async_consumer import AsyncShareConsumer as ShareConsumer
 
 
 def __getattr__(name: str) -> Any:
@@ -38,4 +40,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["AdminClient", "Consumer", "Producer"]
+__all__ = ["AdminClient", "Consumer", "Producer", "ShareConsumer"]

@@ -1,0 +1,413 @@
+"""ShareFetch and ShareAcknowledge (engine side), one share session per broker.
+
+Follows Java's ``ShareConsumeRequestManager``:
+
+* records are fetched only when ``poll()`` found nothing left to hand out
+  (:meth:`ShareFetcher.request_fetch`); once an answer brought acquired records, fetching
+  stops until the application asks again. Acquired records are locked to this member
+  for the acquisition lock time, so fetching ahead of the application would only make
+  them time out and go to another member;
+* one request at a time per broker: ShareFetch and ShareAcknowledge share the session
+  epoch, so they are serialized by a per-node lock;
+* acknowledgements ride on the next ShareFetch to the broker that delivered the records
+  (when ``poll()`` fetches anyway), or go in a ShareAcknowledge (commits, close, and
+  when ``poll()`` still has records to hand out). A new session (epoch 0) cannot carry
+  the acknowledgements of an old one: those fail with SHARE_SESSION_NOT_FOUND and the
+  records come back after their lock times out;
+* commit_sync retries retriable errors until its deadline; asynchronous commits until
+  ``default.api.timeout.ms``; close never retries and ends every session with epoch -1,
+  which also releases the records the member still holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kafkalite.backoff import ExponentialBackoff
+from kafkalite.errors import (
+    ConfigError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    ShareSessionNotFoundError,
+    error_for_code,
+)
+from kafkalite.protocol.messages.share_acknowledge import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeRequestAcknowledgementBatch,
+    ShareAcknowledgeRequestAcknowledgePartition,
+    ShareAcknowledgeRequestAcknowledgeTopic,
+)
+from kafkalite.protocol.messages.share_fetch import (
+    ShareFetchRequest,
+    ShareFetchRequestAcknowledgementBatch,
+    ShareFetchRequestFetchPartition,
+    ShareFetchRequestFetchTopic,
+    ShareFetchRequestForgottenTopic,
+)
+from kafkalite.share.acks import Acknowledgements, AckOutcome
+from kafkalite.share.completed_fetch import ShareCompletedFetch
+from kafkalite.share.session import ShareSession
+from kafkalite.types import TopicPartition
+
+log = logging.getLogger("kafkalite.share")
+
+#: partition errors after which metadata is refreshed (the leader moved, the topic changed)
+_METADATA_ERRORS = frozenset({3, 6, 74, 100, 103})
+#: TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED: raised from poll()
+_FATAL_PARTITION_ERRORS = frozenset({29, 30})
+
+PartAcks = dict[TopicPartition, Acknowledgements]
+
+
+class ShareFetcher:
+    """Share sessions, ShareFetch and ShareAcknowledge for one share consumer.
+
+    ``core`` provides ``cfg``, ``client``, ``loop``, ``group_id``, ``member`` (the
+    :class:`~kafkalite.share.heartbeat.ShareGroupMember`), ``assignment()``,
+    ``buffer`` (a deque of :class:`ShareCompletedFetch`), ``metrics``,
+    ``notify_poll()``, ``request_metadata()``, ``report_error(exc)`` and
+    ``report_acks(outcomes)``.
+    """
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        cfg = core.cfg
+        self.client = core.client
+        self.sessions: dict[int, ShareSession] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._busy: set[int] = set()
+        self._not_before: dict[int, float] = {}
+        self._errors: dict[int, int] = {}
+        self.fetch_more = False
+        self.piggyback: dict[int, PartAcks] = {}
+        self.acquisition_lock_timeout_ms: int | None = None
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
+        self._max_wait_ms = cfg["fetch.max.wait.ms"]
+        self._request_timeout_ms = cfg["request.timeout.ms"]
+        self._record_limit = cfg["share.acquire.mode"] == "record_limit"
+        self._check_crcs = cfg["check.crcs"]
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def request_fetch(self, acks: dict[int, PartAcks]) -> None:
+        """poll() has nothing left to hand out: fetch, carrying ``acks`` (engine thread)."""
+        for node, per_tp in acks.items():
+            target = self.piggyback.setdefault(node, {})
+            for tp, a in per_tp.items():
+                target[tp] = target[tp].merge(a) if tp in target else a
+        self.fetch_more = True
+        self._wake.set()
+
+    # ------------------------------------------------------------ fetch loop
+
+    async def run(self) -> None:
+        while not self._closing:
+            self._wake.clear()
+            delay = self._start_fetches()
+            if delay is None:
+                await self._wake.wait()
+            else:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
+
+    def _start_fetches(self) -> float | None:
+        """Start a ShareFetch to every broker that needs one; the seconds until a node
+        in backoff may be tried again (None: wait for a wake-up)."""
+        core = self.core
+        by_node: dict[int, dict[TopicPartition, uuid.UUID]] = {}
+        if core.member.active:
+            meta = self.client.metadata
+            for tp in core.assignment():
+                leader = meta.leader_for(tp.topic, tp.partition)
+                topic_id = meta.topic_id(tp.topic)
+                if leader is None or leader < 0 or topic_id.int == 0:
+                    core.request_metadata()
+                    continue
+                by_node.setdefault(leader, {})[tp] = topic_id
+        # Acknowledgements for brokers this member no longer fetches from go on their own.
+        for node in [n for n in self.piggyback if n not in by_node]:
+            acks = self.piggyback.pop(node)
+            self._spawn(self.acknowledge({node: acks}, time.monotonic() + core.api_timeout_s))
+        if not self.fetch_more:
+            return None
+        now = time.monotonic()
+        soonest: float | None = None
+        for node, parts in by_node.items():
+            if node in self._busy:
+                continue
+            ready_at = self._not_before.get(node, 0.0)
+            if ready_at > now:
+                soonest = ready_at - now if soonest is None else min(soonest, ready_at - now)
+                continue
+            self._busy.add(node)
+            self._spawn(self._fetch(node, parts))
+        return soonest
+
+    def _spawn(self, coro: Any) -> None:
+        task = self.core.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self.core.task_done)
+
+    def _lock(self, node: int) -> asyncio.Lock:
+        lock = self._locks.get(node)
+        if lock is None:
+            lock = self._locks[node] = asyncio.Lock()
+        return lock
+
+    def _failed(self, node: int) -> None:
+        n = self._errors.get(node, 0) + 1
+        self._errors[node] = n
+        self._not_before[node] = time.monotonic() + self._backoff.delay_s(n - 1)
+
+    async def _fetch(self, node: int, parts: dict[TopicPartition, uuid.UUID]) -> None:
+        core = self.core
+        acks: PartAcks = {}
+        outcomes: list[AckOutcome] = []
+        try:
+            async with self._lock(node):
+                session = self.sessions.get(node)
+                if session is None:
+                    session = self.sessions[node] = ShareSession(node)
+                acks = self.piggyback.pop(node, {})
+                if session.is_new and acks:
+                    outcomes += _fail_all(acks, _no_session(node))
+                    acks = {}
+                plan = session.build_fetch(parts)
+                topics: dict[uuid.UUID, dict[int, ShareFetchRequestFetchPartition]] = {}
+                for tp, tid in plan.added:
+                    topics.setdefault(tid, {})[tp.partition] = ShareFetchRequestFetchPartition(
+                        partition_index=tp.partition)
+                for tp, a in acks.items():
+                    tid = parts[tp]
+                    entry = topics.setdefault(tid, {}).get(tp.partition)
+                    if entry is None:
+                        entry = topics[tid][tp.partition] = ShareFetchRequestFetchPartition(partition_index=tp.partition)
+                    entry.acknowledgement_batches = [ShareFetchRequestAcknowledgementBatch(
+                        first_offset=b.first_offset, last_offset=b.last_offset, acknowledge_types=b.types)
+                        for b in a.batches()]
+                forgotten: dict[uuid.UUID, list[int]] = {}
+                for tp, tid in plan.forgotten:
+                    forgotten.setdefault(tid, []).append(tp.partition)
+                max_records = core.cfg["max.poll.records"]
+                request = ShareFetchRequest(
+                    group_id=core.group_id, member_id=core.member.member_id, share_session_epoch=plan.epoch,
+                    max_wait_ms=self._max_wait_ms, min_bytes=core.cfg["fetch.min.bytes"],
+                    max_bytes=core.cfg["fetch.max.bytes"], max_records=max_records, batch_size=max_records,
+                    share_acquire_mode=1 if self._record_limit else 0,
+                    topics=[ShareFetchRequestFetchTopic(topic_id=tid, partitions=list(ps.values()))
+                            for tid, ps in topics.items()],
+                    forgotten_topics_data=[ShareFetchRequestForgottenTopic(topic_id=tid, partitions=ps)
+                                           for tid, ps in forgotten.items()])
+                started = time.monotonic()
+                try:
+                    conn = await self.client.connection(node)
+                    version = conn.api_version(ShareFetchRequest)
+                    if self._record_limit and version < 2:
+                        raise ConfigError("share.acquire.mode=record_limit needs ShareFetch v2 (Kafka 4.2+); "
+                                          f"broker {node} supports v{version}")
+                    response = await conn.request(request, api_version=version,
+                                                  timeout_ms=self._request_timeout_ms + self._max_wait_ms)
+                except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                    session.reset()
+                    outcomes += _fail_all(acks, exc)
+                    self._failed(node)
+                    log.debug("ShareFetch to node %d failed: %s", node, exc)
+                    return
+                code = response.error_code
+                session.on_response(code)
+                if code:
+                    err = error_for_code(code, response.error_message or "ShareFetch failed", group_id=core.group_id)
+                    outcomes += _fail_all(acks, err)
+                    self._failed(node)
+                    if code == 100:
+                        core.request_metadata()
+                    elif code in (30, 42, 35):
+                        core.report_error(err)
+                    log.debug("ShareFetch to node %d: %s", node, err)
+                    return
+                self._errors.pop(node, None)
+                if response.acquisition_lock_timeout_ms > 0:
+                    self.acquisition_lock_timeout_ms = response.acquisition_lock_timeout_ms
+                outcomes += self._take_response(node, response, acks, started)
+        except KafkaError as exc:  # e.g. ConfigError above: poll() raises it
+            outcomes += _fail_all(acks, exc)
+            self._failed(node)
+            core.report_error(exc)
+        finally:
+            self._busy.discard(node)
+            if outcomes:
+                core.report_acks(outcomes)
+            self._wake.set()
+
+    def _take_response(self, node: int, response: Any, acks: PartAcks, started: float) -> list[AckOutcome]:
+        core = self.core
+        meta = self.client.metadata
+        outcomes: list[AckOutcome] = []
+        acquired_total = 0
+        size = 0
+        for topic in response.responses:
+            name = meta.topic_name(topic.topic_id)
+            for p in topic.partitions:
+                if name is None:
+                    core.request_metadata()
+                    continue
+                tp = TopicPartition(name, p.partition_index)
+                a = acks.pop(tp, None)
+                if a is not None:
+                    err = (error_for_code(p.acknowledge_error_code, p.acknowledge_error_message,
+                                          topic=tp.topic, partition=tp.partition)
+                           if p.acknowledge_error_code else None)
+                    outcomes.append(AckOutcome(tp, frozenset(a.offsets()), err))
+                if p.error_code:
+                    err = error_for_code(p.error_code, p.error_message, topic=tp.topic, partition=tp.partition)
+                    if p.error_code in _METADATA_ERRORS:
+                        core.request_metadata()
+                    elif p.error_code in _FATAL_PARTITION_ERRORS:
+                        core.report_error(err)
+                    log.debug("ShareFetch %s from node %d: %s", tp, node, err)
+                    continue
+                if p.acquired_records:
+                    fetch = ShareCompletedFetch(tp, node, p.records,
+                                                [(r.first_offset, r.last_offset, r.delivery_count)
+                                                 for r in p.acquired_records], self._check_crcs)
+                    acquired_total += fetch.acquired_count
+                    size += fetch.bytes
+                    core.buffer.append(fetch)
+        # Acknowledged partitions the answer did not mention cannot be known to have landed.
+        outcomes += _fail_all(acks, KafkaError("the ShareFetch answer did not cover these acknowledgements"))
+        core.metrics.record_fetch((time.monotonic() - started) * 1000.0, size, acquired_total,
+                                  response.throttle_time_ms)
+        if acquired_total:
+            self.fetch_more = False
+            core.notify_poll()
+        return outcomes
+
+    # ------------------------------------------------------------ acknowledgements
+
+    async def acknowledge(self, acks: dict[int, PartAcks], deadline: float, *,
+                          closing: bool = False) -> list[AckOutcome]:
+        """Send ``acks`` with ShareAcknowledge, one request per broker at a time; retriable
+        errors are retried until ``deadline`` (not when closing). With ``closing`` every
+        session ends (epoch -1), with or without acknowledgements."""
+        nodes = set(acks) | (set(self.sessions) if closing else set())
+        results = await asyncio.gather(*(self._acknowledge_node(n, dict(acks.get(n, {})), deadline, closing)
+                                         for n in nodes))
+        outcomes = [o for r in results for o in r]
+        if outcomes:
+            self.core.report_acks(outcomes)
+        return outcomes
+
+    async def _acknowledge_node(self, node: int, pending: PartAcks, deadline: float,
+                                closing: bool) -> list[AckOutcome]:
+        core = self.core
+        out: list[AckOutcome] = []
+        attempt = 0
+        meta = self.client.metadata
+        while True:
+            retry_error: KafkaError | None = None
+            async with self._lock(node):
+                session = self.sessions.get(node)
+                if session is None or session.is_new:
+                    return out + _fail_all(pending, _no_session(node))
+                topics: dict[uuid.UUID, list[ShareAcknowledgeRequestAcknowledgePartition]] = {}
+                for tp, a in pending.items():
+                    topics.setdefault(meta.topic_id(tp.topic), []).append(ShareAcknowledgeRequestAcknowledgePartition(
+                        partition_index=tp.partition, acknowledgement_batches=[
+                            ShareAcknowledgeRequestAcknowledgementBatch(
+                                first_offset=b.first_offset, last_offset=b.last_offset, acknowledge_types=b.types)
+                            for b in a.batches()]))
+                epoch = session.close_epoch() if closing else session.epoch
+                request = ShareAcknowledgeRequest(
+                    group_id=core.group_id, member_id=core.member.member_id, share_session_epoch=epoch,
+                    topics=[ShareAcknowledgeRequestAcknowledgeTopic(topic_id=t, partitions=ps)
+                            for t, ps in topics.items()])
+                try:
+                    timeout_ms = max(1.0, (deadline - time.monotonic()) * 1000.0)
+                    response = await self.client.send(node, request,
+                                                      timeout_ms=min(timeout_ms, self._request_timeout_ms))
+                except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                    session.reset()
+                    if closing:
+                        self.sessions.pop(node, None)
+                    return out + _fail_all(pending, exc)
+                if closing:
+                    self.sessions.pop(node, None)
+                else:
+                    session.on_response(response.error_code)
+                if response.error_code:
+                    err = error_for_code(response.error_code, response.error_message or "ShareAcknowledge failed",
+                                         group_id=core.group_id)
+                    if not (err.retriable and not closing and time.monotonic() < deadline):
+                        return out + _fail_all(pending, err)
+                    retry_error = err
+                else:
+                    for topic in response.responses:
+                        name = meta.topic_name(topic.topic_id)
+                        for p in topic.partitions:
+                            tp = TopicPartition(name or "", p.partition_index)
+                            if tp not in pending:
+                                continue
+                            a = pending[tp]
+                            if not p.error_code:
+                                out.append(AckOutcome(tp, frozenset(a.offsets()), None))
+                                del pending[tp]
+                                continue
+                            err = error_for_code(p.error_code, p.error_message, topic=tp.topic,
+                                                 partition=tp.partition)
+                            if err.retriable and not closing:
+                                retry_error = err
+                                if p.error_code in _METADATA_ERRORS:
+                                    core.request_metadata()
+                            else:
+                                out.append(AckOutcome(tp, frozenset(a.offsets()), err))
+                                del pending[tp]
+                    if retry_error is None and pending:
+                        out += _fail_all(pending, KafkaError("the ShareAcknowledge answer did not cover "
+                                                             "these acknowledgements"))
+            if not pending:
+                return out
+            attempt += 1
+            delay = self._backoff.delay_s(attempt - 1)
+            if time.monotonic() + delay >= deadline:
+                return out + _fail_all(pending, KafkaTimeoutError(
+                    f"acknowledgements to broker {node} not completed before the deadline: {retry_error}"))
+            await asyncio.sleep(delay)
+
+    # ------------------------------------------------------------ shutdown
+
+    async def close(self, timeout_s: float) -> None:
+        """Stop fetching and wait (bounded) for the requests in flight."""
+        self._closing = True
+        self._wake.set()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout_s)
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def _fail_all(acks: PartAcks, error: BaseException) -> list[AckOutcome]:
+    out = [AckOutcome(tp, frozenset(a.offsets()), error) for tp, a in acks.items()]
+    acks.clear()
+    return out
+
+
+def _no_session(node: int) -> KafkaError:
+    return ShareSessionNotFoundError(
+        f"no share session with broker {node} to acknowledge through (it was reset); the records "
+        "will be delivered again when their acquisition lock times out")
+
+
+Callback = Callable[[list[AckOutcome]], None]

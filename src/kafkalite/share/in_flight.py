@@ -1,0 +1,92 @@
+"""The records the last ``poll()`` handed out, until they are acknowledged (poll side, no I/O).
+
+Java's ``ShareFetch`` / ``ShareInFlightBatch``: every record returned by ``poll()`` is
+*in flight* until the application settles it (explicit mode) or the next
+``poll()`` / commit accepts it (implicit mode). Acknowledgements wait here, grouped by
+the broker that delivered the records — a record can only be acknowledged through the
+share session that acquired it — until a ShareFetch or ShareAcknowledge takes them.
+
+Example::
+
+    flight = InFlight()
+    flight.add(node=1, records=polled)
+    flight.acknowledge("orders", 0, 42, AcknowledgeType.RELEASE)
+    flight.acknowledge_all(AcknowledgeType.ACCEPT)          # implicit mode
+    by_node = flight.take_acknowledged()                     # {1: {tp: Acknowledgements}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kafkalite.errors import IllegalStateError
+from kafkalite.share.acks import Acknowledgements
+from kafkalite.share.types import AcknowledgeType
+from kafkalite.types import TopicPartition
+
+AcksByNode = dict[int, dict[TopicPartition, Acknowledgements]]
+
+
+class InFlight:
+    """Delivered, unacknowledged records and the acknowledgements not yet sent."""
+
+    __slots__ = ("_acks", "_pending")
+
+    def __init__(self) -> None:
+        #: (topic, partition, offset) -> node, for every record still unacknowledged
+        self._pending: dict[tuple[str, int, int], int] = {}
+        self._acks: AcksByNode = {}
+
+    def __len__(self) -> int:
+        """How many delivered records are not acknowledged yet."""
+        return len(self._pending)
+
+    def add(self, node: int, records: Iterable[Any]) -> None:
+        pending = self._pending
+        for r in records:
+            pending[(r[6], r[7], r[0])] = node
+
+    def add_ack(self, node: int, tp: TopicPartition, offset: int, ack_type: AcknowledgeType) -> None:
+        """An acknowledgement the client makes itself (GAP, REJECT of a corrupt batch,
+        RELEASE of a record that could not be deserialized)."""
+        self._pending.pop((tp.topic, tp.partition, offset), None)
+        per_node = self._acks.setdefault(node, {})
+        acks = per_node.get(tp)
+        if acks is None:
+            acks = per_node[tp] = Acknowledgements()
+        acks.add(offset, ack_type)
+
+    def acknowledge(self, topic: str, partition: int, offset: int, ack_type: AcknowledgeType) -> None:
+        """Settle one delivered record; IllegalStateError if it is not in flight."""
+        node = self._pending.pop((topic, partition, offset), None)
+        if node is None:
+            raise IllegalStateError(
+                f"the record at offset {offset} of {topic}-{partition} cannot be acknowledged: the last "
+                "poll() did not return it, or it was acknowledged already", topic=topic, partition=partition)
+        self.add_ack(node, TopicPartition(topic, partition), offset, ack_type)
+
+    def acknowledge_all(self, ack_type: AcknowledgeType) -> None:
+        """Settle every record still in flight (implicit mode: ACCEPT)."""
+        for (topic, partition, offset), node in list(self._pending.items()):
+            self.add_ack(node, TopicPartition(topic, partition), offset, ack_type)
+
+    def has_acks(self) -> bool:
+        return bool(self._acks)
+
+    def take_acknowledged(self) -> AcksByNode:
+        """The acknowledgements made so far, by node; they are no longer held here."""
+        acks, self._acks = self._acks, {}
+        return acks
+
+
+def merge_acks(into: AcksByNode, more: AcksByNode) -> AcksByNode:
+    """Add ``more`` to ``into`` (later types win for the same offset)."""
+    for node, per_tp in more.items():
+        target = into.setdefault(node, {})
+        for tp, acks in per_tp.items():
+            if tp in target:
+                target[tp].merge(acks)
+            else:
+                target[tp] = acks
+    return into

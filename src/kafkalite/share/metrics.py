@@ -1,0 +1,107 @@
+"""Share consumer metrics with the Java client's names and groups.
+
+``consumer-share-fetch-manager-metrics``: fetch-size-avg/max, bytes-consumed-rate/total,
+records-per-request-avg/max, records-fetched-rate/total (records acquired by this member),
+acknowledgements-send-rate/total, acknowledgements-error-rate/total,
+fetch-latency-avg/max, fetch-rate, fetch-total, fetch-throttle-time-avg/max.
+
+``consumer-share-coordinator-metrics``: heartbeat-response-time-max, heartbeat-rate,
+heartbeat-total, last-heartbeat-seconds-ago, rebalance-total (assignment changes),
+rebalance-rate-per-hour.
+
+``consumer-share-metrics``: last-poll-seconds-ago, time-between-poll-avg/max.
+
+Recorded per request, per poll() and per acknowledgement batch, never per record.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from kafkalite.metrics import Metrics
+
+FETCH = "consumer-share-fetch-manager-metrics"
+COORDINATOR = "consumer-share-coordinator-metrics"
+CONSUMER = "consumer-share-metrics"
+
+
+class ShareConsumerMetrics:
+    """The sensors of one share consumer; ``registry`` is what ``metrics()`` reads."""
+
+    def __init__(self, registry: Metrics, client_id: str = "") -> None:
+        self.registry = registry
+        tags = {"client-id": client_id} if client_id else None
+        s = registry.sensor("share-fetch-latency")
+        s.add_avg("fetch-latency-avg", FETCH, "Average time a ShareFetch takes (ms)", tags)
+        s.add_max("fetch-latency-max", FETCH, "Longest ShareFetch (ms)", tags)
+        s.add_count_rate("fetch-rate", FETCH, "ShareFetch requests per second", tags)
+        s.add_count("fetch-total", FETCH, "ShareFetch requests", tags)
+        self.fetch_latency = s
+        s = registry.sensor("share-fetch-size")
+        s.add_avg("fetch-size-avg", FETCH, "Average bytes per ShareFetch answer", tags)
+        s.add_max("fetch-size-max", FETCH, "Largest ShareFetch answer (bytes)", tags)
+        s.add_rate("bytes-consumed-rate", FETCH, "Bytes fetched per second", tags)
+        s.add_total("bytes-consumed-total", FETCH, "Bytes fetched", tags)
+        self.fetch_size = s
+        s = registry.sensor("share-records")
+        s.add_avg("records-per-request-avg", FETCH, "Average records acquired per ShareFetch", tags)
+        s.add_max("records-per-request-max", FETCH, "Most records acquired by one ShareFetch", tags)
+        self.records_per_request = s
+        s = registry.sensor("share-records-fetched")
+        s.add_rate("records-fetched-rate", FETCH, "Records acquired per second", tags)
+        s.add_total("records-fetched-total", FETCH, "Records acquired", tags)
+        self.records_fetched = s
+        s = registry.sensor("share-acks-sent")
+        s.add_rate("acknowledgements-send-rate", FETCH, "Record acknowledgements sent per second", tags)
+        s.add_total("acknowledgements-send-total", FETCH, "Record acknowledgements sent", tags)
+        self.acks_sent = s
+        s = registry.sensor("share-acks-failed")
+        s.add_rate("acknowledgements-error-rate", FETCH, "Record acknowledgements failed per second", tags)
+        s.add_total("acknowledgements-error-total", FETCH, "Record acknowledgements that failed", tags)
+        self.acks_failed = s
+        s = registry.sensor("share-fetch-throttle")
+        s.add_avg("fetch-throttle-time-avg", FETCH, "Average throttle time (ms)", tags)
+        s.add_max("fetch-throttle-time-max", FETCH, "Longest throttle time (ms)", tags)
+        self.throttle = s
+        s = registry.sensor("share-heartbeat")
+        s.add_max("heartbeat-response-time-max", COORDINATOR, "Longest heartbeat response time (ms)", tags)
+        s.add_count_rate("heartbeat-rate", COORDINATOR, "Heartbeats per second", tags)
+        s.add_count("heartbeat-total", COORDINATOR, "Heartbeats", tags)
+        self.heartbeat = s
+        s = registry.sensor("share-rebalance")
+        s.add_count("rebalance-total", COORDINATOR, "Assignment changes", tags)
+        s.add_count_rate("rebalance-rate-per-hour", COORDINATOR, "Assignment changes (per second in the window)",
+                         tags)
+        self.rebalance = s
+        self.last_heartbeat = math.nan
+        registry.gauge("last-heartbeat-seconds-ago", COORDINATOR, lambda: time.monotonic() - self.last_heartbeat,
+                       "Seconds since the last heartbeat", tags)
+        self.last_poll = math.nan
+        s = registry.sensor("share-time-between-poll")
+        s.add_avg("time-between-poll-avg", CONSUMER, "Average time between poll() calls (ms)", tags)
+        s.add_max("time-between-poll-max", CONSUMER, "Longest time between poll() calls (ms)", tags)
+        self.time_between_poll = s
+        registry.gauge("last-poll-seconds-ago", CONSUMER, lambda: time.monotonic() - self.last_poll,
+                       "Seconds since the last poll()", tags)
+
+    def record_fetch(self, latency_ms: float, size: int, acquired: int, throttle_ms: int) -> None:
+        now = time.monotonic()
+        self.fetch_latency.record(latency_ms, now)
+        self.fetch_size.record(size, now)
+        self.records_per_request.record(acquired, now)
+        if acquired:
+            self.records_fetched.record(acquired, now)
+        self.throttle.record(throttle_ms, now)
+
+    def record_acks(self, sent: int, failed: int) -> None:
+        now = time.monotonic()
+        if sent:
+            self.acks_sent.record(sent, now)
+        if failed:
+            self.acks_failed.record(failed, now)
+
+    def record_poll(self, now: float) -> None:
+        if not math.isnan(self.last_poll):
+            self.time_between_poll.record((now - self.last_poll) * 1000.0, now)
+        self.last_poll = now
