@@ -93,22 +93,37 @@ SETTINGS: tuple[Setting, ...] = (
     _s("metrics.num.samples", "int", 2, "Samples kept per metric window.", min=1),
     _s("security.protocol", "choice", "PLAINTEXT", "How to talk to brokers.",
        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
-    _s("sasl.mechanism", "choice", "GSSAPI", "SASL mechanism.",
+    _s("sasl.mechanism", "choice", "GSSAPI", "SASL mechanism (Java's default GSSAPI needs Kerberos).",
        choices=("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")),
     _s("sasl.username", "str", None, "SASL PLAIN/SCRAM user name (or use sasl.jaas.config)."),
     _s("sasl.password", "password", None, "SASL PLAIN/SCRAM password (or use sasl.jaas.config)."),
-    _s("sasl.jaas.config", "password", None, "Java-style JAAS line; username/password are read from it."),
+    _s("sasl.jaas.config", "password", None,
+       "Java-style JAAS line: username/password for PLAIN/SCRAM, or unsecuredLoginStringClaim_sub for "
+       "OAUTHBEARER test tokens."),
     _s("sasl.oauthbearer.token.provider", "object", None,
-       "Callable returning (token, lifetime_ms) for OAUTHBEARER."),
+       "Callable returning the OAUTHBEARER token: a str, (token, lifetime_ms) or an object with .token."),
     _s("sasl.kerberos.service.name", "str", "kafka", "Kerberos service name for GSSAPI."),
-    _s("ssl.ca.location", "str", None, "PEM file of CA certificates to trust."),
+    _s("ssl.ca.location", "str", None, "PEM file (or directory) of CA certificates to trust."),
     _s("ssl.truststore.location", "str", None, "PEM truststore (Java name; same as ssl.ca.location)."),
-    _s("ssl.truststore.type", "choice", "PEM", "Only PEM stores are read by kafkalite.", choices=("PEM",)),
+    _s("ssl.truststore.type", "choice", "PEM", "Only PEM stores are read by kafkalite.",
+       choices=("PEM", "JKS", "PKCS12")),
+    _s("ssl.truststore.certificates", "str", None, "CA certificates as PEM text (Java's PEM trust store)."),
+    _s("ssl.truststore.password", "password", None, "Not used by PEM trust stores (an error if set)."),
     _s("ssl.certificate.location", "str", None, "PEM client certificate (mutual TLS)."),
     _s("ssl.key.location", "str", None, "PEM private key of the client certificate."),
-    _s("ssl.key.password", "password", None, "Password of the private key."),
+    _s("ssl.key.password", "password", None, "Password of the (encrypted PKCS#8) private key."),
+    _s("ssl.keystore.location", "str", None, "PEM key store: private key and certificate chain in one file."),
+    _s("ssl.keystore.type", "choice", "PEM", "Only PEM key stores are read by kafkalite.",
+       choices=("PEM", "JKS", "PKCS12")),
+    _s("ssl.keystore.key", "password", None, "Private key as PEM text (with ssl.keystore.certificate.chain)."),
+    _s("ssl.keystore.certificate.chain", "str", None, "Client certificate chain as PEM text."),
+    _s("ssl.keystore.password", "password", None, "Not used by PEM key stores (an error if set)."),
     _s("ssl.endpoint.identification.algorithm", "str", "https",
        "'https' checks the broker's host name against its certificate; '' turns it off."),
+    _s("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions the client may use."),
+    _s("ssl.protocol", "choice", "TLSv1.3", "Accepted for Java compatibility; ssl.enabled.protocols decides.",
+       choices=("TLSv1.2", "TLSv1.3", "TLS")),
+    _s("ssl.cipher.suites", "list", [], "OpenSSL cipher names for TLS 1.2 (empty: OpenSSL's defaults)."),
     _s("ssl.context", "object", None, "A ready ssl.SSLContext (overrides the other ssl.* settings)."),
     # ------------------------------------------------------------ producer
     _s("acks", "choice", "all", "Acknowledgements the leader waits for: 0, 1 or all (-1).", P,
@@ -355,9 +370,21 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
         raise ConfigError("setting 'bootstrap.servers' is required (e.g. '127.0.0.1:9092')")
     for addr in cfg["bootstrap.servers"]:
         parse_host_port(addr)
+    _check_security(cfg)
     for check in _VALIDATORS[client]:
         cfg = check(cfg)
     return cfg
+
+
+def _check_security(cfg: Config) -> None:
+    """TLS files and keys load, and the SASL mechanism has what it needs, at construction
+    (as Java's clients check their key stores and JAAS config): a typo in a path or a
+    missing password is a ConfigError naming the setting, not a connection failure later."""
+    from kafkalite.net import sasl, tls  # net imports config: import lazily
+
+    tls.check_tls_settings(cfg)
+    if cfg["security.protocol"].startswith("SASL"):
+        sasl.mechanism_for(cfg)
 
 
 _HOST_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\s]+)):(?P<port>\d{1,5})$")

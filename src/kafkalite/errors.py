@@ -54,6 +54,16 @@ class KafkaConnectionError(NetworkError):
     """The connection to a broker failed or was closed (client-side; refresh and retry)."""
 
 
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake with a broker failed: its certificate did not verify (unknown
+    CA, host name mismatch, expired), it refused our client certificate, or the two
+    sides share no protocol version or cipher. Client-side (Java: SslAuthenticationException);
+    the message names the broker and the TLS reason."""
+
+    def __str__(self) -> str:  # a client-side error: no broker error code to show
+        return KafkaError.__str__(self)
+
+
 class NoOffsetForPartitionError(InvalidOffsetError):
     """A partition has no committed offset and ``auto.offset.reset`` is ``none``.
 
@@ -108,7 +118,7 @@ __all__ = [  # noqa: RUF022
     "RefreshRetriableError", "InvalidMetadataError", "ApplicationRecoverableError",
     "InvalidOffsetError", "UnknownApiError", "KafkaConnectionError", "ERRORS_BY_CODE",
     "error_for_code", "raise_for_code", "NoOffsetForPartitionError", "CommitFailedError",
-    "LogTruncationError",
+    "LogTruncationError", "SslAuthenticationError",
 ]
 __all__ += [cls.__name__ for cls in ERRORS_BY_CODE.values()]
 __all__ += ["AuthenticationError", "AuthorizationError"]

@@ -277,7 +277,7 @@ def test_secured_preset_accepts_sasl_logins(kafka_broker_sasl: LocalBroker) -> N
     with KafkaSocket.to(sasl) as conn:
         error, mechanisms = conn.sasl_handshake("PLAIN")
         assert error == 0
-        assert set(mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+        assert set(mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
         error, _, _ = conn.sasl_authenticate(b"\0admin\0" + SASL_PRESET.users["admin"].encode())
         assert error == 0
     with KafkaSocket.to(sasl) as conn:

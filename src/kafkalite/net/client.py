@@ -30,6 +30,7 @@ from kafkalite.backoff import ExponentialBackoff
 from kafkalite.config import Config, parse_host_port
 from kafkalite.errors import (
     ApiError,
+    AuthenticationError,
     ClientClosedError,
     KafkaConnectionError,
     KafkaError,
@@ -37,7 +38,7 @@ from kafkalite.errors import (
     error_for_code,
 )
 from kafkalite.net.cluster import BrokerNode, ClusterMetadata
-from kafkalite.net.transport import BrokerConnection
+from kafkalite.net.transport import BrokerConnection, ConnectionStats
 from kafkalite.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafkalite.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 
@@ -51,13 +52,14 @@ COORDINATOR_CHANNEL = "coordinator"
 class _NodeState:
     """Reconnect bookkeeping for one (node, channel)."""
 
-    __slots__ = ("attempts", "connecting", "connection", "next_attempt_at")
+    __slots__ = ("attempts", "auth_error", "connecting", "connection", "next_attempt_at")
 
     def __init__(self) -> None:
         self.connection: BrokerConnection | None = None
         self.connecting: asyncio.Future[BrokerConnection] | None = None
         self.attempts = 0
         self.next_attempt_at = 0.0
+        self.auth_error: AuthenticationError | None = None
 
 
 class NetworkClient:
@@ -80,6 +82,7 @@ class NetworkClient:
         self._closed = False
         self._metadata_failures = 0
         self.metadata_waiters: list[asyncio.Future[None]] = []
+        self.stats = ConnectionStats()
 
     # ------------------------------------------------------------ connections
 
@@ -122,6 +125,10 @@ class NetworkClient:
             return state.connection
         if state.connecting is not None:
             return await asyncio.shield(state.connecting)
+        if state.auth_error is not None and state.next_attempt_at > time.monotonic():
+            # Like Java's NetworkClient: while the reconnect backoff after a refused
+            # login runs, callers get that error at once (no waiting, no new attempt).
+            raise state.auth_error
         loop = asyncio.get_running_loop()
         state.connecting = loop.create_future()
         try:
@@ -131,9 +138,11 @@ class NetworkClient:
             node = self._node_address(node_id)
             if node is None:
                 raise KafkaConnectionError(f"node {node_id} is not in the cluster metadata")
-            conn = BrokerConnection(node.host, node.port, self.cfg, node_id=node_id, on_close=self._on_close)
+            conn = BrokerConnection(node.host, node.port, self.cfg, node_id=node_id, on_close=self._on_close,
+                                    stats=self.stats)
             await conn.connect()
         except BaseException as exc:
+            state.auth_error = exc if isinstance(exc, AuthenticationError) else None
             state.attempts += 1
             state.next_attempt_at = time.monotonic() + self._reconnect_backoff.delay_s(state.attempts - 1)
             if not state.connecting.done():
@@ -145,6 +154,7 @@ class NetworkClient:
             state.connecting = None
             raise
         state.attempts = 0
+        state.auth_error = None
         state.connection = conn
         state.connecting.set_result(conn)
         state.connecting = None
@@ -154,6 +164,8 @@ class NetworkClient:
         for state in self._nodes.values():
             if state.connection is conn:
                 state.connection = None
+                if isinstance(reason, AuthenticationError):  # a failed re-authentication
+                    state.auth_error = reason
                 if reason is not None and not self._closed:
                     # A dropped connection is retried after the backoff, not at once.
                     state.attempts += 1
@@ -286,7 +298,9 @@ class NetworkClient:
                 self._wake_metadata_waiters()
                 return self.metadata
             except (KafkaConnectionError, KafkaTimeoutError, asyncio.TimeoutError, ApiError) as exc:
-                last_error = exc if isinstance(exc, KafkaError) else KafkaTimeoutError("metadata request timed out")
+                # A connection that failed earlier says more than the timeout that follows it.
+                last_error = exc if isinstance(exc, KafkaError) else (
+                    last_error or KafkaTimeoutError("metadata request timed out"))
                 if isinstance(exc, ApiError) and not exc.retriable:
                     raise
                 attempt += 1

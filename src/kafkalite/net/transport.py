@@ -7,6 +7,16 @@ order). A request that exceeds its timeout fails with :class:`KafkaTimeoutError`
 connection is closed, as the Java client does: later responses on it can no longer be
 trusted to be matched correctly by a caller that gave up.
 
+Security: TLS (:mod:`kafkalite.net.tls`) wraps the socket for SSL / SASL_SSL; a failed
+handshake is an :class:`SslAuthenticationError` naming the broker and the reason. SASL
+(:mod:`kafkalite.net.sasl`) runs after ApiVersions; a refused login is a
+:class:`SaslAuthenticationError` naming the mechanism, the user and the broker. When the
+broker limits the session (``connections.max.reauth.ms``, KIP-368), the connection
+re-authenticates on its own before the session expires: at a random point between 85 %
+and 95 % of the lifetime (as Java does) it sends SaslHandshake + SaslAuthenticate
+behind the requests already in flight, and requests sent meanwhile wait until the new
+session is established; their order on the wire is kept.
+
 Example (inside a coroutine)::
 
     conn = BrokerConnection("127.0.0.1", 9092, cfg)
@@ -19,24 +29,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 import ssl
 import time
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kafkalite import __version__
 from kafkalite.errors import (
+    AuthenticationError,
     IllegalSaslStateError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     ProtocolError,
+    SaslAuthenticationError,
+    SslAuthenticationError,
     UnsupportedVersionError,
     error_for_code,
 )
 from kafkalite.net.connection import ConnectionState, PendingRequest
-from kafkalite.net.sasl import mechanism_for
+from kafkalite.net.sasl import SaslMechanism, mechanism_for
+from kafkalite.net.tls import describe_tls_failure
+from kafkalite.net.tls import ssl_context as ssl_context
 from kafkalite.net.versions import ApiVersionTable, VersionRange
 from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
@@ -46,6 +64,33 @@ from kafkalite.protocol.messages.sasl_handshake import SaslHandshakeRequest
 log = logging.getLogger("kafkalite.net")
 
 _UNSUPPORTED_VERSION = UnsupportedVersionError.code
+
+# KIP-368: re-authenticate at a random point in this part of the session lifetime
+# (Java's SaslClientAuthenticator uses 85 % + up to 10 %), so that many connections
+# opened together do not all re-authenticate at once.
+REAUTH_WINDOW = (0.85, 0.95)
+
+
+@dataclass
+class ConnectionStats:
+    """Counters of one client's connections (shared by its BrokerConnections).
+
+    ``created``: connections that completed their handshake; ``closed``: those that
+    ended; ``failed``: attempts that did not connect; ``authentication_failures``:
+    attempts (or re-authentications) the broker or TLS refused;
+    ``reauthentications``: KIP-368 re-authentications that succeeded.
+    """
+
+    created: int = 0
+    closed: int = 0
+    failed: int = 0
+    authentication_failures: int = 0
+    reauthentications: int = 0
+    reauthentication_ms_total: float = 0.0
+
+    @property
+    def active(self) -> int:
+        return self.created - self.closed
 
 
 class _KafkaProtocol(asyncio.Protocol):
@@ -78,7 +123,8 @@ class BrokerConnection:
     """One connection to one broker (``node_id`` -1 for a bootstrap address)."""
 
     def __init__(self, host: str, port: int, cfg: Any, *, node_id: int = -1,
-                 on_close: Callable[[BrokerConnection, BaseException | None], None] | None = None) -> None:
+                 on_close: Callable[[BrokerConnection, BaseException | None], None] | None = None,
+                 stats: ConnectionStats | None = None) -> None:
         self.host, self.port, self.node_id = host, port, node_id
         self.cfg = cfg
         self.state = ConnectionState(cfg["client.id"], cfg["receive.message.max.bytes"])
@@ -90,7 +136,15 @@ class BrokerConnection:
         self._timeouts: dict[int, asyncio.TimerHandle] = {}
         self.connected_at = 0.0
         self.last_used = time.monotonic()
+        self.stats = stats if stats is not None else ConnectionStats()
+        self._ready = False  # handshake (TLS, ApiVersions, SASL) complete
+        # KIP-368 re-authentication
         self.sasl_session_expires_at: float | None = None
+        self.sasl_principal: str | None = None
+        self.reauthentications = 0
+        self._reauth_timer: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
+        self._held: deque[tuple[Message, int | None, float | None, bool, asyncio.Future[Any]]] = deque()
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port}>"
@@ -103,10 +157,31 @@ class BrokerConnection:
 
     @property
     def in_flight(self) -> int:
-        return self.state.in_flight
+        """Requests sent and not yet answered, plus those held during re-authentication."""
+        return self.state.in_flight + len(self._held)
+
+    @property
+    def reauthenticating(self) -> bool:
+        return self._reauth_task is not None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port} (node {self.node_id})"
 
     async def connect(self, timeout_s: float | None = None) -> None:
-        """Open the socket, authenticate and negotiate API versions."""
+        """Open the socket (TLS if configured), negotiate API versions, authenticate."""
+        try:
+            await self._connect(timeout_s)
+        except BaseException as exc:
+            self.stats.failed += 1
+            if isinstance(exc, AuthenticationError):
+                self.stats.authentication_failures += 1
+            raise
+        self._ready = True
+        self.stats.created += 1
+        self.connected_at = time.monotonic()
+
+    async def _connect(self, timeout_s: float | None) -> None:
         loop = asyncio.get_running_loop()
         timeout_s = timeout_s or self.cfg["socket.connection.setup.timeout.ms"] / 1000.0
         ssl_ctx = ssl_context(self.cfg)
@@ -115,17 +190,22 @@ class BrokerConnection:
                 loop.create_connection(
                     lambda: _KafkaProtocol(self), self.host, self.port, ssl=ssl_ctx,
                     server_hostname=self.host if ssl_ctx else None,
+                    ssl_handshake_timeout=timeout_s if ssl_ctx else None,
                 ),
                 timeout_s,
             )
         except asyncio.TimeoutError:
             raise KafkaConnectionError(
-                f"connecting to {self.host}:{self.port} (node {self.node_id}) timed out after {timeout_s:.1f}s"
+                f"connecting to {self.address} timed out after {timeout_s:.1f}s"
+                + (" (TCP connect or TLS handshake)" if ssl_ctx else "")
             ) from None
-        except (OSError, ssl.SSLError) as exc:
-            raise KafkaConnectionError(
-                f"cannot connect to {self.host}:{self.port} (node {self.node_id}): {exc}"
-            ) from exc
+        except ssl.SSLError as exc:
+            raise self._tls_error(exc) from exc
+        except OSError as exc:
+            text = str(exc) or type(exc).__name__
+            if ssl_ctx is not None and isinstance(exc, ConnectionError):
+                text += " during the TLS handshake (is this port a TLS listener?)"
+            raise KafkaConnectionError(f"cannot connect to {self.address}: {text}") from exc
         self._protocol = protocol
         sock = protocol.transport.get_extra_info("socket") if protocol.transport else None
         if sock is not None:
@@ -142,13 +222,29 @@ class BrokerConnection:
             if self.cfg["security.protocol"].startswith("SASL"):
                 await asyncio.wait_for(self._authenticate(), timeout_s * 3)
         except asyncio.TimeoutError:
-            err = KafkaConnectionError(f"handshake with {self.host}:{self.port} timed out")
+            err = KafkaConnectionError(f"handshake with {self.address} timed out")
             self.close(err)
             raise err from None
+        except KafkaConnectionError as exc:
+            # Lost before the handshake finished: often a client/listener mismatch.
+            self.close(exc)
+            raise KafkaConnectionError(f"{exc.message}{self._handshake_hint()}") from exc
         except BaseException as exc:
             self.close(exc if isinstance(exc, KafkaError) else None)
             raise
-        self.connected_at = time.monotonic()
+
+    def _handshake_hint(self) -> str:
+        protocol = self.cfg["security.protocol"]
+        return (f" during the handshake (security.protocol={protocol}; does the listener at "
+                f"{self.host}:{self.port} use the same protocol?)")
+
+    def _tls_error(self, exc: BaseException) -> SslAuthenticationError:
+        has_cert = any(self.cfg[k] is not None for k in (
+            "ssl.certificate.location", "ssl.keystore.location", "ssl.keystore.certificate.chain", "ssl.context"))
+        return SslAuthenticationError(
+            f"TLS handshake with {self.address} failed: {describe_tls_failure(exc, has_cert)}",
+            broker=self.address,
+        )
 
     async def _negotiate_versions(self) -> None:
         version = ApiVersionsRequest.MAX_VERSION
@@ -167,23 +263,93 @@ class BrokerConnection:
         raise ProtocolError(f"{self.host}:{self.port} did not agree on an ApiVersions version")
 
     async def _authenticate(self) -> None:
+        """The SASL exchange: SaslHandshake, then SaslAuthenticate until the mechanism is done.
+
+        Also used for KIP-368 re-authentication, on a connection with requests in flight:
+        these requests go straight to the socket (they are not held).
+        """
         mechanism = mechanism_for(self.cfg)
-        handshake = await self.request(SaslHandshakeRequest(mechanism=mechanism.name))
+        handshake = await self._send_now(SaslHandshakeRequest(mechanism=mechanism.name))
         if handshake.error_code:
             raise error_for_code(
                 handshake.error_code,
-                f"broker does not enable SASL mechanism {mechanism.name}; it offers {handshake.mechanisms}",
+                f"broker {self.address} does not enable SASL mechanism {mechanism.name}; "
+                f"it offers {', '.join(handshake.mechanisms) or 'none'}",
             )
-        token: bytes | None = mechanism.first_token()
-        while token is not None:
-            response = await self.request(SaslAuthenticateRequest(auth_bytes=token))
-            if response.error_code:
-                raise error_for_code(response.error_code, response.error_message or "SASL authentication failed")
-            if response.session_lifetime_ms:
-                self.sasl_session_expires_at = time.monotonic() + response.session_lifetime_ms / 1000.0
-            token = mechanism.next_token(bytes(response.auth_bytes))
+        lifetime_ms = 0
+        try:
+            token: bytes | None = mechanism.first_token()
+            while token is not None:
+                response = await self._send_now(SaslAuthenticateRequest(auth_bytes=token))
+                if response.error_code:
+                    raise error_for_code(response.error_code, self._sasl_failure(
+                        mechanism, response.error_message or "SASL authentication failed"))
+                lifetime_ms = response.session_lifetime_ms or 0
+                token = mechanism.next_token(bytes(response.auth_bytes))
+        except SaslAuthenticationError as exc:
+            if self.address not in exc.message:
+                exc.message = self._sasl_failure(mechanism, exc.message)
+                exc.args = (exc.message,)
+            raise
         if not mechanism.done:
-            raise IllegalSaslStateError(f"SASL {mechanism.name} exchange ended early")
+            raise IllegalSaslStateError(f"SASL {mechanism.name} exchange with {self.address} ended early")
+        self.sasl_principal = mechanism.principal
+        self._schedule_reauthentication(lifetime_ms)
+
+    def _sasl_failure(self, mechanism: SaslMechanism, reason: str) -> str:
+        who = f" as user '{mechanism.principal}'" if mechanism.principal else ""
+        return f"SASL {mechanism.name} authentication{who} with {self.address} failed: {reason}"
+
+    # ------------------------------------------------------------ KIP-368 re-authentication
+
+    def _schedule_reauthentication(self, lifetime_ms: int) -> None:
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
+        if lifetime_ms <= 0:
+            self.sasl_session_expires_at = None
+            return
+        now = time.monotonic()
+        self.sasl_session_expires_at = now + lifetime_ms / 1000.0
+        delay = lifetime_ms / 1000.0 * random.uniform(*REAUTH_WINDOW)
+        self._reauth_timer = asyncio.get_running_loop().call_later(delay, self._begin_reauthentication)
+
+    def _begin_reauthentication(self) -> None:
+        self._reauth_timer = None
+        if self._closed or self._reauth_task is not None:
+            return
+        self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate())
+
+    async def _reauthenticate(self) -> None:
+        """Authenticate again on this connection; requests sent meanwhile are held."""
+        started = time.monotonic()
+        timeout_s = self.cfg["request.timeout.ms"] / 1000.0
+        try:
+            await asyncio.wait_for(self._authenticate(), timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, AuthenticationError):
+                self.stats.authentication_failures += 1
+            reason = exc if isinstance(exc, KafkaError) else KafkaConnectionError(
+                f"re-authentication with {self.address} failed: {exc!r}")
+            log.warning("closing %r: %s", self, reason)
+            self._reauth_task = None
+            self.close(reason)
+            return
+        self._reauth_task = None
+        self.reauthentications += 1
+        self.stats.reauthentications += 1
+        self.stats.reauthentication_ms_total += (time.monotonic() - started) * 1000.0
+        log.debug("%r re-authenticated in %.1f ms", self, (time.monotonic() - started) * 1000.0)
+        self._release_held()
+
+    def _release_held(self) -> None:
+        while self._held and not self._closed and self._reauth_task is None:
+            request, version, timeout_ms, expect_response, future = self._held.popleft()
+            if future.done():  # the caller gave up (cancelled) while it waited
+                continue
+            self._write(request, version, timeout_ms, expect_response, future)
 
     def close(self, reason: BaseException | None = None) -> None:
         """Close now; every request in flight fails with ``reason`` (or a connection error)."""
@@ -191,6 +357,14 @@ class BrokerConnection:
             return
         self._closed = True
         self._close_reason = reason
+        if self._ready:
+            self.stats.closed += 1
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
+        task, self._reauth_task = self._reauth_task, None
+        if task is not None and task is not _current_task():
+            task.cancel()
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
         self._fail_pending(reason)
@@ -211,13 +385,32 @@ class BrokerConnection:
 
         The future fails with the response's decode error, a timeout, or the reason the
         connection closed. With ``expect_response=False`` (acks=0 produce) it resolves to
-        None once the bytes are handed to the socket.
+        None once the bytes are handed to the socket. During a KIP-368 re-authentication
+        the request waits (in order) until the new session is established.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         if self._closed or self._protocol is None or self._protocol.transport is None:
             future.set_exception(self._closed_error())
             return future
+        if self._reauth_task is not None or self._held:
+            self._held.append((request, api_version, timeout_ms, expect_response, future))
+            return future
+        self._write(request, api_version, timeout_ms, expect_response, future)
+        return future
+
+    def _send_now(self, request: Message) -> asyncio.Future[Any]:
+        """Send bypassing the hold (the handshake's own requests)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self._closed or self._protocol is None or self._protocol.transport is None:
+            future.set_exception(self._closed_error())
+            return future
+        self._write(request, None, None, True, future)
+        return future
+
+    def _write(self, request: Message, api_version: int | None, timeout_ms: float | None,
+               expect_response: bool, future: asyncio.Future[Any]) -> None:
+        assert self._protocol is not None and self._protocol.transport is not None
         version = api_version if api_version is not None else self.api_version(type(request))
         pending, frame = self.state.build_request(
             request, version, expect_response=expect_response, sent_at=time.monotonic(), context=future
@@ -226,11 +419,10 @@ class BrokerConnection:
         self.last_used = time.monotonic()
         if pending is None:
             future.set_result(None)
-            return future
+            return
         timeout = (timeout_ms if timeout_ms is not None else self.cfg["request.timeout.ms"]) / 1000.0
-        cid = pending.correlation_id
-        self._timeouts[cid] = loop.call_later(timeout, self._on_timeout, pending, timeout)
-        return future
+        loop = asyncio.get_running_loop()
+        self._timeouts[pending.correlation_id] = loop.call_later(timeout, self._on_timeout, pending, timeout)
 
     async def request(self, request: Message, *, api_version: int | None = None,
                       timeout_ms: float | None = None) -> Any:
@@ -265,10 +457,15 @@ class BrokerConnection:
 
     def _on_lost(self, exc: Exception | None) -> None:
         if not self._closed:
-            reason = KafkaConnectionError(
-                f"connection to {self.host}:{self.port} (node {self.node_id}) lost"
-                + (f": {exc}" if exc else "")
-            )
+            reason: KafkaError
+            if isinstance(exc, ssl.SSLError) and not self._ready:
+                # TLS 1.3: the broker checks our certificate after the handshake, so a
+                # refused client certificate shows up as an alert on the first read.
+                reason = self._tls_error(exc)
+            else:
+                reason = KafkaConnectionError(
+                    f"connection to {self.address} lost" + (f": {exc}" if exc else "")
+                )
             self.close(reason)
 
     def _on_timeout(self, pending: PendingRequest, timeout: float) -> None:
@@ -300,27 +497,21 @@ class BrokerConnection:
         # The reason itself when it is specific (a malformed frame, the client closing),
         # so callers see what went wrong rather than just "closed".
         err = reason if isinstance(reason, KafkaError) else self._closed_error()
-        for pending in self.state.fail_all():
-            future = pending.context
+        futures = [pending.context for pending in self.state.fail_all()]
+        futures += [held[-1] for held in self._held]
+        self._held.clear()
+        for future in futures:
             if not future.done():
                 future.set_exception(err)
                 # Nobody may be awaiting a request whose caller already gave up.
                 future.exception()
 
 
-def ssl_context(cfg: Any) -> ssl.SSLContext | None:
-    """The TLS context for ``security.protocol`` SSL / SASL_SSL (None for plaintext)."""
-    if not cfg["security.protocol"].endswith("SSL"):
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
         return None
-    if cfg["ssl.context"] is not None:
-        return cfg["ssl.context"]
-    cafile = cfg["ssl.ca.location"] or cfg["ssl.truststore.location"]
-    ctx = ssl.create_default_context(cafile=cafile)
-    if cfg["ssl.certificate.location"]:
-        ctx.load_cert_chain(cfg["ssl.certificate.location"], cfg["ssl.key.location"], cfg["ssl.key.password"])
-    if not cfg["ssl.endpoint.identification.algorithm"]:
-        ctx.check_hostname = False
-    return ctx
 
 
 def broker_version_range(conn: BrokerConnection, request_class: Any) -> VersionRange | None:

@@ -23,6 +23,7 @@ from kafkalite.testing.broker import (
     PortInUseError,
     random_cluster_id,
 )
+from kafkalite.testing.certs import TestPki, make_test_pki
 from kafkalite.testing.cluster import LocalCluster
 from kafkalite.testing.containers import DockerKafka, DockerUnavailableError
 from kafkalite.testing.distribution import (
@@ -37,13 +38,14 @@ from kafkalite.testing.distribution import (
 )
 from kafkalite.testing.java import JavaNotFoundError, JavaRuntime, find_java
 from kafkalite.testing.processes import reap_orphans, tied_popen_kwargs
-from kafkalite.testing.properties import SASL_PRESET, NodeConfig, SecurityPreset
+from kafkalite.testing.properties import SASL_PRESET, SECURE_PRESET, NodeConfig, SecurityPreset
 from kafkalite.testing.registry import (
     DEFAULT_REGISTRY_VERSION,
     ApicurioRegistry,
     ExternalSchemaRegistry,
     RegistryStartError,
 )
+from kafkalite.testing.secured import BrokerListener
 from kafkalite.testing.tools import JavaTools, ToolError
 from kafkalite.testing.topics import create_topic, unique_topic_name, wait_for_topic
 
@@ -52,9 +54,11 @@ __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "DEFAULT_REGISTRY_VERSION",
     "SASL_PRESET",
+    "SECURE_PRESET",
     "ApicurioRegistry",
     "Artifact",
     "Backend",
+    "BrokerListener",
     "BrokerStartError",
     "ChecksumMismatchError",
     "DistributionError",
@@ -74,10 +78,12 @@ __all__ = [
     "PortInUseError",
     "RegistryStartError",
     "SecurityPreset",
+    "TestPki",
     "ToolError",
     "available_versions",
     "create_topic",
     "find_java",
+    "make_test_pki",
     "random_cluster_id",
     "reap_orphans",
     "select_backend",

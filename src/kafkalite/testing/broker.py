@@ -32,7 +32,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from kafkalite.config import lookup
 from kafkalite.testing import processes, topics
+from kafkalite.testing.certs import TestPki, make_test_pki
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
 from kafkalite.testing.java import JavaRuntime, find_java
 from kafkalite.testing.ports import free_port
@@ -95,7 +97,10 @@ class LocalBroker:
             this node. Set by :class:`LocalCluster`.
         cluster_id: KRaft cluster id used at format time; default random.
         security: e.g. :data:`SASL_PRESET`: adds a SASL_PLAINTEXT listener, SCRAM
-            users and the StandardAuthorizer.
+            users and the StandardAuthorizer; :data:`SECURE_PRESET` adds TLS
+            listeners too (certificates made under ``tls_dir``).
+        tls_dir: where the test certificates go (default ``run_dir/tls``); the
+            nodes of a cluster share one.
         auto_create_topics: ``auto.create.topics.enable`` (default False).
         replication_factor / min_insync_replicas: defaults for topics and internal
             topics (1 / 1 for one node; the cluster uses 3 / 2).
@@ -116,6 +121,7 @@ class LocalBroker:
         voters: Mapping[int, int] | None = None,
         cluster_id: str | None = None,
         security: SecurityPreset | None = None,
+        tls_dir: Path | None = None,
         auto_create_topics: bool = False,
         replication_factor: int = 1,
         min_insync_replicas: int = 1,
@@ -141,7 +147,10 @@ class LocalBroker:
         self.controller_port = controller_port or free_port()
         self.listeners: dict[str, int] = {CLIENT_LISTENER: port or free_port()}
         if security is not None:
-            self.listeners[security.listener] = free_port()
+            for name in security.listeners:
+                self.listeners[name] = free_port()
+        self.tls_dir = Path(tls_dir) if tls_dir is not None else self.run_dir / "tls"
+        self._pki: TestPki | None = None
         self.voters = dict(voters) if voters else {node_id: self.controller_port}
         self._distribution = distribution
         self._java = java
@@ -174,6 +183,42 @@ class LocalBroker:
             return f"{self.host}:{self.listeners[listener]}"
         except KeyError:
             raise KeyError(f"no listener {listener!r}; have {sorted(self.listeners)}") from None
+
+    @property
+    def tls(self) -> TestPki | None:
+        """The test certificates (CA, client certificate and keys) of TLS listeners."""
+        if self._pki is None and self.security is not None and self.security.needs_tls:
+            self._pki = make_test_pki(self.tls_dir, (self.host, "localhost"))
+        return self._pki
+
+    def protocol_of(self, listener: str) -> str:
+        """The security protocol of a client listener (``"SSL"`` for ``"MTLS"``)."""
+        if listener not in self.listeners:
+            raise KeyError(f"no listener {listener!r}; have {sorted(self.listeners)}")
+        if self.security is not None and listener in self.security.listeners:
+            return self.security.listeners[listener]
+        return listener
+
+    def client_config(self, listener: str = CLIENT_LISTENER, **settings: object) -> dict[str, object]:
+        """kafkalite client settings for ``listener``: bootstrap address, security
+        protocol, the test CA for TLS and the client certificate where the listener
+        requires one; ``settings`` are added (Java names or snake_case aliases).
+
+        >>> broker.client_config("SASL_SSL", sasl_mechanism="SCRAM-SHA-256",  # doctest: +SKIP
+        ...                      sasl_username="alice", sasl_password="alice-secret")
+        """
+        protocol = self.protocol_of(listener)
+        cfg: dict[str, object] = {"bootstrap.servers": self.bootstrap_for(listener), "security.protocol": protocol}
+        pki = self.tls
+        if protocol.endswith("SSL") and pki is not None:
+            cfg["ssl.ca.location"] = str(pki.ca)
+            if self.security is not None and listener in self.security.client_auth_listeners:
+                cfg["ssl.certificate.location"] = str(pki.client_cert)
+                cfg["ssl.key.location"] = str(pki.client_key)
+        for key, value in settings.items():
+            setting = lookup(key)  # snake_case aliases override the Java names above
+            cfg[setting.name if setting is not None else key] = value
+        return cfg
 
     @property
     def data_dir(self) -> Path:
@@ -235,6 +280,7 @@ class LocalBroker:
             auto_create_topics=self.auto_create_topics,
             security=self.security,
             extra=self.extra_properties,
+            tls=self.tls,
         )
 
     def write_config(self) -> Path:

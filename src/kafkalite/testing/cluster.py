@@ -94,6 +94,7 @@ class LocalCluster:
                 voters=voters,
                 cluster_id=self.cluster_id,
                 security=security,
+                tls_dir=self.run_dir / "tls",
                 auto_create_topics=auto_create_topics,
                 replication_factor=rf,
                 min_insync_replicas=isr,

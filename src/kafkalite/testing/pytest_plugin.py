@@ -15,7 +15,13 @@ Fixtures (every broker starts on first use only, once per session; the release i
 ``kafka_broker_39``
     a Kafka 3.9.x broker for compatibility tests.
 ``kafka_broker_sasl``
-    a broker with the SASL preset (:data:`SASL_PRESET`).
+    the session's secured broker (:data:`SECURE_PRESET`): ``bootstrap_for(name)``
+    gives its ``SASL_PLAINTEXT`` (PLAIN, SCRAM, OAUTHBEARER), ``SSL``, ``MTLS``,
+    ``SSL_WRONG_HOST``, ``SASL_SSL`` and ``REAUTH`` listeners; ACLs on.
+``kafka_broker_ssl`` / ``kafka_broker_mtls`` / ``kafka_broker_sasl_ssl``
+    that broker's ``SSL``, ``MTLS`` (client certificate required) and ``SASL_SSL``
+    listeners as :class:`~kafkalite.testing.secured.BrokerListener`: ``.bootstrap``,
+    ``.client_config(**settings)``, ``.tls`` (CA, client certificate, keys).
 ``schema_registry``
     a Schema Registry for the session (Apicurio Registry with its Confluent-compatible
     API, see :mod:`kafkalite.testing.registry`), or ``$KAFKALITE_SCHEMA_REGISTRY_URL``.
@@ -49,13 +55,14 @@ from kafkalite.testing.backends import Backend, ExternalKafka, KafkaService, sel
 from kafkalite.testing.broker import LocalBroker
 from kafkalite.testing.cluster import LocalCluster
 from kafkalite.testing.distribution import COMPAT_KAFKA_VERSION, DEFAULT_KAFKA_VERSION
-from kafkalite.testing.properties import SASL_PRESET
+from kafkalite.testing.properties import SECURE_PRESET
 from kafkalite.testing.registry import (
     ApicurioRegistry,
     ExternalSchemaRegistry,
     SchemaRegistryService,
     start_default_registry,
 )
+from kafkalite.testing.secured import BrokerListener
 from kafkalite.testing.topics import unique_topic_name
 
 _KEEP_SESSIONS = 5
@@ -172,11 +179,29 @@ def kafka_broker_39(kafkalite_session: KafkaTestSession) -> LocalBroker:
 
 @pytest.fixture(scope="session")
 def kafka_broker_sasl(kafkalite_session: KafkaTestSession) -> LocalBroker:
-    """A broker with a SASL_PLAINTEXT listener (SCRAM + PLAIN users) and ACLs on."""
+    """The secured broker: SASL (SCRAM, PLAIN, OAUTHBEARER) and TLS listeners, ACLs on."""
     return kafkalite_session.service(  # type: ignore[no-any-return]
-        "broker-sasl",
-        lambda d: LocalBroker(_version(os.environ), run_dir=d, security=SASL_PRESET).start(),
+        "broker-secure",
+        lambda d: LocalBroker(_version(os.environ), run_dir=d, security=SECURE_PRESET).start(),
     )
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_ssl(kafka_broker_sasl: LocalBroker) -> BrokerListener:
+    """The secured broker's TLS listener (server certificate from the test CA)."""
+    return BrokerListener(kafka_broker_sasl, "SSL")
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_mtls(kafka_broker_sasl: LocalBroker) -> BrokerListener:
+    """The secured broker's mutual-TLS listener (client certificate required)."""
+    return BrokerListener(kafka_broker_sasl, "MTLS")
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_sasl_ssl(kafka_broker_sasl: LocalBroker) -> BrokerListener:
+    """The secured broker's SASL_SSL listener."""
+    return BrokerListener(kafka_broker_sasl, "SASL_SSL")
 
 
 @pytest.fixture(scope="session")
@@ -218,7 +243,7 @@ def topic_factory(request: pytest.FixtureRequest) -> TopicFactory:
 
 def _services_of(item: pytest.Item) -> list[Any]:
     values = getattr(item, "funcargs", {}).values()
-    kinds = (LocalBroker, LocalCluster, KafkaService, ApicurioRegistry, ExternalSchemaRegistry)
+    kinds = (LocalBroker, LocalCluster, KafkaService, ApicurioRegistry, ExternalSchemaRegistry, BrokerListener)
     return [v for v in values if isinstance(v, kinds)]
 
 

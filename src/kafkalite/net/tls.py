@@ -1,0 +1,237 @@
+"""TLS for ``security.protocol`` SSL and SASL_SSL: the ``ssl.*`` settings as an SSLContext.
+
+Settings follow the Java client's names, with PEM files or inline PEM text (Java's
+``ssl.keystore.type=PEM`` / ``ssl.truststore.type=PEM``); librdkafka-style file
+settings are accepted too:
+
+- trust: ``ssl.ca.location`` or ``ssl.truststore.location`` (PEM file of CA
+  certificates), or ``ssl.truststore.certificates`` (the PEM text itself); none of
+  them means the system's default CAs;
+- client certificate (mutual TLS): ``ssl.certificate.location`` + ``ssl.key.location``,
+  or ``ssl.keystore.location`` (one PEM file holding key and chain, as Kafka's PEM
+  key store), or ``ssl.keystore.certificate.chain`` + ``ssl.keystore.key`` (PEM text);
+  ``ssl.key.password`` decrypts an encrypted key;
+- ``ssl.endpoint.identification.algorithm``: ``https`` (default) checks that the
+  broker's certificate names the host we connect to; ``""`` turns that off;
+- ``ssl.enabled.protocols`` (TLSv1.2, TLSv1.3) and ``ssl.cipher.suites``.
+
+Contexts are built once per distinct group of settings and shared by every
+connection (loading keys and CA files per connection would cost a few ms each).
+Every problem is a :class:`ConfigError` naming the setting, raised when the client is
+constructed (see :func:`check_tls_settings`).
+
+Example::
+
+    ctx = ssl_context(resolve("producer", {"bootstrap.servers": "b:9093",
+                                           "security.protocol": "SSL",
+                                           "ssl.ca.location": "/etc/kafka/ca.pem"}))
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kafkalite.errors import ConfigError
+
+_FILE_SETTINGS = ("ssl.ca.location", "ssl.truststore.location", "ssl.certificate.location",
+                  "ssl.key.location", "ssl.keystore.location")
+_KEY_SETTINGS = (*_FILE_SETTINGS, "ssl.truststore.certificates", "ssl.keystore.certificate.chain",
+                 "ssl.keystore.key", "ssl.key.password", "ssl.endpoint.identification.algorithm",
+                 "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.keystore.type", "ssl.truststore.type",
+                 "ssl.keystore.password")
+_PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+_cache: dict[tuple[Any, ...], ssl.SSLContext] = {}
+_cache_lock = threading.Lock()
+_CACHE_SIZE = 32
+
+
+def uses_tls(cfg: Mapping[str, Any]) -> bool:
+    return str(cfg["security.protocol"]).endswith("SSL")
+
+
+def ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext | None:
+    """The TLS context for SSL / SASL_SSL (None for PLAINTEXT / SASL_PLAINTEXT)."""
+    if not uses_tls(cfg):
+        return None
+    if cfg["ssl.context"] is not None:
+        ctx = cfg["ssl.context"]
+        if not isinstance(ctx, ssl.SSLContext):
+            raise ConfigError(f"setting 'ssl.context' must be an ssl.SSLContext, got {type(ctx).__name__}")
+        return ctx
+    key = tuple(_freeze(cfg[name]) for name in _KEY_SETTINGS)
+    with _cache_lock:
+        ctx = _cache.get(key)
+    if ctx is None:
+        ctx = _build(cfg)
+        with _cache_lock:
+            if len(_cache) >= _CACHE_SIZE:
+                _cache.pop(next(iter(_cache)))
+            _cache[key] = ctx
+    return ctx
+
+
+def check_tls_settings(cfg: Mapping[str, Any]) -> None:
+    """Build the context now so that a wrong path or password fails at construction."""
+    if uses_tls(cfg):
+        ssl_context(cfg)
+
+
+def _freeze(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _build(cfg: Mapping[str, Any]) -> ssl.SSLContext:
+    for store in ("ssl.keystore.type", "ssl.truststore.type"):
+        if cfg[store] != "PEM":
+            raise ConfigError(
+                f"setting '{store}' is {cfg[store]}; kafkalite reads PEM only. Convert the store, e.g. "
+                "'keytool -importkeystore -srckeystore store.jks -destkeystore store.p12 -deststoretype PKCS12' "
+                "then 'openssl pkcs12 -in store.p12 -out store.pem', and set the type to PEM"
+            )
+    if cfg["ssl.keystore.password"] is not None:
+        # Java refuses it too for PEM key stores: only the key itself has a password.
+        raise ConfigError("setting 'ssl.keystore.password' does not apply to PEM key stores; "
+                          "set 'ssl.key.password' to the password of the private key")
+    for name in _FILE_SETTINGS:
+        path = cfg[name]
+        if path is not None and not os.path.exists(path):
+            raise ConfigError(f"setting '{name}': file {path!r} does not exist")
+
+    # Verified chain and host name by default (PROTOCOL_TLS_CLIENT).
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _trust(ctx, cfg)
+    _client_certificate(ctx, cfg)
+
+    algorithm = (cfg["ssl.endpoint.identification.algorithm"] or "").strip().lower()
+    if algorithm not in ("", "https"):
+        raise ConfigError("setting 'ssl.endpoint.identification.algorithm' must be 'https' or '' (off), "
+                          f"got {cfg['ssl.endpoint.identification.algorithm']!r}")
+    # Like Java: '' skips the host name check but the chain is still verified.
+    ctx.check_hostname = algorithm == "https"
+
+    protocols = cfg["ssl.enabled.protocols"] or []
+    unknown = [p for p in protocols if p not in _PROTOCOLS]
+    if unknown or not protocols:
+        raise ConfigError(f"setting 'ssl.enabled.protocols' must list TLSv1.2 and/or TLSv1.3, got {protocols!r}")
+    versions = sorted(_PROTOCOLS[p] for p in protocols)
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    if cfg["ssl.cipher.suites"]:
+        try:
+            ctx.set_ciphers(":".join(cfg["ssl.cipher.suites"]))
+        except ssl.SSLError as exc:
+            raise ConfigError(f"setting 'ssl.cipher.suites' names no usable cipher: {exc}") from None
+    return ctx
+
+
+def _trust(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> None:
+    ca_file = cfg["ssl.ca.location"] or cfg["ssl.truststore.location"]
+    name = "ssl.ca.location" if cfg["ssl.ca.location"] else "ssl.truststore.location"
+    inline = cfg["ssl.truststore.certificates"]
+    if ca_file is None and inline is None:
+        ctx.load_default_certs()
+        return
+    # A configured CA replaces the system's, like a Java trust store.
+    try:
+        if ca_file is not None:
+            if os.path.isdir(ca_file):
+                ctx.load_verify_locations(capath=ca_file)
+            else:
+                ctx.load_verify_locations(cafile=ca_file)
+        if inline is not None:
+            name = "ssl.truststore.certificates"
+            ctx.load_verify_locations(cadata=inline)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise ConfigError(f"setting '{name}': cannot read CA certificates: {exc}") from None
+
+
+def _client_certificate(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> None:
+    password = cfg["ssl.key.password"]
+    cert, key = cfg["ssl.certificate.location"], cfg["ssl.key.location"]
+    keystore = cfg["ssl.keystore.location"]
+    chain_text, key_text = cfg["ssl.keystore.certificate.chain"], cfg["ssl.keystore.key"]
+    given = [n for n, v in (("ssl.certificate.location", cert), ("ssl.keystore.location", keystore),
+                            ("ssl.keystore.certificate.chain", chain_text)) if v is not None]
+    if len(given) > 1:
+        raise ConfigError(f"settings {given} each give a client certificate; set only one")
+    if key is not None and cert is None:
+        raise ConfigError("setting 'ssl.key.location' needs 'ssl.certificate.location' (the certificate of the key)")
+    if (chain_text is None) != (key_text is None):
+        raise ConfigError("settings 'ssl.keystore.certificate.chain' and 'ssl.keystore.key' go together")
+    if cert is not None:
+        _load_chain(ctx, cert, key, password, "ssl.certificate.location", "ssl.key.location")
+    elif keystore is not None:
+        _load_chain(ctx, keystore, None, password, "ssl.keystore.location", "ssl.keystore.location")
+    elif chain_text is not None:
+        # The ssl module loads keys from files only: a private temporary file, removed
+        # as soon as OpenSSL has read it.
+        fd, path = tempfile.mkstemp(prefix="kafkalite-key-", suffix=".pem")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(key_text.strip() + "\n" + chain_text.strip() + "\n")
+            _load_chain(ctx, path, None, password, "ssl.keystore.certificate.chain", "ssl.keystore.key")
+        finally:
+            os.unlink(path)
+    elif password is not None:
+        raise ConfigError("setting 'ssl.key.password' is set but no client key is configured "
+                          "('ssl.key.location', 'ssl.keystore.location' or 'ssl.keystore.key')")
+
+
+def _load_chain(ctx: ssl.SSLContext, certfile: str, keyfile: str | None, password: str | None,
+                cert_setting: str, key_setting: str) -> None:
+    def no_password() -> str:
+        raise ConfigError(f"the private key of '{key_setting}' is encrypted: set 'ssl.key.password'")
+
+    try:
+        ctx.load_cert_chain(certfile, keyfile, password if password is not None else no_password)
+    except ConfigError:
+        raise
+    except ssl.SSLError as exc:
+        text = str(exc)
+        if password is not None and ("BAD_DECRYPT" in text or "bad decrypt" in text.lower()
+                                     or _is_encrypted(keyfile or certfile)):
+            raise ConfigError(f"setting 'ssl.key.password' does not decrypt the key of '{key_setting}'") from None
+        if "KEY_VALUES_MISMATCH" in text:
+            raise ConfigError(f"the key of '{key_setting}' does not belong to the certificate of "
+                              f"'{cert_setting}'") from None
+        raise ConfigError(f"setting '{cert_setting}': cannot load the client certificate and key: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"setting '{cert_setting}': cannot read {certfile!r}: {exc}") from None
+
+
+def _is_encrypted(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return b"ENCRYPTED" in f.read()
+    except OSError:
+        return False
+
+
+def describe_tls_failure(exc: BaseException, client_certificate: bool = True) -> str:
+    """A short, actionable reason for a failed TLS handshake (for the error message);
+    ``client_certificate`` tells whether we offered one."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        reason = exc.verify_message or str(exc)
+        if "mismatch" in reason.lower() or "hostname" in reason.lower():
+            return (f"the broker's certificate does not name this host ({reason}); check the advertised "
+                    "host name, or set ssl.endpoint.identification.algorithm='' to skip the check")
+        if "self-signed" in reason or "issuer" in reason:
+            return (f"the broker's certificate is not signed by a trusted CA ({reason}); set "
+                    "ssl.ca.location to the CA that signed it")
+        return f"certificate verify failed: {reason}"
+    if isinstance(exc, ssl.SSLError):
+        reason = exc.reason or str(exc)
+        upper = str(reason).upper()
+        if "CERTIFICATE_REQUIRED" in upper or (not client_certificate and "BAD_CERTIFICATE" in upper):
+            return f"the broker requires a client certificate ({reason}); set ssl.certificate.location and ssl.key.location"
+        if "WRONG_VERSION_NUMBER" in upper or "RECORD_LAYER_FAILURE" in upper or "PACKET_LENGTH" in upper:
+            return f"the broker did not answer in TLS ({reason}); is this port a TLS listener?"
+        if "UNKNOWN_CA" in upper or "BAD_CERTIFICATE" in upper or "CERTIFICATE_UNKNOWN" in upper:
+            return f"the broker rejected our client certificate ({reason})"
+        return str(reason)
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,204 @@
+"""Test certificates for TLS listeners, made at test time (no keytool, no JKS).
+
+:func:`make_test_pki` writes a small PKI into a directory as PEM files: a test CA, a
+broker certificate for ``127.0.0.1`` and ``localhost`` (the broker reads it as a PEM
+key store, ``ssl.keystore.type=PEM``), a broker certificate that names another host
+(for hostname-verification tests), a client certificate for mutual TLS (its private
+key plain and encrypted with a password), and an unrelated CA (the "wrong CA").
+
+Files that already exist are reused, so a broker restarted on the same run directory
+keeps its certificates, and the nodes of a cluster share one CA.
+
+Example::
+
+    pki = make_test_pki(Path("/tmp/tls"))
+    client = {"security.protocol": "SSL", "ssl.ca.location": str(pki.ca)}
+
+Needs the ``cryptography`` package (in kafkalite's ``testing`` extra).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CLIENT_CN = "kafkalite-client"
+"""Common name of the client certificate; the broker's principal mapping makes it
+``User:kafkalite-client``."""
+
+KEY_PASSWORD = "client-key-secret"
+"""Password of ``client-encrypted.key`` (``ssl.key.password``)."""
+
+MISMATCHED_HOST = "not-this-host.invalid"
+"""The only name in ``broker-wrong-host.pem``: connecting to 127.0.0.1 must not verify."""
+
+
+@dataclass(frozen=True)
+class TestPki:
+    """Paths of the PEM files :func:`make_test_pki` wrote."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    directory: Path
+
+    @property
+    def ca(self) -> Path:
+        """The CA certificate clients trust (``ssl.ca.location``)."""
+        return self.directory / "ca.pem"
+
+    @property
+    def other_ca(self) -> Path:
+        """An unrelated CA: trusting only this one must fail verification."""
+        return self.directory / "other-ca.pem"
+
+    @property
+    def broker_keystore(self) -> Path:
+        """Broker private key + certificate chain in one PEM file (``ssl.keystore.location``)."""
+        return self.directory / "broker.pem"
+
+    @property
+    def broker_wrong_host_keystore(self) -> Path:
+        """Like :attr:`broker_keystore`, but the certificate names only :data:`MISMATCHED_HOST`."""
+        return self.directory / "broker-wrong-host.pem"
+
+    @property
+    def client_cert(self) -> Path:
+        """The client certificate (``ssl.certificate.location``), CN :data:`CLIENT_CN`."""
+        return self.directory / "client.pem"
+
+    @property
+    def client_key(self) -> Path:
+        """Its private key, unencrypted PKCS#8 (``ssl.key.location``)."""
+        return self.directory / "client.key"
+
+    @property
+    def client_key_encrypted(self) -> Path:
+        """The same key encrypted with :data:`KEY_PASSWORD` (``ssl.key.password``)."""
+        return self.directory / "client-encrypted.key"
+
+    @property
+    def key_password(self) -> str:
+        return KEY_PASSWORD
+
+    def files(self) -> list[Path]:
+        return [self.ca, self.other_ca, self.broker_keystore, self.broker_wrong_host_keystore,
+                self.client_cert, self.client_key, self.client_key_encrypted]
+
+    def complete(self) -> bool:
+        return all(p.is_file() and p.stat().st_size > 0 for p in self.files())
+
+
+def make_test_pki(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
+                  *, days: int = 30) -> TestPki:
+    """Write (or reuse) the test PKI in ``directory``; see the module doc."""
+    pki = TestPki(Path(directory))
+    if pki.complete():
+        return pki
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    except ImportError as exc:  # pragma: no cover - the testing extra installs it
+        raise RuntimeError(
+            "TLS test listeners need the 'cryptography' package: pip install 'kafkalite[testing]'"
+        ) from exc
+
+    pki.directory.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    # Backdated a little: a JVM and Python on the same machine still disagree on "now"
+    # by milliseconds, and a certificate valid from the future fails to verify.
+    not_before = now - datetime.timedelta(hours=1)
+    not_after = now + datetime.timedelta(days=days)
+
+    def new_key() -> Any:
+        # P-256 keys are fast to make and both the JDK and OpenSSL accept them.
+        return ec.generate_private_key(ec.SECP256R1())
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kafkalite tests"),
+                          x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def make_ca(cn: str) -> tuple[Any, x509.Certificate]:
+        key = new_key()
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name(cn)).issuer_name(name(cn))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(not_before).not_valid_after(not_after)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                         content_commitment=False, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False,
+                                         encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
+        return key, cert
+
+    def issue(ca_key: Any, ca_cert: x509.Certificate, cn: str, sans: tuple[str, ...],
+              usage: Any) -> tuple[Any, x509.Certificate]:
+        key = new_key()
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(cn)).issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(not_before).not_valid_after(not_after)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                           critical=False)
+        )
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName([_general_name(h) for h in sans]),
+                                            critical=False)
+        return key, builder.sign(ca_key, hashes.SHA256())
+
+    def pem_cert(cert: x509.Certificate) -> bytes:
+        return cert.public_bytes(serialization.Encoding.PEM)
+
+    def pem_key(key: Any, password: str | None = None) -> bytes:
+        encryption: Any = (serialization.BestAvailableEncryption(password.encode()) if password
+                           else serialization.NoEncryption())
+        # PKCS#8: the only private key format Kafka's PEM key store reads.
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+
+    ca_key, ca_cert = make_ca("kafkalite test CA")
+    _, other_cert = make_ca("kafkalite unrelated CA")
+    server = ExtendedKeyUsageOID.SERVER_AUTH
+    broker_key, broker_cert = issue(ca_key, ca_cert, hosts[0], hosts, server)
+    wrong_key, wrong_cert = issue(ca_key, ca_cert, MISMATCHED_HOST, (MISMATCHED_HOST,), server)
+    client_key, client_cert = issue(ca_key, ca_cert, CLIENT_CN, (), ExtendedKeyUsageOID.CLIENT_AUTH)
+
+    _write(pki.ca, pem_cert(ca_cert))
+    _write(pki.other_ca, pem_cert(other_cert))
+    _write(pki.broker_keystore, pem_key(broker_key) + pem_cert(broker_cert) + pem_cert(ca_cert))
+    _write(pki.broker_wrong_host_keystore, pem_key(wrong_key) + pem_cert(wrong_cert) + pem_cert(ca_cert))
+    _write(pki.client_cert, pem_cert(client_cert))
+    _write(pki.client_key, pem_key(client_key))
+    _write(pki.client_key_encrypted, pem_key(client_key, KEY_PASSWORD))
+    return pki
+
+
+def _general_name(host: str) -> Any:
+    from cryptography import x509
+
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
+
+
+def _write(path: Path, data: bytes) -> None:
+    # Written whole then renamed: a half-written key must never be read by a broker.
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
