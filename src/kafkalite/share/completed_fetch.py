@@ -103,18 +103,19 @@ class ShareCompletedFetch:
     # ------------------------------------------------------------ decoding
 
     def _decode(self, acks: Any) -> list[Any]:
+        ranges = self._acquired
         acquired: dict[int, int] = {}
-        for first, last, count in self._acquired:
-            for offset in range(first, last + 1):
-                acquired[offset] = count
+        for first, last, count in ranges:
+            acquired.update(dict.fromkeys(range(first, last + 1), count))
         segments: list[Any] = []
         settled: set[int] = set()
         data, self._data = self._data, None
         if acquired and data is not None and len(data):
+            lo, hi = ranges[0][0], max(r[1] for r in ranges)
             try:
                 for batch in iter_batches(data, check_crcs=False):
                     first, last = batch.base_offset, batch.last_offset
-                    if not any(o in acquired for o in range(first, last + 1)):
+                    if last < lo or first > hi or not any(f <= last and first <= la for f, la, _ in ranges):
                         continue
                     try:
                         if self._check_crcs:
@@ -125,20 +126,18 @@ class ShareCompletedFetch:
                         settled.update(offsets)
                         segments.append((offsets, self._corrupt(exc, first)))
                         continue
-                    out = []
-                    for r in records:
-                        delivered = acquired.get(r[0])
-                        if delivered is not None:
-                            out.append(_new(ShareConsumerRecord, (*r[:9], _size(r[2]), _size(r[3]), delivered)))
-                            settled.add(r[0])
+                    get = acquired.get
+                    out = [_new(ShareConsumerRecord, (*r[:9], _size(r[2]), _size(r[3]), d))
+                           for r in records if (d := get(r[0])) is not None]
+                    settled.update(r[0] for r in out)
                     if out:
                         segments.append(out)
             except CorruptRecordsError as exc:  # a broken batch header: nothing after it can be read
                 rest = [o for o in acquired if o not in settled]
                 settled.update(rest)
                 segments.append((sorted(rest), self._corrupt(exc, rest[0] if rest else -1)))
-        for offset in sorted(acquired):
-            if offset not in settled:
+        if len(settled) < len(acquired):
+            for offset in sorted(acquired.keys() - settled):
                 acks(offset, AcknowledgeType.GAP)
         return segments
 

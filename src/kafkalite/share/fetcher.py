@@ -182,6 +182,10 @@ class ShareFetcher:
                 if session is None:
                     session = self.sessions[node] = ShareSession(node)
                 acks = self.piggyback.pop(node, {})
+                elsewhere = {tp: a for tp, a in acks.items() if tp not in parts}
+                if elsewhere:  # no longer fetched from this broker: a ShareAcknowledge of their own
+                    acks = {tp: a for tp, a in acks.items() if tp in parts}
+                    self._spawn(self.acknowledge({node: elsewhere}, time.monotonic() + core.api_timeout_s))
                 if session.is_new and acks:
                     outcomes += _fail_all(acks, _no_session(node))
                     acks = {}
@@ -238,10 +242,14 @@ class ShareFetcher:
                         core.report_error(err)
                     log.debug("ShareFetch to node %d: %s", node, err)
                     return
-                self._errors.pop(node, None)
                 if response.acquisition_lock_timeout_ms > 0:
                     self.acquisition_lock_timeout_ms = response.acquisition_lock_timeout_ms
-                outcomes += self._take_response(node, response, acks, started)
+                partition_errors = [0]
+                outcomes += self._take_response(node, response, acks, started, partition_errors)
+                if partition_errors[0]:
+                    self._failed(node)  # back off: the same partitions would fail again at once
+                else:
+                    self._errors.pop(node, None)
         except KafkaError as exc:  # e.g. ConfigError above: poll() raises it
             outcomes += _fail_all(acks, exc)
             self._failed(node)
@@ -252,7 +260,8 @@ class ShareFetcher:
                 core.report_acks(outcomes)
             self._wake.set()
 
-    def _take_response(self, node: int, response: Any, acks: PartAcks, started: float) -> list[AckOutcome]:
+    def _take_response(self, node: int, response: Any, acks: PartAcks, started: float,
+                       partition_errors: list[int]) -> list[AckOutcome]:
         core = self.core
         meta = self.client.metadata
         outcomes: list[AckOutcome] = []
@@ -272,6 +281,7 @@ class ShareFetcher:
                            if p.acknowledge_error_code else None)
                     outcomes.append(AckOutcome(tp, frozenset(a.offsets()), err))
                 if p.error_code:
+                    partition_errors[0] += 1
                     err = error_for_code(p.error_code, p.error_message, topic=tp.topic, partition=tp.partition)
                     if p.error_code in _METADATA_ERRORS:
                         core.request_metadata()

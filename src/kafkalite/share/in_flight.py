@@ -31,45 +31,67 @@ AcksByNode = dict[int, dict[TopicPartition, Acknowledgements]]
 class InFlight:
     """Delivered, unacknowledged records and the acknowledgements not yet sent."""
 
-    __slots__ = ("_acks", "_pending")
+    __slots__ = ("_acks", "_count", "_pending")
 
     def __init__(self) -> None:
-        #: (topic, partition, offset) -> node, for every record still unacknowledged
-        self._pending: dict[tuple[str, int, int], int] = {}
+        #: partition -> {offset: node} for every record still unacknowledged
+        self._pending: dict[TopicPartition, dict[int, int]] = {}
+        self._count = 0
         self._acks: AcksByNode = {}
 
     def __len__(self) -> int:
         """How many delivered records are not acknowledged yet."""
-        return len(self._pending)
+        return self._count
 
     def add(self, node: int, records: Iterable[Any]) -> None:
         pending = self._pending
         for r in records:
-            pending[(r[6], r[7], r[0])] = node
+            tp = TopicPartition(r[6], r[7])
+            offsets = pending.get(tp)
+            if offsets is None:
+                offsets = pending[tp] = {}
+            if r[0] not in offsets:
+                self._count += 1
+            offsets[r[0]] = node
 
-    def add_ack(self, node: int, tp: TopicPartition, offset: int, ack_type: AcknowledgeType) -> None:
-        """An acknowledgement the client makes itself (GAP, REJECT of a corrupt batch,
-        RELEASE of a record that could not be deserialized)."""
-        self._pending.pop((tp.topic, tp.partition, offset), None)
+    def _acks_for(self, node: int, tp: TopicPartition) -> Acknowledgements:
         per_node = self._acks.setdefault(node, {})
         acks = per_node.get(tp)
         if acks is None:
             acks = per_node[tp] = Acknowledgements()
-        acks.add(offset, ack_type)
+        return acks
+
+    def add_ack(self, node: int, tp: TopicPartition, offset: int, ack_type: AcknowledgeType) -> None:
+        """An acknowledgement the client makes itself (GAP, REJECT of a corrupt batch,
+        RELEASE of a record that could not be deserialized)."""
+        offsets = self._pending.get(tp)
+        if offsets is not None and offsets.pop(offset, None) is not None:
+            self._count -= 1
+        self._acks_for(node, tp).add(offset, ack_type)
 
     def acknowledge(self, topic: str, partition: int, offset: int, ack_type: AcknowledgeType) -> None:
         """Settle one delivered record; IllegalStateError if it is not in flight."""
-        node = self._pending.pop((topic, partition, offset), None)
+        tp = TopicPartition(topic, partition)
+        offsets = self._pending.get(tp)
+        node = offsets.pop(offset, None) if offsets is not None else None
         if node is None:
             raise IllegalStateError(
                 f"the record at offset {offset} of {topic}-{partition} cannot be acknowledged: the last "
                 "poll() did not return it, or it was acknowledged already", topic=topic, partition=partition)
-        self.add_ack(node, TopicPartition(topic, partition), offset, ack_type)
+        self._count -= 1
+        self._acks_for(node, tp).add(offset, ack_type)
 
     def acknowledge_all(self, ack_type: AcknowledgeType) -> None:
         """Settle every record still in flight (implicit mode: ACCEPT)."""
-        for (topic, partition, offset), node in list(self._pending.items()):
-            self.add_ack(node, TopicPartition(topic, partition), offset, ack_type)
+        for tp, offsets in self._pending.items():
+            nodes = set(offsets.values())
+            if len(nodes) == 1:  # the common case: one broker delivered them all
+                self._acks_for(nodes.pop(), tp).types.update(dict.fromkeys(offsets, ack_type))
+            else:
+                for offset, node in offsets.items():
+                    self._acks_for(node, tp).add(offset, ack_type)
+        self._pending = {}
+        self._count = 0
 
     def has_acks(self) -> bool:
         return bool(self._acks)
