@@ -19,7 +19,12 @@ import time
 from typing import Any
 
 from kafkalite.backoff import ExponentialBackoff
-from kafkalite.errors import KafkaConnectionError, KafkaError, error_for_code
+from kafkalite.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    UnsupportedVersionForClientError,
+    error_for_code,
+)
 from kafkalite.net.client import COORDINATOR_CHANNEL, COORDINATOR_GROUP
 from kafkalite.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafkalite.share.member import (
@@ -92,6 +97,14 @@ class ShareGroupMember:
                 response = await self._heartbeat(member.member_epoch)
             except asyncio.CancelledError:
                 raise
+            except UnsupportedVersionForClientError as exc:
+                # A broker without share groups (before Kafka 4.1, or share.version=0).
+                self.fatal = UnsupportedVersionForClientError(
+                    f"the broker does not support share groups (KIP-932 needs Kafka 4.1+ with the share.version "
+                    f"feature enabled): {exc.message}", group_id=self.group_id)
+                log.error("share group %s: %s", self.group_id, self.fatal)
+                self.core.notify_poll()
+                return
             except KafkaError as exc:
                 attempt += 1
                 log.debug("share group %s: heartbeat failed: %s", self.group_id, exc)
