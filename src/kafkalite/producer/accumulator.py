@@ -532,6 +532,21 @@ class RecordAccumulator:
                 state.sticky.update_load_stats(sizes, ids, state.num_partitions)
         return ready, max(0.0, next_check), unknown
 
+    def sendable(self, pq: PartitionQueue, now: float) -> bool:
+        """Whether ``pq``'s first batch may be drained now (what :meth:`ready` checks per
+        partition, for a leader already known to be ready)."""
+        dq = pq.batches
+        if not dq or pq.muted:
+            return False
+        try:
+            first = dq[0]
+        except IndexError:
+            return False
+        if first.retry_at > now:
+            return False
+        return (self.flushes_in_progress > 0 or self.closed or self.pool.waiters > 0 or first.in_retry
+                or len(dq) > 1 or first.closed or now - first.created >= self.linger_s or first.builder.is_full())
+
     def drain(self, node: int, queues: list[PartitionQueue], max_size: int, now: float,
               allowed: Callable[[PartitionQueue, ProducerBatch], bool] | None = None) -> list[ProducerBatch]:
         """Take at most one batch per partition for ``node``, up to ``max_size`` bytes."""

@@ -201,7 +201,6 @@ class Sender:
         if idem is not None and not idem.has_producer_id:
             return min(delay, 0.1)
         throttled = self._throttled_until
-        more = False
         for node, queues in ready.items():
             until = throttled.get(node)
             if until is not None:
@@ -219,19 +218,21 @@ class Sender:
             if conn.in_flight >= self.max_in_flight:
                 self._ready_since.setdefault(node, now)
                 continue
-            batches = self.acc.drain(node, queues, self.max_request_size, now, self._allowed)
-            if not batches:
-                continue
-            self._ready_since.pop(node, None)
-            self._send(node, conn, batches, now)
-            if conn.in_flight < self.max_in_flight:
-                # As Java's Sender (poll timeout 0 while nodes are ready): the next
-                # batches of these partitions may be ready too; look again at once so
-                # up to max.in.flight.requests.per.connection requests are pipelined
-                # instead of one per response.
-                more = True
-        if more:
-            return 0.0
+            # Up to max.in.flight.requests.per.connection requests per pass: after each,
+            # the partitions whose next batch is sendable too go into the next request
+            # at once (Java loops with poll timeout 0 while nodes are ready; one pass
+            # here saves an event-loop round per request).
+            while True:
+                batches = self.acc.drain(node, queues, self.max_request_size, now, self._allowed)
+                if not batches:
+                    break
+                self._ready_since.pop(node, None)
+                self._send(node, conn, batches, now)
+                if conn.in_flight >= self.max_in_flight:
+                    break
+                queues = [pq for pq in queues if self.acc.sendable(pq, now)]
+                if not queues:
+                    break
         if self.acc.incomplete:
             delay = min(delay, max(0.0, self._next_expiry_check - time.monotonic()) + 0.001)
         return delay
