@@ -103,7 +103,7 @@ class Appender:
             return None
         if timestamp is None:
             ts = _int(_time() * 1000)
-        elif type(timestamp) is _int and 0 <= timestamp <= _INT64_MAX:
+        elif type(timestamp) is int and 0 <= timestamp <= _INT64_MAX:
             ts = timestamp
         else:
             return None
@@ -133,7 +133,7 @@ class Appender:
                 p = sticky.current
                 if p < 0 or p >= n or sticky.produced_bytes >= 2 * self.batch_size:
                     return None
-        elif type(partition) is _int and 0 <= partition < n:
+        elif type(partition) is int and 0 <= partition < n:
             p = partition
         else:
             return None
