@@ -171,7 +171,7 @@ class ShareConsumerCore:
     def commit_async(self, acks: AcksByNode) -> None:
         """Engine side of commit_async()."""
         if acks:
-            self.fetcher._spawn(self.fetcher.acknowledge(acks, time.monotonic() + self.api_timeout_s))
+            self.fetcher.spawn(self.fetcher.acknowledge(acks, time.monotonic() + self.api_timeout_s))
 
     async def unsubscribe(self, acks: AcksByNode, timeout_s: float) -> None:
         """Send ``acks``, end the share sessions, leave the group (epoch -1)."""
@@ -196,7 +196,7 @@ class ShareConsumerCore:
         deadline = time.monotonic() + timeout_s
         try:
             if self.member.member.member_epoch > 0 or acks or self.fetcher.sessions:
-                self.fetcher._closing = True
+                self.fetcher.stop_fetching()
                 await self.unsubscribe(acks, max(0.01, deadline - time.monotonic()))
         finally:
             self.closed = True

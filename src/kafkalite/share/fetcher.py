@@ -25,7 +25,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from kafkalite.backoff import ExponentialBackoff
@@ -139,7 +138,7 @@ class ShareFetcher:
         # Acknowledgements for brokers this member no longer fetches from go on their own.
         for node in [n for n in self.piggyback if n not in by_node]:
             acks = self.piggyback.pop(node)
-            self._spawn(self.acknowledge({node: acks}, time.monotonic() + core.api_timeout_s))
+            self.spawn(self.acknowledge({node: acks}, time.monotonic() + core.api_timeout_s))
         if not self.fetch_more:
             return None
         now = time.monotonic()
@@ -152,10 +151,11 @@ class ShareFetcher:
                 soonest = ready_at - now if soonest is None else min(soonest, ready_at - now)
                 continue
             self._busy.add(node)
-            self._spawn(self._fetch(node, parts))
+            self.spawn(self._fetch(node, parts))
         return soonest
 
-    def _spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Any) -> None:
+        """Run ``coro`` as a task the fetcher tracks (and waits for on close)."""
         task = self.core.loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -185,7 +185,7 @@ class ShareFetcher:
                 elsewhere = {tp: a for tp, a in acks.items() if tp not in parts}
                 if elsewhere:  # no longer fetched from this broker: a ShareAcknowledge of their own
                     acks = {tp: a for tp, a in acks.items() if tp in parts}
-                    self._spawn(self.acknowledge({node: elsewhere}, time.monotonic() + core.api_timeout_s))
+                    self.spawn(self.acknowledge({node: elsewhere}, time.monotonic() + core.api_timeout_s))
                 if session.is_new and acks:
                     outcomes += _fail_all(acks, _no_session(node))
                     acks = {}
@@ -398,6 +398,11 @@ class ShareFetcher:
 
     # ------------------------------------------------------------ shutdown
 
+    def stop_fetching(self) -> None:
+        """No new ShareFetch from now on (close)."""
+        self._closing = True
+        self._wake.set()
+
     async def close(self, timeout_s: float) -> None:
         """Stop fetching and wait (bounded) for the requests in flight."""
         self._closing = True
@@ -419,5 +424,3 @@ def _no_session(node: int) -> KafkaError:
         f"no share session with broker {node} to acknowledge through (it was reset); the records "
         "will be delivered again when their acquisition lock times out")
 
-
-Callback = Callable[[list[AckOutcome]], None]
