@@ -212,11 +212,10 @@ def jaas_options(cfg: Any) -> dict[str, str]:
 def credentials(cfg: Any) -> tuple[str | None, str | None]:
     """(username, password) from sasl.username/password or sasl.jaas.config."""
     username, password = cfg["sasl.username"], cfg["sasl.password"]
-    jaas = cfg["sasl.jaas.config"]
-    if jaas and (username is None or password is None):
-        values = dict(_JAAS_VALUE.findall(jaas))
+    if username is None or password is None:
+        values = jaas_options(cfg)
         username = username or values.get("username")
-        password = password or values.get("password")
+        password = password if password is not None else values.get("password")
     return username, password
 
 

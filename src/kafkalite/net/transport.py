@@ -48,6 +48,7 @@ from kafkalite.errors import (
     ProtocolError,
     SaslAuthenticationError,
     SslAuthenticationError,
+    UnsupportedSaslMechanismError,
     UnsupportedVersionError,
     error_for_code,
 )
@@ -145,6 +146,7 @@ class BrokerConnection:
         self._reauth_timer: asyncio.TimerHandle | None = None
         self._reauth_task: asyncio.Task[None] | None = None
         self._held: deque[tuple[Message, int | None, float | None, bool, asyncio.Future[Any]]] = deque()
+        self._lost_reason: KafkaError | None = None  # the socket closed during a re-authentication
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port}>"
@@ -270,12 +272,15 @@ class BrokerConnection:
         """
         mechanism = mechanism_for(self.cfg)
         handshake = await self._send_now(SaslHandshakeRequest(mechanism=mechanism.name))
-        if handshake.error_code:
+        if handshake.error_code == UnsupportedSaslMechanismError.code:
             raise error_for_code(
                 handshake.error_code,
                 f"broker {self.address} does not enable SASL mechanism {mechanism.name}; "
                 f"it offers {', '.join(handshake.mechanisms) or 'none'}",
             )
+        if handshake.error_code:
+            raise error_for_code(handshake.error_code,
+                                 f"broker {self.address} refused the SASL {mechanism.name} handshake")
         lifetime_ms = 0
         try:
             token: bytes | None = mechanism.first_token()
@@ -311,11 +316,15 @@ class BrokerConnection:
             return
         now = time.monotonic()
         self.sasl_session_expires_at = now + lifetime_ms / 1000.0
-        delay = lifetime_ms / 1000.0 * random.uniform(*REAUTH_WINDOW)
+        # Brokers refuse a re-authentication less than a second after the previous one
+        # (KafkaChannel's MIN_REAUTH_INTERVAL_ONE_SECOND).
+        delay = max(lifetime_ms / 1000.0 * random.uniform(*REAUTH_WINDOW), min(1.05, lifetime_ms / 1000.0))
         self._reauth_timer = asyncio.get_running_loop().call_later(delay, self._begin_reauthentication)
 
     def _begin_reauthentication(self) -> None:
-        self._reauth_timer = None
+        if self._reauth_timer is not None:  # called early (not by the timer): drop the timer
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
         if self._closed or self._reauth_task is not None:
             return
         self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate())
@@ -338,6 +347,9 @@ class BrokerConnection:
             self.close(reason)
             return
         self._reauth_task = None
+        if self._lost_reason is not None:
+            self.close(self._lost_reason)
+            return
         self.reauthentications += 1
         self.stats.reauthentications += 1
         self.stats.reauthentication_ms_total += (time.monotonic() - started) * 1000.0
@@ -390,8 +402,9 @@ class BrokerConnection:
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        if self._closed or self._protocol is None or self._protocol.transport is None:
-            future.set_exception(self._closed_error())
+        if self._closed or self._lost_reason is not None or self._protocol is None \
+                or self._protocol.transport is None:
+            future.set_exception(self._lost_reason or self._closed_error())
             return future
         if self._reauth_task is not None or self._held:
             self._held.append((request, api_version, timeout_ms, expect_response, future))
@@ -402,8 +415,9 @@ class BrokerConnection:
     def _send_now(self, request: Message) -> asyncio.Future[Any]:
         """Send bypassing the hold (the handshake's own requests)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if self._closed or self._protocol is None or self._protocol.transport is None:
-            future.set_exception(self._closed_error())
+        if self._closed or self._lost_reason is not None or self._protocol is None \
+                or self._protocol.transport is None:
+            future.set_exception(self._lost_reason or self._closed_error())
             return future
         self._write(request, None, None, True, future)
         return future
@@ -456,17 +470,24 @@ class BrokerConnection:
                 future.set_result(result)
 
     def _on_lost(self, exc: Exception | None) -> None:
-        if not self._closed:
-            reason: KafkaError
-            if isinstance(exc, ssl.SSLError) and not self._ready:
-                # TLS 1.3: the broker checks our certificate after the handshake, so a
-                # refused client certificate shows up as an alert on the first read.
-                reason = self._tls_error(exc)
-            else:
-                reason = KafkaConnectionError(
-                    f"connection to {self.address} lost" + (f": {exc}" if exc else "")
-                )
-            self.close(reason)
+        if self._closed:
+            return
+        reason: KafkaError
+        if isinstance(exc, ssl.SSLError) and not self._ready:
+            # TLS 1.3: the broker checks our certificate after the handshake, so a
+            # refused client certificate shows up as an alert on the first read.
+            reason = self._tls_error(exc)
+        else:
+            reason = KafkaConnectionError(f"connection to {self.address} lost" + (f": {exc}" if exc else ""))
+        task = self._reauth_task
+        if task is not None and not task.done():
+            # A broker that refuses a re-authentication answers, then hangs up at once:
+            # the hang-up must not hide the refusal. Fail what can no longer be
+            # answered; the re-authentication task closes with the precise reason.
+            self._lost_reason = reason
+            self._fail_pending(reason)
+            return
+        self.close(reason)
 
     def _on_timeout(self, pending: PendingRequest, timeout: float) -> None:
         self._timeouts.pop(pending.correlation_id, None)

@@ -17,6 +17,10 @@ Example::
     $ python -m kafkalite.testing down
     stopped Kafka 4.3.1 at 127.0.0.1:9092
 
+``up --sasl`` adds a SASL_PLAINTEXT listener (PLAIN, SCRAM users, ACLs); ``up --ssl``
+adds the TLS listeners of :data:`SECURE_PRESET` with a test CA, and ``status`` prints
+their addresses and the CA / client certificate files.
+
 ``registry up|down|status`` does the same for a Schema Registry (Apicurio Registry,
 Confluent-compatible API); ``up`` prints the ``schema.registry.url``::
 
@@ -49,7 +53,7 @@ from kafkalite.testing.distribution import (
 from kafkalite.testing.java import find_java
 from kafkalite.testing.paths import state_dir
 from kafkalite.testing.ports import port_is_free
-from kafkalite.testing.properties import SASL_PRESET
+from kafkalite.testing.properties import SASL_PRESET, SECURE_PRESET
 from kafkalite.testing.registry import (
     DEFAULT_REGISTRY_VERSION,
     RegistryDistribution,
@@ -100,7 +104,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"kafkalite: port {port} is taken; using a free port", file=sys.stderr)
         port = None
     run_dir = cli_dir() / f"run-{time.strftime('%Y%m%d-%H%M%S')}"
-    security = SASL_PRESET if args.sasl else None
+    security = SECURE_PRESET if args.ssl else SASL_PRESET if args.sasl else None
     brokers: list[LocalBroker]
     target: LocalBroker | LocalCluster
     if args.nodes == 1:
@@ -123,6 +127,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         "bootstrap": target.bootstrap,
         "listeners": listeners,
         "run_dir": str(run_dir),
+        "tls_dir": str(brokers[0].tls_dir) if brokers[0].tls is not None else None,
         "nodes": [
             {
                 "node_id": b.node_id,
@@ -184,6 +189,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         for name, address in state.get("listeners", {}).items():
             if name != "PLAINTEXT":
                 print(f"  {name}: {address}")
+        if state.get("tls_dir"):
+            print(f"  TLS: CA {state['tls_dir']}/ca.pem, client certificate {state['tls_dir']}/client.pem "
+                  f"(key {state['tls_dir']}/client.key)")
         for node, alive in zip(state["nodes"], _nodes_alive(state)):
             health = ("ready" if _node_ready(node["bootstrap"]) else "not ready") if alive else "dead"
             running += alive
@@ -240,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--port", type=int, default=9092, help="client port of node 1 (default 9092 if free)")
     up.add_argument("--nodes", type=int, default=1, choices=(1, 3))
     up.add_argument("--sasl", action="store_true", help="add the SASL_PLAINTEXT listener preset")
+    up.add_argument("--ssl", action="store_true",
+                    help="add SSL, MTLS, SASL_SSL, SASL_PLAINTEXT and REAUTH listeners (test CA; implies --sasl)")
     up.add_argument("--timeout", type=float, default=120.0)
     up.set_defaults(func=cmd_up)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=cmd_down)
