@@ -19,6 +19,7 @@ from kafkalite.admin.security_types import UserScramCredentialDeletion, UserScra
 from kafkalite.config import resolve
 from kafkalite.errors import (
     GroupAuthorizationError,
+    KafkaError,
     SaslAuthenticationError,
     TopicAuthorizationError,
 )
@@ -79,6 +80,31 @@ def test_wrong_password_is_typed_names_mechanism_and_user_and_does_not_storm(kaf
             counters = stats(admin)
             assert counters.created == 0
             assert 1 <= counters.authentication_failures <= 10, counters
+
+
+@pytest.mark.timeout(90)
+def test_wrong_password_producer_and_consumer_retry_at_backoff_pace(kafka_broker_sasl) -> None:
+    """A producer and a consumer with a wrong password log in at most once per reconnect
+    backoff (50 ms doubling to 1 s), however often they are called, and the producer's
+    error carries the broker's refusal with mechanism and user."""
+    topic = kafka_broker_sasl.create_topic(unique_topic_name("wrong-pw"), 1)
+    cfg = sasl(kafka_broker_sasl, "SCRAM-SHA-256", "alice", "not-alices-password")
+    with Consumer(cfg, group_id=f"{topic}-g") as consumer:
+        consumer.subscribe([topic])
+        started = time.monotonic()
+        while time.monotonic() - started < 6:
+            try:
+                consumer.poll(0.2)
+            except SaslAuthenticationError:
+                pass
+        counters = stats(consumer)
+        assert counters.created == 0 and 1 <= counters.authentication_failures <= 16, counters
+    with Producer(cfg, max_block_ms=6000) as producer:
+        with pytest.raises(KafkaError) as info:
+            producer.send(topic, b"v")
+        assert "SCRAM-SHA-256" in str(info.value) and "'alice'" in str(info.value)
+        counters = stats(producer)
+        assert counters.created == 0 and 1 <= counters.authentication_failures <= 16, counters
 
 
 def test_oauthbearer_token_callback(kafka_broker_sasl) -> None:
