@@ -16,9 +16,24 @@ session started before the package was installed). See ``docs/spark.md``.
 
 from __future__ import annotations
 
-from pyspark_kafkalite.source import KafkaLiteDataSource
+from typing import TYPE_CHECKING, Any
 
-#: What PySpark's data source lookup registers (under ``KafkaLiteDataSource.name()``).
-DefaultSource = KafkaLiteDataSource
+if TYPE_CHECKING:
+    from pyspark_kafkalite.source import KafkaLiteDataSource
+
+    #: What PySpark's data source lookup registers (under ``KafkaLiteDataSource.name()``).
+    DefaultSource = KafkaLiteDataSource
 
 __all__ = ["DefaultSource", "KafkaLiteDataSource"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy (PEP 562): a write task's Python worker unpickles the writer, which imports
+    # this package; importing the planner, the reader and the admin client there as
+    # well cost ~1.5 s of CPU per worker. The driver's lookup of DefaultSource imports
+    # the data source on first access.
+    if name in ("DefaultSource", "KafkaLiteDataSource"):
+        from pyspark_kafkalite.source import KafkaLiteDataSource
+
+        return KafkaLiteDataSource
+    raise AttributeError(f"module 'pyspark_kafkalite' has no attribute {name!r}")
