@@ -192,6 +192,7 @@ def test_fast_lock():
     assert counter[0] == 6000
 
 
+@pytest.mark.timeout(300)
 def test_the_pure_python_path_passes_the_producer_unit_tests():
     """The whole producer (bases, append path, futures) without the C extension."""
     env = dict(os.environ, KAFKALITE_PURE_PYTHON="1")
@@ -205,7 +206,7 @@ def test_the_pure_python_path_passes_the_producer_unit_tests():
                    if t.name != Path(__file__).name)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests,
                            str(ROOT / "tests" / "unit" / "test_records.py")],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout
 
