@@ -7,10 +7,15 @@ assignment of small groups.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kafkalite.consumer.assignors import Assignment, StickyAssignor, Subscription
+from kafkalite.consumer.assignors import (
+    Assignment,
+    CooperativeStickyAssignor,
+    StickyAssignor,
+    Subscription,
+)
 from kafkalite.consumer.assignors.sticky import (
     MemberData,
     decode_sticky_user_data,
@@ -177,7 +182,37 @@ def test_identical_subscriptions_differ_by_at_most_one(case) -> None:
     assert max(counts) - min(counts) <= 1
 
 
+def _doubly_claimed_case() -> tuple[dict[str, int], dict[str, Subscription]]:
+    """t0-0 is claimed by member-2 and member-3 in the same generation (neither keeps
+    it); balance needs member-3 on t1 only, and member-2 can then keep t0-1 only if a
+    chain of moves frees a t0 partition for member-0 or member-1."""
+    ppt = {"t0": 3, "t1": 2, "t2": 1}
+    subs = {
+        "member-0": Subscription(["t0"]),
+        "member-1": Subscription(["t0"]),
+        "member-2": Subscription(["t0", "t2"], None, tps("t0-0", "t0-1"), 3),
+        "member-3": Subscription(["t0", "t1"], None, tps("t0-0", "t0-2"), 3),
+    }
+    return ppt, subs
+
+
+def test_equal_balance_ties_are_broken_by_stickiness() -> None:
+    ppt, subs = _doubly_claimed_case()
+    plan = _plan(ppt, subs)
+    result = as_sets({m: Assignment(v) for m, v in plan.assignment.items()})
+    assert result["member-3"] == set(tps("t1-0", "t1-1"))
+    assert result["member-2"] == set(tps("t0-1", "t2-0"))  # keeps t0-1
+    assert sorted(len(result[m]) for m in ("member-0", "member-1")) == [1, 1]
+    # cooperative: the same plan; t0-0 (doubly claimed) and t0-2 (moving away from
+    # member-3) are withheld for one round
+    coop = as_sets(CooperativeStickyAssignor().assign(ppt, subs))
+    assert coop["member-2"] == set(tps("t0-1", "t2-0")) and coop["member-3"] == set(tps("t1-0", "t1-1"))
+    assert TP("t0", 0) not in coop["member-0"] | coop["member-1"]
+    assert TP("t0", 2) not in coop["member-0"] | coop["member-1"]
+
+
 @given(groups(max_topics=3, max_partitions=3, max_members=4))
+@example(_doubly_claimed_case())
 @settings(max_examples=400, deadline=None)
 def test_oracle_optimal_balance_then_stickiness(case) -> None:
     ppt, subs = case
@@ -230,3 +265,21 @@ def test_members_joining_keep_their_quota_of_owned_partitions(case, joining) -> 
         assert len(kept) >= min(len(first[m]), quota_floor)
     check_valid(ppt, grown, {m: Assignment(v) for m, v in second.items()})
     assert max(loads({m: Assignment(v) for m, v in second.items()}).values()) - min(len(v) for v in second.values()) <= 1
+
+
+@given(groups(), st.randoms(use_true_random=False))
+@settings(max_examples=200, deadline=None)
+def test_result_does_not_depend_on_input_order(case, rnd) -> None:
+    """The leader may see members, topics and owned partitions in any order (and a
+    caller may build them from sets): the assignment must be the same."""
+    ppt, subs = case
+    shuffled_ppt = dict(rnd.sample(list(ppt.items()), len(ppt)))
+    shuffled = {
+        m: Subscription(rnd.sample(s.topics, len(s.topics)), None,
+                        rnd.sample(s.owned_partitions, len(s.owned_partitions)), s.generation_id)
+        for m, s in rnd.sample(list(subs.items()), len(subs))
+    }
+    expected = {m: sorted(v) for m, v in _plan(ppt, subs).assignment.items()}
+    assert {m: sorted(v) for m, v in _plan(shuffled_ppt, shuffled).assignment.items()} == expected
+    coop = CooperativeStickyAssignor()
+    assert coop.assign(shuffled_ppt, shuffled) == coop.assign(ppt, subs)

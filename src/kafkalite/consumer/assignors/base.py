@@ -180,6 +180,10 @@ def member_sort_key(member_id: str, group_instance_id: str | None) -> tuple[int,
     return (1, java_string_key(member_id))
 
 
+def _partition_key(tp: TopicPartition) -> tuple[bytes, int]:
+    return (java_string_key(tp.topic), tp.partition)
+
+
 def _group_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
     grouped: dict[str, list[int]] = {}
     for topic, partition in partitions:
@@ -209,7 +213,7 @@ def encode_subscription(sub: Subscription, version: int = CONSUMER_PROTOCOL_VERS
     version cannot carry (owned partitions < v1, generation < v2, rack < v3) dropped.
     """
     version = _check_version(version, "subscription", ConsumerProtocolSubscription.MAX_VERSION)
-    owned = sorted(sub.owned_partitions, key=lambda tp: (java_string_key(tp.topic), tp.partition))
+    owned = sorted(sub.owned_partitions, key=_partition_key)
     msg = ConsumerProtocolSubscription(
         topics=sorted(sub.topics, key=java_string_key),
         user_data=None if sub.user_data is None else bytes(sub.user_data),
@@ -438,12 +442,14 @@ def validate_cooperative_assignment(
     it must be revoked first and assigned in the follow-up rebalance."""
     added: dict[TopicPartition, str] = {}
     revoked: dict[TopicPartition, str] = {}
-    for member in set(owned) | set(result):
+    # Members and partitions in sorted order, not set order: the partition reported
+    # when several break the rule must not depend on string hashing (PYTHONHASHSEED).
+    for member in sorted(set(owned) | set(result), key=java_string_key):
         mine = set(owned.get(member, ()))
         got = set(result[member].partitions) if member in result else set()
-        for tp in got - mine:
+        for tp in sorted(got - mine, key=_partition_key):
             added[tp] = member
-        for tp in mine - got:
+        for tp in sorted(mine - got, key=_partition_key):
             revoked[tp] = member
     for tp, member in added.items():
         if tp in revoked:

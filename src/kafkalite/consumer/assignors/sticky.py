@@ -8,8 +8,10 @@ Goals, in order (Java's ``AbstractStickyAssignor``):
    from a member to one with two or more fewer partitions. That is the optimum (it
    minimises the sum of squared member loads), which is stronger than Java's
    single-move guarantee.
-2. *Stickiness*: a member keeps the partitions it owned as far as balance allows;
-   partitions that must move are preferably ones that were not kept anyway.
+2. *Stickiness*: among the assignments that are best balanced, one that leaves the
+   most partitions with their previous owners (exactly: a brute-force oracle checks
+   it on small groups). Equally balanced candidates are never decided by anything
+   but stickiness first.
 
 Previous ownership comes from each member's subscription (owned partitions and
 generation for cooperative-sticky; the eager assignor's user data). When two members
@@ -20,6 +22,11 @@ cooperative, withheld for one round so no two members ever own it at once).
 Rack awareness (KIP-881): when members send racks and some partitions have replicas
 only on a subset of racks, an owned partition on a different rack than its member is
 not kept, and partitions go to members on a matching rack where balance allows.
+
+Determinism: the result depends only on the input's content, not on the order of the
+members, topics or owned partitions given, nor on the process (string hashing,
+``PYTHONHASHSEED``): members, topics and partitions are sorted in Java's string order
+first, and no step iterates a set. Any member can become leader without reshuffling.
 
 Which of two equally good partitions a member gets can differ from Java's choice (Java
 iterates hash maps); the guarantees above are the contract, and any member accepts the
@@ -40,7 +47,8 @@ from kafkalite.consumer.assignors.base import (
     Subscription,
     java_string_key,
 )
-from kafkalite.consumer.assignors.racks import consumer_racks, use_rack_aware_assignment
+from kafkalite.consumer.assignors.racks import RackMatcher
+from kafkalite.consumer.assignors.sticky_general import assign_general
 from kafkalite.errors import IllegalStateError
 from kafkalite.types import TopicPartition
 
@@ -81,11 +89,12 @@ class StickyPlan:
     constrained: bool = False
 
 
-# ---------------------------------------------------------------- claims and racks
+# ---------------------------------------------------------------- claims
 
 
 def _resolve_claims(
-    partitions_per_topic: Mapping[str, int], data: Mapping[str, MemberData], order: list[str]
+    partitions_per_topic: Mapping[str, int], data: Mapping[str, MemberData], order: list[str],
+    topic_rank: Mapping[str, int],
 ) -> tuple[dict[TopicPartition, str], set[TopicPartition]]:
     """One valid owner per previously owned partition: the highest generation wins.
 
@@ -96,10 +105,12 @@ def _resolve_claims(
     for member in order:
         md = data[member]
         gen = DEFAULT_GENERATION if md.generation is None else md.generation
-        for tp in dict.fromkeys(md.partitions):
-            count = partitions_per_topic.get(tp.topic, 0)
-            if not 0 <= tp.partition < count:
-                continue  # topic gone (or never known): nothing to keep or protect
+        # Partitions of topics gone (or never known) are skipped: nothing to keep or
+        # protect. Sorted, so that the claims (and everything built from them) do not
+        # depend on the order in which a member listed its partitions.
+        owned = {tp for tp in md.partitions
+                 if tp.topic in topic_rank and 0 <= tp.partition < partitions_per_topic[tp.topic]}
+        for tp in sorted(owned, key=lambda tp: (topic_rank[tp.topic], tp.partition)):
             cur = best.get(tp)
             if cur is None or gen > cur[0]:
                 best[tp] = (gen, [member])
@@ -110,43 +121,6 @@ def _resolve_claims(
     return claims, doubly
 
 
-class _Racks:
-    """Rack matching state; inactive unless Java's rack-aware condition holds."""
-
-    def __init__(self, subscriptions: Mapping[str, Subscription],
-                 partitions: Iterable[TopicPartition],
-                 partition_racks: Mapping[TopicPartition, set[str]] | None) -> None:
-        member_racks = consumer_racks(subscriptions)
-        self.member_rack: dict[str, str] = {}
-        self.partition_racks: dict[TopicPartition, set[str]] = {}
-        self.members_on_racks: dict[TopicPartition, int] = {}
-        if not member_racks or not partition_racks:
-            return
-        per_partition = {tp: set(partition_racks.get(tp, ())) for tp in partitions}
-        all_racks: set[str] = set().union(*per_partition.values()) if per_partition else set()
-        if use_rack_aware_assignment(set(member_racks.values()), all_racks, per_partition):
-            self.member_rack = member_racks
-            self.partition_racks = per_partition
-            count: dict[str, int] = {}
-            for rack in member_racks.values():
-                count[rack] = count.get(rack, 0) + 1
-            self.members_on_racks = {
-                tp: sum(count.get(r, 0) for r in racks) for tp, racks in per_partition.items()
-            }
-
-    @property
-    def active(self) -> bool:
-        return bool(self.member_rack)
-
-    def mismatch(self, member: str, tp: TopicPartition) -> bool:
-        rack = self.member_rack.get(member)
-        return rack is not None and rack not in self.partition_racks.get(tp, ())
-
-    def matches(self, member: str, tp: TopicPartition) -> bool:
-        rack = self.member_rack.get(member)
-        return rack is not None and rack in self.partition_racks.get(tp, ())
-
-
 # ---------------------------------------------------------------- identical subscriptions
 
 
@@ -154,7 +128,7 @@ def _constrained(
     all_partitions: list[TopicPartition],
     order: list[str],
     kept: dict[str, list[TopicPartition]],
-    racks: _Racks,
+    racks: RackMatcher,
 ) -> dict[str, list[TopicPartition]]:
     """Every member subscribes to the same topics: counts differ by at most one.
 
@@ -251,211 +225,6 @@ def _constrained(
     return result
 
 
-# ---------------------------------------------------------------- different subscriptions
-
-
-class _General:
-    """Balance with different subscriptions by moving partitions along chains.
-
-    A member's load can only drop by handing a partition to another member subscribed to
-    its topic. An assignment minimises the sum of squared loads exactly when no chain of
-    such moves leads from a member to one with at least two fewer partitions, so we find
-    such chains (cheapest first: moving a partition its holder did not keep from before
-    costs 0, moving a kept one costs 1) and shift one partition along each, until none
-    is left.
-    """
-
-    def __init__(self, order: list[str], topics_of: dict[str, list[str]],
-                 claims: Mapping[TopicPartition, str], racks: _Racks) -> None:
-        self.order = order
-        self.rank = {m: i for i, m in enumerate(order)}
-        self.topics_of = topics_of
-        self.claims = claims
-        self.racks = racks
-        self.load = dict.fromkeys(order, 0)
-        # held[m][topic] -> partitions of topic held by m
-        self.held: dict[str, dict[str, list[TopicPartition]]] = {m: {} for m in order}
-        # holders[topic][m] -> how many partitions of topic m holds
-        self.holders: dict[str, dict[str, int]] = {}
-        # free[m][topic] -> how many of them m did not keep from before (cheap to move)
-        self.free: dict[str, dict[str, int]] = {m: {} for m in order}
-
-    def add(self, member: str, tp: TopicPartition) -> None:
-        topic = tp.topic
-        self.held[member].setdefault(topic, []).append(tp)
-        holders = self.holders.setdefault(topic, {})
-        holders[member] = holders.get(member, 0) + 1
-        if self.claims.get(tp) != member:
-            free = self.free[member]
-            free[topic] = free.get(topic, 0) + 1
-        self.load[member] += 1
-
-    def _remove(self, member: str, tp: TopicPartition) -> None:
-        topic = tp.topic
-        parts = self.held[member][topic]
-        parts.remove(tp)
-        if not parts:
-            del self.held[member][topic]
-        holders = self.holders[topic]
-        if holders[member] == 1:
-            del holders[member]
-        else:
-            holders[member] -= 1
-        if self.claims.get(tp) != member:
-            self.free[member][topic] -= 1
-        self.load[member] -= 1
-
-    def _move(self, frm: str, tp: TopicPartition, to: str) -> None:
-        self._remove(frm, tp)
-        self.add(to, tp)
-
-    def _pick(self, member: str, topic: str, to: str) -> TopicPartition:
-        """The best partition of ``topic`` to hand from ``member`` to ``to``: one member
-        did not keep from before; better one going back to its previous owner ``to`` (as
-        Java reverses an earlier move); then one on ``to``'s rack."""
-        best, best_key = None, None
-        for tp in self.held[member][topic]:
-            owner = self.claims.get(tp)
-            key = (owner == member, owner != to, self.racks.mismatch(to, tp), -tp.partition)
-            if best_key is None or key < best_key:
-                best, best_key = tp, key
-        assert best is not None
-        return best
-
-    def _find_chain(self, level: int) -> list[tuple[str, str, str]] | None:
-        """A cheapest chain of moves ending at a member of load ``level`` and starting
-        at one with load >= level + 2, as [(from, topic, to), ...] in move order."""
-        load, free = self.load, self.free
-        dist: dict[str, int] = {}
-        via: dict[str, tuple[str, str]] = {}  # member -> (next member, topic)
-        queue: deque[tuple[int, str]] = deque()
-        for m in self.order:
-            if load[m] == level:
-                dist[m] = 0
-                queue.append((0, m))
-        done: set[str] = set()
-        while queue:
-            d, y = queue.popleft()
-            if y in done or d != dist[y]:
-                continue
-            done.add(y)
-            if load[y] >= level + 2:
-                chain = []
-                x = y
-                while x in via:
-                    nxt, topic = via[x]
-                    chain.append((x, topic, nxt))
-                    x = nxt
-                return chain
-            for topic in self.topics_of[y]:
-                for x in self.holders.get(topic, ()):
-                    if x in done or x == y:
-                        continue
-                    nd = d if free[x].get(topic) else d + 1
-                    old = dist.get(x)
-                    if old is None or nd < old:
-                        dist[x] = nd
-                        via[x] = (y, topic)
-                        if nd == d:
-                            queue.appendleft((nd, x))
-                        else:
-                            queue.append((nd, x))
-        return None
-
-    def balance(self) -> None:
-        while True:
-            levels = sorted(set(self.load.values()))
-            top = levels[-1] if levels else 0
-            chain = None
-            for level in levels:
-                if level + 2 > top:
-                    break
-                chain = self._find_chain(level)
-                if chain:
-                    break
-            if not chain:
-                return
-            for frm, topic, to in chain:
-                self._move(frm, self._pick(frm, topic, to), to)
-
-    def improve_stickiness(self) -> None:
-        """Give partitions back to their previous owners where balance stays the same:
-        a direct move when the two loads differ by one (they swap), or a swap for a
-        partition the owner did not keep from before."""
-        claims, rank = self.claims, self.rank
-        topic_sets = {m: set(ts) for m, ts in self.topics_of.items()}
-        improved = True
-        while improved:
-            improved = False
-            for x in self.order:
-                for topic, parts in list(self.held[x].items()):
-                    for tp in list(parts):
-                        owner = claims.get(tp)
-                        if owner is None or owner == x or owner not in rank:
-                            continue
-                        if topic not in topic_sets[owner] or self.racks.mismatch(owner, tp):
-                            continue
-                        if self.load[x] == self.load[owner] + 1:
-                            self._move(x, tp, owner)
-                            improved = True
-                            continue
-                        swap = next(
-                            (q for t2, qs in self.held[owner].items() if t2 in topic_sets[x]
-                             for q in qs if claims.get(q) != owner and not self.racks.mismatch(x, q)),
-                            None,
-                        )
-                        if swap is not None:
-                            self._move(x, tp, owner)
-                            self._move(owner, swap, x)
-                            improved = True
-
-    def result(self) -> dict[str, list[TopicPartition]]:
-        return {m: [tp for parts in self.held[m].values() for tp in parts] for m in self.order}
-
-
-def _general(
-    partitions_per_topic: Mapping[str, int],
-    order: list[str],
-    topics_of: dict[str, list[str]],
-    kept: dict[str, list[TopicPartition]],
-    claims: Mapping[TopicPartition, str],
-    racks: _Racks,
-) -> dict[str, list[TopicPartition]]:
-    state = _General(order, topics_of, claims, racks)
-    members_of: dict[str, list[str]] = {}
-    for m in order:
-        for topic in topics_of[m]:
-            members_of.setdefault(topic, []).append(m)
-        for tp in kept[m]:
-            state.add(m, tp)
-    taken = {tp for parts in kept.values() for tp in parts}
-    # Topics with the fewest candidate members first (they have the least choice).
-    topics = sorted(members_of, key=lambda t: (len(members_of[t]), t))
-    unassigned = [
-        TopicPartition(t, p) for t in topics for p in range(partitions_per_topic[t])
-        if TopicPartition(t, p) not in taken
-    ]
-    load, rank = state.load, state.rank
-
-    def least_loaded(candidates: list[str]) -> str:
-        return min(candidates, key=lambda m: (load[m], rank[m]))
-
-    if racks.active:
-        rest = []
-        for tp in unassigned:
-            local = [m for m in members_of[tp.topic] if racks.matches(m, tp)]
-            if local:
-                state.add(least_loaded(local), tp)
-            else:
-                rest.append(tp)
-        unassigned = rest
-    for tp in unassigned:
-        state.add(least_loaded(members_of[tp.topic]), tp)
-    state.balance()
-    state.improve_stickiness()
-    return state.result()
-
-
 # ---------------------------------------------------------------- entry point
 
 
@@ -466,25 +235,34 @@ def sticky_assign(
     partition_racks: Mapping[TopicPartition, set[str]] | None = None,
 ) -> StickyPlan:
     """Run the sticky algorithm; ``member_data`` gives each member's previous assignment."""
-    for topic, count in partitions_per_topic.items():
+    for topic in sorted(partitions_per_topic, key=java_string_key):
+        count = partitions_per_topic[topic]
         if count < 0:
             raise IllegalStateError(f"negative partition count {count}", topic=topic)
+    # The result must not depend on the order of the inputs (dict order, topic and
+    # partition lists, a caller's set) nor on string hashing: members, topics and
+    # partitions are put in Java's string order here, and nothing below iterates a set.
     order = sorted(subscriptions, key=java_string_key)
     if not order:
         return StickyPlan({})
-    claims, doubly = _resolve_claims(partitions_per_topic, member_data, order)
+    # Topics with partitions, ranked in Java's string order (sort keys computed once).
+    topic_rank = {
+        t: i for i, t in enumerate(sorted((t for t, c in partitions_per_topic.items() if c > 0),
+                                          key=java_string_key))
+    }
+    claims, doubly = _resolve_claims(partitions_per_topic, member_data, order, topic_rank)
     topics_of = {
-        m: [t for t in dict.fromkeys(subscriptions[m].topics) if partitions_per_topic.get(t, 0) > 0]
+        m: sorted({t for t in subscriptions[m].topics if t in topic_rank}, key=topic_rank.__getitem__)
         for m in order
     }
-    subscribed = {t for ts in topics_of.values() for t in ts}
+    subscribed = sorted({t for ts in topics_of.values() for t in ts}, key=topic_rank.__getitem__)
     all_partitions = [
-        TopicPartition(t, p) for t in sorted(subscribed) for p in range(partitions_per_topic[t])
+        TopicPartition(t, p) for t in subscribed for p in range(partitions_per_topic[t])
     ]
-    racks = _Racks(subscriptions, all_partitions, partition_racks)
-    topic_sets = {m: set(ts) for m, ts in topics_of.items()}
+    racks = RackMatcher(subscriptions, all_partitions, partition_racks)
+    topic_sets = {m: set(ts) for m, ts in topics_of.items()}  # membership only
     kept: dict[str, list[TopicPartition]] = {m: [] for m in order}
-    for tp, member in claims.items():
+    for tp, member in claims.items():  # built from sorted lists: a fixed order
         if member in kept and tp.topic in topic_sets[member] and not racks.mismatch(member, tp):
             kept[member].append(tp)
 
@@ -493,7 +271,7 @@ def sticky_assign(
     if constrained:
         raw = _constrained(all_partitions, order, kept, racks)
     else:
-        raw = _general(partitions_per_topic, order, topics_of, kept, claims, racks)
+        raw = assign_general(partitions_per_topic, order, topics_of, kept, claims, racks)
     return StickyPlan(raw, claims, doubly, constrained)
 
 
