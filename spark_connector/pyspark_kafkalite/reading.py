@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafkalite import Consumer, TopicPartition
-from kafkalite.errors import KafkaTimeoutError, NoOffsetForPartitionError, OffsetOutOfRangeError
+from kafkalite.errors import KafkaTimeoutError, OffsetOutOfRangeError
 from pyspark_kafkalite.arrow import ArrowBuilder
 
 log = logging.getLogger("pyspark_kafkalite")
@@ -54,11 +54,6 @@ def read_range(settings: dict[str, Any], topic: str, partition: int, start: int,
         while position < end:
             try:
                 polled = consumer.poll_batches(timeout=min(1.0, poll_timeout))
-            except NoOffsetForPartitionError:
-                # The consumer's engine may look for a starting position between assign()
-                # and seek() (auto.offset.reset=none then reports "no offset"); the seek
-                # has happened since, so the next poll reads from it.
-                continue
             except OffsetOutOfRangeError:
                 earliest = consumer.beginning_offsets([tp])[tp]
                 lost = f"offsets {position}..{min(earliest, end) - 1} of {topic}-{partition} were deleted"

@@ -143,6 +143,22 @@ def test_auto_offset_reset_none_and_out_of_range(kafka_broker, topic_factory) ->
         assert consume_n(c, 1)[0].offset == 0
 
 
+def test_assign_then_seek_with_reset_none_never_reports_no_offset(kafka_broker, topic_factory) -> None:
+    """assign() then seek() at once: the engine may look for a position in between, but
+    poll() judges by the state when it runs (as Java's, which looks inside poll()): the
+    partition has a position, so no NoOffsetForPartitionError, records from the seek."""
+    topic = topic_factory(partitions=1)
+    produce(kafka_broker.bootstrap, topic, count=5)
+    tp = TopicPartition(topic, 0)
+    for attempt in range(8):
+        with consumer(kafka_broker.bootstrap, auto_offset_reset="none", group_id=f"g-{topic}-{attempt}") as c:
+            c.assign([tp])
+            if attempt % 2:
+                time.sleep(0.3)  # let the engine find no committed offset first
+            c.seek(tp, 2)
+            assert consume_n(c, 1)[0].offset == 2
+
+
 def test_bad_input_is_a_typed_error_naming_the_problem(kafka_broker, topic_factory) -> None:
     topic = topic_factory(partitions=1)
     with consumer(kafka_broker.bootstrap) as c:

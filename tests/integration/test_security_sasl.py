@@ -19,7 +19,6 @@ from kafkalite.admin.security_types import UserScramCredentialDeletion, UserScra
 from kafkalite.config import resolve
 from kafkalite.errors import (
     GroupAuthorizationError,
-    KafkaError,
     SaslAuthenticationError,
     TopicAuthorizationError,
 )
@@ -92,16 +91,26 @@ def test_wrong_password_producer_and_consumer_retry_at_backoff_pace(kafka_broker
     with Consumer(cfg, group_id=f"{topic}-g") as consumer:
         consumer.subscribe([topic])
         started = time.monotonic()
+        raised: list[float] = []
         while time.monotonic() - started < 6:
             try:
                 consumer.poll(0.2)
-            except SaslAuthenticationError:
-                pass
+            except SaslAuthenticationError as exc:
+                assert "SCRAM-SHA-256" in str(exc) and "'alice'" in str(exc)
+                raised.append(time.monotonic() - started)
+        # poll() raises the refused login (as Java's does), first within a few seconds.
+        assert raised and raised[0] < 3, raised
         counters = stats(consumer)
         assert counters.created == 0 and 1 <= counters.authentication_failures <= 16, counters
-    with Producer(cfg, max_block_ms=6000) as producer:
-        with pytest.raises(KafkaError) as info:
+        metrics = consumer.metrics()
+        assert metrics["failed-authentication-total"] == counters.authentication_failures
+        assert metrics["connection-count"] == 0 and metrics["successful-authentication-total"] == 0
+    with Producer(cfg, max_block_ms=30000) as producer:
+        started = time.monotonic()
+        with pytest.raises(SaslAuthenticationError) as info:
             producer.send(topic, b"v")
+        # At once, not after max.block.ms: waiting would not fix a wrong password.
+        assert time.monotonic() - started < 5
         assert "SCRAM-SHA-256" in str(info.value) and "'alice'" in str(info.value)
         counters = stats(producer)
         assert counters.created == 0 and 1 <= counters.authentication_failures <= 16, counters
@@ -204,6 +213,15 @@ def test_consume_denied_topic_and_group(kafka_broker_sasl) -> None:
         with pytest.raises(GroupAuthorizationError) as info:
             consumer.commit()
         assert denied in str(info.value)
+    # assign() without seek(): the committed offsets it looks up are denied, and poll()
+    # says so (Java does the same) instead of waiting for a position forever.
+    with Consumer(cfg, group_id=denied, enable_auto_commit=False) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        started = time.monotonic()
+        with pytest.raises(GroupAuthorizationError) as info:
+            while time.monotonic() - started < 20:
+                consumer.poll(0.5)
+        assert time.monotonic() - started < 10 and denied in str(info.value)
 
 
 # ---------------------------------------------------------------- KIP-368 re-authentication
@@ -251,6 +269,14 @@ def test_reauthentication_keeps_connections(kafka_broker_sasl, mechanism) -> Non
         # ... because every one of them re-authenticated (3 sessions each, at least).
         assert p.reauthentications >= 2 * p.created and c.reauthentications >= 2 * c.created, (p, c)
         assert p.authentication_failures == c.authentication_failures == 0
+        # The same counts through metrics(), with the Java client's names.
+        pm, cm = producer.metrics(), consumer.metrics()
+        assert pm["connection-creation-total"] == p.created and pm["connection-count"] == p.active
+        assert pm["successful-authentication-total"] == p.created
+        assert pm["successful-reauthentication-total"] == p.reauthentications
+        assert pm["reauthentication-latency-avg"] > 0
+        assert cm["successful-reauthentication-total"] == c.reauthentications
+        assert cm["failed-authentication-total"] == 0
     if mechanism == "OAUTHBEARER":
         assert len(tokens) > p.created + c.created  # a fresh token from the callback each time
 

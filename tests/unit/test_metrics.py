@@ -44,3 +44,25 @@ def test_failing_gauge_reads_nan() -> None:
     m.sensor("empty").add_max("empty-max", "g")
     snap = m.snapshot()
     assert math.isnan(snap["broken"]) and math.isnan(snap["empty-max"])
+
+
+def test_connection_metrics_follow_the_connection_counters() -> None:
+    from kafkalite.net.transport import ConnectionStats
+
+    stats = ConnectionStats()
+    registry = Metrics()
+    stats.register(registry, "producer-metrics", {"client-id": "p-1"})
+    for event in ("created", "created", "closed", "authentication_failures", "authentications"):
+        stats.record(event)
+    stats.record("reauthentications", latency_ms=12.0)
+    stats.record("reauthentications", latency_ms=4.0)
+    snap = registry.snapshot("producer-metrics")
+    assert (stats.created, stats.closed, stats.active, stats.reauthentications) == (2, 1, 1, 2)
+    assert snap["connection-count"] == 1
+    assert snap["connection-creation-total"] == 2 and snap["connection-close-total"] == 1
+    assert snap["connection-creation-rate"] > 0
+    assert snap["failed-authentication-total"] == 1 and snap["successful-authentication-total"] == 1
+    assert snap["successful-reauthentication-total"] == 2
+    assert snap["reauthentication-latency-avg"] == 8.0 and snap["reauthentication-latency-max"] == 12.0
+    assert stats.reauthentication_ms_total == 16.0
+    assert all(dict(m.tags) == {"client-id": "p-1"} for m in snap)

@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -75,6 +76,7 @@ from kafkalite.admin.types import (
 )
 from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError
+from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
 from kafkalite.types import IsolationLevel, OffsetAndMetadata, TopicPartition
 
@@ -109,12 +111,19 @@ class AdminClient:
         if self._closed:
             return
         self._closed = True
+        deadline = time.monotonic() + max(0.0, timeout)
         try:
-            self._engine.run(self._aio.close(), timeout, "close")
+            self._engine.run(self._aio.close(), max(0.01, timeout / 2), "close")
         except Exception:
             pass
         finally:
-            self._engine.stop(timeout)
+            # Calls still running in other threads are cancelled (cancel_and_wait).
+            self._engine.stop(max(0.0, deadline - time.monotonic()))
+
+    def metrics(self) -> MetricsSnapshot:
+        """Current metrics, ``{MetricName: value}``, with the Java admin client's names
+        (connection-count, connection-creation-total, failed-authentication-total, ...)."""
+        return self._aio.metrics()
 
     def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str) -> T:
         if self._closed:

@@ -35,7 +35,7 @@ from kafkalite.admin import (
 )
 from kafkalite.admin import topics as topic_calls
 from kafkalite.admin import transactions as txn
-from kafkalite.admin.core import AdminCore
+from kafkalite.admin.core import METRICS_GROUP, AdminCore
 from kafkalite.admin.group_types import (
     ConsumerGroupDescription,
     GroupListing,
@@ -85,6 +85,7 @@ from kafkalite.admin.types import (
     TopicListing,
 )
 from kafkalite.config import Config, resolve
+from kafkalite.metrics import MetricsSnapshot
 from kafkalite.types import IsolationLevel, OffsetAndMetadata, TopicPartition
 
 
@@ -109,6 +110,11 @@ class AsyncAdminClient:
     async def close(self) -> None:
         """Close every connection (idempotent)."""
         await self._core.close()
+
+    def metrics(self) -> MetricsSnapshot:
+        """Current metrics, ``{MetricName: value}``, with the Java admin client's names
+        (connection-count, connection-creation-total, failed-authentication-total, ...)."""
+        return self._core.registry.snapshot(METRICS_GROUP)
 
     # ------------------------------------------------------------ topics
 

@@ -47,6 +47,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
     error_for_code,
 )
+from kafkalite.metrics import Metrics
 from kafkalite.net.client import COORDINATOR_GROUP, NetworkClient
 from kafkalite.net.cluster import ClusterMetadata
 from kafkalite.types import TopicPartition
@@ -111,12 +112,19 @@ def outcome_for(code: int, message: str | None, **resource: Any) -> Outcome | No
     return Fail(err)
 
 
+#: Java's admin client publishes its metrics in this group.
+METRICS_GROUP = "admin-client-metrics"
+
+
 class AdminCore:
     """The async engine shared by :class:`AdminClient` and :class:`AsyncAdminClient`."""
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.client = NetworkClient(cfg)
+        self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
+        self.client.stats.register(self.registry, METRICS_GROUP,
+                                   {"client-id": cfg["client.id"]} if cfg["client.id"] else None)
         self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self._metadata_stale = True
         self._bootstrapped = False

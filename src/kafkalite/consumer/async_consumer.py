@@ -331,8 +331,8 @@ class AsyncConsumer:
                 except Exception:
                     pass
             try:
-                await asyncio.wait_for(core.close(max(0.01, deadline - time.monotonic()), commit=False),
-                                       max(0.05, deadline - time.monotonic()) + 0.5)
+                await asyncio.wait_for(core.close(max(0.01, deadline - time.monotonic() - 0.2), commit=False),
+                                       max(0.05, deadline - time.monotonic() - 0.05))
             except Exception:
                 pass
         finally:

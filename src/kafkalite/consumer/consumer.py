@@ -22,23 +22,23 @@ Example::
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 import time
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from kafkalite.consumer import _frontend as fe
 from kafkalite.consumer.core import CommitCallback, ConsumerCore
 from kafkalite.consumer.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListedOffset
 from kafkalite.consumer.records import ConsumerRecords
-from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
+from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
 from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
+R = TypeVar("R")
 _SLICE = 0.1
 
 
@@ -65,7 +65,11 @@ class Consumer:
 
             return ConsumerCore(self.config, asyncio.get_running_loop(), event.set, engine.call_soon)
 
-        self._core: ConsumerCore = engine.run(make(), timeout=30, what="starting the consumer")
+        try:
+            self._core: ConsumerCore = engine.run(make(), timeout=30, what="starting the consumer")
+        except BaseException:
+            engine.stop()  # e.g. a deserializer that fails to configure: no thread left behind
+            raise
         self._closed = False
         engine.call_soon(self._core.start)
 
@@ -77,25 +81,17 @@ class Consumer:
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str) -> T:
         """Run ``coro`` on the engine; honours ``timeout``, wakeup() and Ctrl-C."""
-        self._check_open()
-        future = self._engine.submit(coro)
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        try:
-            while True:
-                if self._wakeup:
-                    self._wakeup = False
-                    future.cancel()
-                    raise WakeupError(f"{what} was interrupted by wakeup()")
-                wait = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
-                if wait <= 0:
-                    future.cancel()
-                    raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s")
-                done, _ = concurrent.futures.wait([future], wait)
-                if done:
-                    return future.result()
-        except KeyboardInterrupt:
-            future.cancel()
-            raise
+        if self._closed:
+            coro.close()
+            self._check_open()
+        return self._engine.run(coro, timeout, what, interrupted=self._take_wakeup)
+
+    def _take_wakeup(self) -> bool:
+        """Whether wakeup() was called since the last check (and clear it)."""
+        if self._wakeup:
+            self._wakeup = False
+            return True
+        return False
 
     def _timeout(self, timeout: float | None) -> float:
         return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
@@ -176,31 +172,8 @@ class Consumer:
         returned), and raises errors of the partitions it reads (e.g.
         OffsetOutOfRangeError with auto.offset.reset=none, CorruptRecordsError).
         """
-        self._check_open()
-        core = self._core
-        subs = core.subs
-        if not subs.assignment and not subs.has_auto_assignment:
-            raise IllegalStateError("the consumer is not subscribed to any topic and has no assigned partitions")
-        limit = max_records or core.max_poll_records
-        deadline = None if timeout is None else time.monotonic() + timeout
-        event = self._event
-        core.poll_begin()
-        while True:
-            event.clear()
-            if self._wakeup:
-                self._wakeup = False
-                raise WakeupError("poll() was interrupted by wakeup()")
-            if core.app_calls:
-                self._drain_callbacks()
-            core.raise_errors()
-            records = core.collect(limit)
-            if records:
-                return records
-            now = time.monotonic()
-            core.last_poll = now
-            if deadline is not None and now >= deadline:
-                return records
-            event.wait(_SLICE if deadline is None else min(_SLICE, deadline - now))
+        limit = max_records or self._core.max_poll_records
+        return self._poll(lambda core: core.collect(limit), timeout, "poll()")
 
     def poll_batches(self, timeout: float | None = None, max_bytes: int = 8 * 1024 * 1024
                      ) -> list[tuple[TopicPartition, list[Batch]]]:
@@ -222,6 +195,11 @@ class Consumer:
                 for batch in batches:
                     cols = batch.columns()   # offsets, timestamps, key/value positions ...
         """
+        return self._poll(lambda core: core.collect_batches(max_bytes), timeout, "poll_batches()")
+
+    def _poll(self, collect: Callable[[ConsumerCore], R], timeout: float | None, what: str) -> R:
+        """The loop of poll() and poll_batches(): callbacks, errors, then ``collect``
+        until it returns something or ``timeout`` passes (None: no limit)."""
         self._check_open()
         core = self._core
         subs = core.subs
@@ -234,17 +212,17 @@ class Consumer:
             event.clear()
             if self._wakeup:
                 self._wakeup = False
-                raise WakeupError("poll_batches() was interrupted by wakeup()")
+                raise WakeupError(f"{what} was interrupted by wakeup()")
             if core.app_calls:
                 self._drain_callbacks()
             core.raise_errors()
-            batches = core.collect_batches(max_bytes)
-            if batches:
-                return batches
+            out = collect(core)
+            if out:
+                return out
             now = time.monotonic()
             core.last_poll = now
             if deadline is not None and now >= deadline:
-                return batches
+                return out
             event.wait(_SLICE if deadline is None else min(_SLICE, deadline - now))
 
     def __iter__(self) -> Iterator[Any]:
@@ -456,13 +434,15 @@ class Consumer:
                     pass
             try:
                 # Static members do not leave (classic: no LeaveGroup; KIP-848: epoch -2).
-                self._run(core.close(max(0.01, deadline - time.monotonic()), commit=False, leave=True),
-                          max(0.05, deadline - time.monotonic()) + 0.5, "close")
+                # The core gets a little less than what is left, so that it ends (cancelling
+                # what still runs) before this wait gives up on it.
+                self._run(core.close(max(0.01, deadline - time.monotonic() - 0.2), commit=False, leave=True),
+                          max(0.05, deadline - time.monotonic() - 0.05), "close")
             except Exception:
                 pass
         finally:
             self._closed = True
-            self._engine.stop(timeout=max(0.1, min(2.0, deadline - time.monotonic())))
+            self._engine.stop(timeout=max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> Consumer:
         return self

@@ -137,9 +137,11 @@ class ClassicGroupMember:
             task.add_done_callback(self.core._task_done)
             self._tasks.append(task)
 
-    def stop(self) -> None:
+    def stop(self) -> list[asyncio.Task[Any]]:
+        """Cancel the join and heartbeat tasks; returns them (await with cancel_and_wait)."""
         for task in self._tasks:
             task.cancel()
+        return list(self._tasks)
 
     def generation(self) -> Generation:
         return Generation(self.member.generation_id, self.member.member_id, self.instance_id)

@@ -40,6 +40,8 @@ from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.consumer.subscription import SubscriptionState, SubscriptionType
 from kafkalite.consumer.validation import PositionValidator
 from kafkalite.errors import (
+    AuthenticationError,
+    AuthorizationError,
     ClientClosedError,
     CommitFailedError,
     KafkaError,
@@ -50,6 +52,7 @@ from kafkalite.errors import (
 )
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
+from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.records import Batch
 from kafkalite.serialization.deserializers import resolve_deserializer
 from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
@@ -106,6 +109,8 @@ class ConsumerCore:
         self.read_committed = cfg["isolation.level"] == "read_committed"
         self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
         self.metrics = ConsumerMetrics(self.registry, self.subs, self.read_committed, cfg["client.id"])
+        self.client.stats.register(self.registry, "consumer-metrics",
+                                   {"client-id": cfg["client.id"]} if cfg["client.id"] else None)
         self._positions_wake = asyncio.Event()
         self.fetcher = Fetcher(self.client, self.subs, self.buffer, cfg, notify_poll,
                                self._on_out_of_range, self.request_metadata, self.metrics,
@@ -156,6 +161,21 @@ class ConsumerCore:
         self._tasks.append(task)
         return task
 
+    def report_unrecoverable(self, exc: BaseException) -> None:
+        """Hand a background failure that waiting will not fix to the next poll().
+
+        A refused login and a missing permission (group, topic, cluster) are raised from
+        poll() as the Java consumer does, instead of being retried silently until the
+        application wonders why nothing arrives. The background task keeps retrying at
+        its backoff (the permission may be granted meanwhile); one error of a kind is
+        queued at a time, so a caller that polls rarely does not find a backlog.
+        """
+        if not isinstance(exc, (AuthenticationError, AuthorizationError)) or self.closed:
+            return
+        if not any(type(queued) is type(exc) for queued in self.errors):
+            self.errors.append(exc)
+            self.notify_poll()
+
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
             return
@@ -191,7 +211,7 @@ class ConsumerCore:
                     log.warning("auto-commit on close failed: %s", exc)
             if self.group is not None:
                 # Stop heartbeats and joins first: nothing may rejoin while we leave.
-                self.group.stop()
+                await cancel_and_wait(self.group.stop(), max(0.05, deadline - time.monotonic()))
             if self.group is not None and leave:
                 try:
                     await asyncio.wait_for(self.group.leave("the consumer is closing"),
@@ -200,21 +220,19 @@ class ConsumerCore:
                     log.debug("leaving the group on close: %r", exc)
         finally:
             self.closed = True
+            tasks = list(self._tasks)
             if self.group is not None:
-                self.group.stop()
-            self.fetcher.close()
+                tasks += self.group.stop()
+            tasks += self.fetcher.close()
             while self.app_calls:
                 call = self.app_calls.popleft()
                 if call.future is not None and not call.future.done():
                     call.future.cancel()
-            # Python < 3.12's wait_for() can swallow a cancellation that races with its
-            # result (gh-86296): a task may survive one cancel(), so cancel until done.
-            pending = {t for t in self._tasks if not t.done()}
-            while pending:
-                for task in pending:
-                    task.cancel()
-                _, pending = await asyncio.wait(pending, timeout=0.1)
-            await self.client.close()
+            try:
+                # One cancel() may not stop a task on Python < 3.12 (gh-86296): see cancel_and_wait.
+                await cancel_and_wait(tasks, max(0.05, deadline - time.monotonic()))
+            finally:
+                await self.client.close()
 
     # ------------------------------------------------------------ application calls
 
@@ -379,6 +397,7 @@ class ConsumerCore:
                 await self.client.refresh_metadata(topics, timeout_s=self._api_timeout)
             except KafkaError as exc:
                 log.debug("metadata refresh failed: %s", exc)
+                self.report_unrecoverable(exc)
                 self._metadata_topics.update(topics)
                 await asyncio.sleep(backoff)
                 self._metadata_wake.set()
@@ -416,6 +435,8 @@ class ConsumerCore:
             except KafkaError as exc:
                 attempt += 1
                 log.debug("initializing positions failed (attempt %d): %s", attempt, exc)
+                # e.g. GroupAuthorizationError fetching committed offsets after assign()
+                self.report_unrecoverable(exc)
                 await asyncio.sleep(min(backoff * (2 ** min(attempt, 5)), 1.0))
                 self._positions_wake.set()
 
@@ -451,13 +472,26 @@ class ConsumerCore:
                 partitions = [tp for tp in partitions if tp in self.subs.assignment
                               and self.subs.assignment[tp].position is None]
             if partitions:
-                names = ", ".join(sorted(f"{tp.topic}-{tp.partition}" for tp in partitions))
-                self.errors.append(NoOffsetForPartitionError(
-                    f"no committed offset for {names} and auto.offset.reset is 'none'; "
-                    "seek() to a position first", partitions=partitions, group_id=self.group_id))
+                self.errors.append(self._no_offset_error(partitions))
                 self.notify_poll()
             return
         self.subs.request_reset(partitions)
+
+    def _still_without_position(self, error: NoOffsetForPartitionError) -> NoOffsetForPartitionError | None:
+        with self.subs.lock:
+            left = [tp for tp in error.partitions or ()
+                    if tp in self.subs.assignment and self.subs.assignment[tp].position is None]
+        if left == list(error.partitions or ()):
+            return error
+        if not left:
+            return None
+        return self._no_offset_error(left)
+
+    def _no_offset_error(self, partitions: list[TopicPartition]) -> NoOffsetForPartitionError:
+        names = ", ".join(sorted(f"{tp.topic}-{tp.partition}" for tp in partitions))
+        return NoOffsetForPartitionError(
+            f"no committed offset for {names} and auto.offset.reset is 'none'; "
+            "seek() to a position first", partitions=partitions, group_id=self.group_id)
 
     def _tokens(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         with self.subs.lock:
@@ -621,8 +655,17 @@ class ConsumerCore:
     # ------------------------------------------------------------ poll side
 
     def raise_errors(self) -> None:
-        if self.errors:
-            raise self.errors.popleft()
+        while self.errors:
+            error = self.errors.popleft()
+            if isinstance(error, NoOffsetForPartitionError):
+                # Java looks for positions inside poll(), so assign() + seek() never meet
+                # a "no offset" error; here the engine may look in between. What counts is
+                # the state now: partitions sought (or unassigned) since are left out.
+                narrowed = self._still_without_position(error)
+                if narrowed is None:
+                    continue
+                raise narrowed
+            raise error
         if self.group is not None:
             self.group.raise_fatal()
 
@@ -640,6 +683,43 @@ class ConsumerCore:
                 # What earlier polls returned: positions advance only as records are handed out.
                 self.call_soon(self.commit_async_from_poll, offsets, None)
 
+    def _next_fetch(self, collected: bool) -> CompletedFetch | None:
+        """Poll side: the buffered fetch to take records from next, or None.
+
+        Drops fetches a seek, reset, pause or revocation made stale (the partition's
+        token or position moved on). A fetch carrying an error is raised when nothing
+        was ``collected`` yet; otherwise it is kept for the next poll() and None is
+        returned, so the records before it go out first.
+        """
+        buffer = self.buffer
+        subs = self.subs
+        dropped = False
+        try:
+            while True:
+                fetch = buffer.peek()
+                if fetch is None:
+                    return None
+                with subs.lock:
+                    state = subs.assignment.get(fetch.tp)
+                    valid = (state is not None and state.token == fetch.token and not state.paused
+                             and not state.pending_revocation and not state.awaiting_callback
+                             and state.position == fetch.next_offset)
+                if valid and fetch.error is None:
+                    return fetch
+                buffer.pop(fetch)
+                dropped = True
+                if not valid:
+                    continue
+                assert fetch.error is not None
+                if collected:
+                    # Return what we have; the error is raised by the next poll().
+                    self.errors.appendleft(fetch.error)
+                    return None
+                raise fetch.error
+        finally:
+            if dropped:
+                self.call_soon(self.fetcher.wake)
+
     def collect(self, max_records: int) -> ConsumerRecords:
         """Poll side: take up to ``max_records`` records from the buffer."""
         out = ConsumerRecords()
@@ -649,28 +729,10 @@ class ConsumerCore:
         drained_any = False
         consumed_bytes = 0
         while remaining > 0:
-            fetch = buffer.peek()
+            fetch = self._next_fetch(bool(out))
             if fetch is None:
                 break
             tp = fetch.tp
-            with subs.lock:
-                state = subs.assignment.get(tp)
-                valid = (state is not None and state.token == fetch.token and not state.paused
-                         and not state.pending_revocation and not state.awaiting_callback
-                         and state.position == fetch.next_offset)
-            if not valid:
-                buffer.pop(fetch)
-                drained_any = True
-                continue
-            if fetch.error is not None:
-                buffer.pop(fetch)
-                drained_any = True
-                if out:
-                    # Return what we have; the error is raised by the next poll().
-                    self.errors.appendleft(fetch.error)
-                    break
-                self.call_soon(self.fetcher.wake)
-                raise fetch.error
             start = len(out)
             try:
                 n = fetch.take(remaining, out)
@@ -712,27 +774,10 @@ class ConsumerCore:
         taken_bytes = 0
         drained_any = False
         while taken_bytes < max_bytes:
-            fetch = buffer.peek()
+            fetch = self._next_fetch(bool(out))
             if fetch is None:
                 break
             tp = fetch.tp
-            with subs.lock:
-                state = subs.assignment.get(tp)
-                valid = (state is not None and state.token == fetch.token and not state.paused
-                         and not state.pending_revocation and not state.awaiting_callback
-                         and state.position == fetch.next_offset)
-            if not valid:
-                buffer.pop(fetch)
-                drained_any = True
-                continue
-            if fetch.error is not None:
-                buffer.pop(fetch)
-                drained_any = True
-                if out:
-                    self.errors.appendleft(fetch.error)
-                    break
-                self.call_soon(self.fetcher.wake)
-                raise fetch.error
             batches: list[Batch] = []
             try:
                 fetch.take_batches(batches)

@@ -136,11 +136,14 @@ class Fetcher:
                 except asyncio.TimeoutError:
                     pass
 
-    def close(self) -> None:
+    def close(self) -> list[asyncio.Task[None]]:
+        """Stop fetching; cancels the fetches in flight and returns them (await with cancel_and_wait)."""
         self._closed = True
         self._wake.set()
-        for task in list(self._tasks):
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        return tasks
 
     def send_fetches(self) -> float | None:
         """Start one fetch per broker with work; returns seconds until a retry is due."""

@@ -93,11 +93,14 @@ class ConsumerGroupMember:
             task.add_done_callback(self.core._task_done)
             self._tasks.append(task)
 
-    def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+    def stop(self) -> list[asyncio.Task[Any]]:
+        """Cancel the heartbeat and reconciliation tasks; returns them (await with cancel_and_wait)."""
+        tasks = list(self._tasks)
         if self._reconciler is not None:
-            self._reconciler.cancel()
+            tasks.append(self._reconciler)
+        for task in tasks:
+            task.cancel()
+        return tasks
 
     def generation(self) -> Generation:
         return Generation(self.member.member_epoch, self.member.member_id, self.instance_id)

@@ -7,6 +7,12 @@ coroutine and wait for its result with a timeout; the wait wakes up several time
 second so that Ctrl-C (KeyboardInterrupt) is raised promptly in the caller's thread, and
 the coroutine is then cancelled so that nothing keeps running on the caller's behalf.
 
+Stopping background tasks goes through :func:`cancel_and_wait` everywhere: Python
+< 3.12's ``asyncio.wait_for`` can swallow a cancellation that races with its result
+(gh-86296), so one ``task.cancel()`` does not always stop a task; ``cancel_and_wait``
+cancels until the tasks are done, bounded by a timeout, so ``close(timeout)`` stays
+within its timeout.
+
 Example::
 
     engine = EngineThread(name="kafkalite-producer")
@@ -19,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
-from kafkalite.errors import ClientClosedError, KafkaTimeoutError
+from kafkalite.errors import ClientClosedError, KafkaTimeoutError, WakeupError
 
 T = TypeVar("T")
 
@@ -43,6 +50,7 @@ class EngineThread:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._started = threading.Event()
         self._stopped = False
+        self._stop_timeout = 2.0
 
     def start(self) -> EngineThread:
         self._thread.start()
@@ -57,11 +65,16 @@ class EngineThread:
         finally:
             try:
                 pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
-                for task in pending:
-                    task.cancel()
+                left: set[asyncio.Future[Any]] = set()
                 if pending:
-                    self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+                    left = self.loop.run_until_complete(cancel_and_wait(pending, self._stop_timeout))
+                    if left:
+                        # Never hang the thread on a task that will not stop: leave it.
+                        names = ", ".join(sorted(t.get_name() if isinstance(t, asyncio.Task) else repr(t) for t in left))
+                        logging.getLogger("kafkalite").warning(
+                            "%s: %d task(s) did not stop when cancelled: %s", self.name, len(left), names)
+                if not left:
+                    self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             finally:
                 self.loop.close()
 
@@ -86,34 +99,53 @@ class EngineThread:
             self.loop.call_soon_threadsafe(fn, *args)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None,
-            what: str = "operation") -> T:
+            what: str = "operation", interrupted: Callable[[], bool] | None = None) -> T:
         """Run ``coro`` on the engine and wait for it, at most ``timeout`` seconds.
 
         Raises :class:`KafkaTimeoutError` on timeout (after cancelling the coroutine)
-        and re-raises KeyboardInterrupt after cancelling it too.
+        and re-raises KeyboardInterrupt after cancelling it too. ``interrupted``: see
+        :func:`wait_future` (the consumers' ``wakeup()``).
         """
         if self.in_engine_thread:
             coro.close()
             raise RuntimeError("blocking kafkalite call made from inside a callback on the engine thread")
         future = self.submit(coro)
-        return wait_future(future, timeout, what)
+        return wait_future(future, timeout, what, interrupted)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the loop (cancelling what still runs) and join the thread."""
+        """Stop the loop and join the thread, both within ``timeout`` seconds.
+
+        Tasks still running are cancelled (with :func:`cancel_and_wait`); one that does
+        not stop within the timeout is left behind with a warning rather than hanging.
+        """
         if self._stopped:
             return
         self._stopped = True
+        # The caller waits at most ``timeout``; the (daemon) thread may take a little
+        # longer to let cancelled tasks finish before it gives up on them.
+        self._stop_timeout = max(2.0, timeout)
         if self._thread.is_alive():
-            self.loop.call_soon_threadsafe(self.loop.stop)
+            try:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+            except RuntimeError:  # the loop is closed already
+                return
             if not self.in_engine_thread:
                 self._thread.join(timeout)
 
 
-def wait_future(future: concurrent.futures.Future[T], timeout: float | None, what: str = "operation") -> T:
-    """Wait for a cross-thread future in slices, so Ctrl-C and timeouts stay prompt."""
+def wait_future(future: concurrent.futures.Future[T], timeout: float | None, what: str = "operation",
+                interrupted: Callable[[], bool] | None = None) -> T:
+    """Wait for a cross-thread future in slices, so Ctrl-C and timeouts stay prompt.
+
+    ``interrupted`` is asked once per slice: when it returns True the future is
+    cancelled and :class:`WakeupError` raised (the consumers' ``wakeup()``).
+    """
     deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
     try:
         while True:
+            if interrupted is not None and interrupted():
+                future.cancel()
+                raise WakeupError(f"{what} was interrupted by wakeup()")
             remaining = _WAIT_SLICE_S if deadline is None else min(_WAIT_SLICE_S, deadline - time.monotonic())
             if remaining <= 0:
                 future.cancel()
@@ -126,6 +158,35 @@ def wait_future(future: concurrent.futures.Future[T], timeout: float | None, wha
     except KeyboardInterrupt:
         future.cancel()
         raise
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]], timeout: float | None = None
+                          ) -> set[asyncio.Future[Any]]:
+    """Cancel ``tasks`` and wait until they are done, cancelling again while they are not.
+
+    Python < 3.12's ``asyncio.wait_for`` can swallow a cancellation that races with
+    the result it was waiting for (gh-86296): a task inside such a call survives one
+    ``cancel()``. This cancels every slice (0.1 s) until all tasks are done or
+    ``timeout`` seconds passed (None: no limit), and returns the tasks that are still
+    running then (normally none). The calling task itself is skipped. Errors of the
+    tasks are not raised here (their done callbacks see them).
+
+    Example (inside a coroutine)::
+
+        left = await cancel_and_wait(self._tasks, timeout=1.0)
+    """
+    current = asyncio.current_task()
+    pending = {t for t in tasks if not t.done() and t is not current}
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + max(0.0, timeout)
+    while pending:
+        for task in pending:
+            task.cancel()
+        wait = _WAIT_SLICE_S if deadline is None else min(_WAIT_SLICE_S, deadline - loop.time())
+        if wait <= 0:
+            break
+        _, pending = await asyncio.wait(pending, timeout=wait)
+    return pending
 
 
 async def await_with_timeout(aw: Awaitable[T], timeout: float | None, what: str = "operation") -> T:

@@ -35,7 +35,7 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite import __version__
@@ -52,6 +52,7 @@ from kafkalite.errors import (
     UnsupportedVersionError,
     error_for_code,
 )
+from kafkalite.metrics import Metrics, Sensor
 from kafkalite.net.connection import ConnectionState, PendingRequest
 from kafkalite.net.sasl import SaslMechanism, mechanism_for
 from kafkalite.net.tls import describe_tls_failure
@@ -79,19 +80,58 @@ class ConnectionStats:
     ``created``: connections that completed their handshake; ``closed``: those that
     ended; ``failed``: attempts that did not connect; ``authentication_failures``:
     attempts (or re-authentications) the broker or TLS refused;
+    ``authentications``: SASL logins that succeeded (new connections);
     ``reauthentications``: KIP-368 re-authentications that succeeded.
+
+    :meth:`register` publishes them as the Java client's connection metrics.
     """
 
     created: int = 0
     closed: int = 0
     failed: int = 0
     authentication_failures: int = 0
+    authentications: int = 0
     reauthentications: int = 0
     reauthentication_ms_total: float = 0.0
+    _sensors: dict[str, Sensor] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def active(self) -> int:
         return self.created - self.closed
+
+    def record(self, counter: str, latency_ms: float | None = None) -> None:
+        """Add one to ``counter`` (a field name) and to its metrics, if registered."""
+        setattr(self, counter, getattr(self, counter) + 1)
+        if latency_ms is not None:
+            self.reauthentication_ms_total += latency_ms
+        sensor = self._sensors.get(counter)
+        if sensor is not None:
+            sensor.record(1.0 if latency_ms is None else latency_ms)
+
+    def register(self, registry: Metrics, group: str, tags: dict[str, str] | None = None) -> None:
+        """Publish the Java client's connection metrics in ``group`` (e.g.
+        ``producer-metrics``): connection-count, connection-creation-rate/-total,
+        connection-close-rate/-total, failed-authentication-rate/-total,
+        successful-authentication-rate/-total, successful-reauthentication-rate/-total,
+        reauthentication-latency-avg/-max (ms)."""
+        registry.gauge("connection-count", group, lambda: float(self.active),
+                       "Connections open now", tags)
+        for counter, name, what in (
+            ("created", "connection-creation", "New connections established"),
+            ("closed", "connection-close", "Connections closed"),
+            ("authentication_failures", "failed-authentication", "Logins the broker or TLS refused"),
+            ("authentications", "successful-authentication", "Successful SASL logins"),
+        ):
+            sensor = registry.sensor(f"connections:{name}")
+            sensor.add_count_rate(f"{name}-rate", group, f"{what} per second", tags)
+            sensor.add_count(f"{name}-total", group, what, tags)
+            self._sensors[counter] = sensor
+        sensor = registry.sensor("connections:successful-reauthentication")
+        sensor.add_count_rate("successful-reauthentication-rate", group, "KIP-368 re-authentications per second", tags)
+        sensor.add_count("successful-reauthentication-total", group, "KIP-368 re-authentications", tags)
+        sensor.add_avg("reauthentication-latency-avg", group, "Average re-authentication time (ms)", tags)
+        sensor.add_max("reauthentication-latency-max", group, "Longest re-authentication (ms)", tags)
+        self._sensors["reauthentications"] = sensor
 
 
 class _KafkaProtocol(asyncio.Protocol):
@@ -175,12 +215,14 @@ class BrokerConnection:
         try:
             await self._connect(timeout_s)
         except BaseException as exc:
-            self.stats.failed += 1
+            self.stats.record("failed")
             if isinstance(exc, AuthenticationError):
-                self.stats.authentication_failures += 1
+                self.stats.record("authentication_failures")
             raise
         self._ready = True
-        self.stats.created += 1
+        self.stats.record("created")
+        if self.cfg["security.protocol"].startswith("SASL"):
+            self.stats.record("authentications")
         self.connected_at = time.monotonic()
 
     async def _connect(self, timeout_s: float | None) -> None:
@@ -339,7 +381,7 @@ class BrokerConnection:
             raise
         except BaseException as exc:
             if isinstance(exc, AuthenticationError):
-                self.stats.authentication_failures += 1
+                self.stats.record("authentication_failures")
             reason = exc if isinstance(exc, KafkaError) else KafkaConnectionError(
                 f"re-authentication with {self.address} failed: {exc!r}")
             log.warning("closing %r: %s", self, reason)
@@ -351,8 +393,7 @@ class BrokerConnection:
             self.close(self._lost_reason)
             return
         self.reauthentications += 1
-        self.stats.reauthentications += 1
-        self.stats.reauthentication_ms_total += (time.monotonic() - started) * 1000.0
+        self.stats.record("reauthentications", latency_ms=(time.monotonic() - started) * 1000.0)
         log.debug("%r re-authenticated in %.1f ms", self, (time.monotonic() - started) * 1000.0)
         self._release_held()
 
@@ -370,7 +411,7 @@ class BrokerConnection:
         self._closed = True
         self._close_reason = reason
         if self._ready:
-            self.stats.closed += 1
+            self.stats.record("closed")
         if self._reauth_timer is not None:
             self._reauth_timer.cancel()
             self._reauth_timer = None

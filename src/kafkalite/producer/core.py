@@ -21,6 +21,7 @@ from typing import Any
 
 from kafkalite.config import Config, acks_value
 from kafkalite.errors import (
+    AuthenticationError,
     ClientClosedError,
     ConfigError,
     IllegalStateError,
@@ -125,6 +126,7 @@ class ProducerCore:
             self.client_id, cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"], self.pool, self.acc,
             lambda: float(len(self.sender.in_flight)),
         )
+        self.client.stats.register(self.metrics.registry, "producer-metrics", {"client-id": self.client_id})
         self.sender = Sender(self)
         self.txn_client = TransactionClient(self) if self.txn is not None else None
         self.future_cls: type[RecordFuture] = RecordFuture if blocking else AsyncRecordFuture
@@ -396,6 +398,8 @@ class ProducerCore:
             try:
                 await self.client.refresh_metadata({topic}, timeout_s=max(0.001, deadline - time.monotonic()))
                 last_error = None
+            except AuthenticationError:
+                raise  # a refused login: waiting out max.block.ms will not fix it (Java raises too)
             except KafkaError as exc:
                 last_error = exc
             refreshed = True
@@ -457,9 +461,16 @@ class ProducerCore:
                 self.sender.abort_all(KafkaError(
                     "the producer was closed before the record was acknowledged (close timeout passed)"))
         finally:
-            await self.sender.stop()
-            await self.client.close()
-            self._close_plugins()
+            remaining = 1.0 if deadline is None else deadline - time.monotonic()
+            txn_tasks: list[asyncio.Future[Any]] = []
+            if self.txn_client is not None:
+                txn_tasks = [t for t in (self.txn_client.init_task, self.txn_client.add_task,
+                                         self.txn_client.end_task) if t is not None]
+            try:
+                await self.sender.stop(max(0.05, min(1.0, remaining)), extra=txn_tasks)
+            finally:
+                await self.client.close()
+                self._close_plugins()
 
     def _close_plugins(self) -> None:
         for plugin in (self.key_serializer, self.value_serializer, self.partitioner, self.interceptors):

@@ -295,13 +295,18 @@ class Producer:
             # From a callback: cannot wait for ourselves; close in the background.
             self._engine.submit(core.close(0.0))
             return
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        # The core gets a little less than the timeout, so that it ends (failing what is
+        # left, stopping its tasks) before this wait gives up on it.
+        margin = 0.0 if timeout is None else min(0.2, max(0.0, timeout) * 0.2)
         try:
-            self._engine.run(core.close(timeout), None if timeout is None else timeout + 5.0, "close()")
+            self._engine.run(core.close(None if timeout is None else max(0.0, timeout - margin)),
+                             None if timeout is None else max(0.01, timeout - margin / 4), "close()")
         except KafkaTimeoutError:
             log.warning("close() did not finish within its timeout; stopping the engine")
         finally:
             self._finalizer.detach()
-            self._engine.stop()
+            self._engine.stop(5.0 if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> Producer:
         return self

@@ -46,6 +46,7 @@ from kafkalite.errors import (
     error_for_code,
 )
 from kafkalite.net.cluster import BrokerNode
+from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafkalite.protocol.messages.produce import (
     ProduceRequest,
@@ -132,17 +133,21 @@ class Sender:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def stop(self) -> None:
+    async def stop(self, timeout_s: float = 1.0, extra: list[asyncio.Future[Any]] | None = None) -> None:
+        """Stop the sender loop and its side tasks (and ``extra`` tasks) within ``timeout_s``."""
         self._stopping = True
         self.wakeup()
-        for task in (self._metadata_task, self._pid_task):
-            if task is not None and not task.done():
-                task.cancel()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout_s)
         if self.task is not None and not self.task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(self.task), 1.0)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                self.task.cancel()
+            # Woken with _stopping set, the loop ends at its next pass by itself.
+            await asyncio.wait({self.task}, timeout=max(0.0, min(0.5, timeout_s / 2)))
+        tasks: list[asyncio.Future[Any]] = [t for t in (self.task, self._metadata_task, self._pid_task)
+                                            if t is not None]
+        tasks += self._connect_tasks
+        tasks += extra or ()
+        # One cancel() may not stop a task on Python < 3.12 (gh-86296): see cancel_and_wait.
+        await cancel_and_wait(tasks, max(0.05, deadline - loop.time()))
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

@@ -40,13 +40,12 @@ Example (explicit acknowledgement)::
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
+from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
 from kafkalite.share import settings as st
@@ -93,25 +92,17 @@ class ShareConsumer:
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str) -> T:
         """Run ``coro`` on the engine; honours ``timeout``, wakeup() and Ctrl-C."""
-        self._check_open()
-        future = self._engine.submit(coro)
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        try:
-            while True:
-                if self._wakeup:
-                    self._wakeup = False
-                    future.cancel()
-                    raise WakeupError(f"{what} was interrupted by wakeup()")
-                wait = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
-                if wait <= 0:
-                    future.cancel()
-                    raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s")
-                done, _ = concurrent.futures.wait([future], wait)
-                if done:
-                    return future.result()
-        except KeyboardInterrupt:
-            future.cancel()
-            raise
+        if self._closed:
+            coro.close()
+            self._check_open()
+        return self._engine.run(coro, timeout, what, interrupted=self._take_wakeup)
+
+    def _take_wakeup(self) -> bool:
+        """Whether wakeup() was called since the last check (and clear it)."""
+        if self._wakeup:
+            self._wakeup = False
+            return True
+        return False
 
     def _timeout(self, timeout: float | None) -> float:
         return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
@@ -278,7 +269,7 @@ class ShareConsumer:
             acks = core.in_flight.take_acknowledged()
             try:
                 self._run(core.close(acks, max(0.01, deadline - time.monotonic() - 0.5)),
-                          max(0.05, deadline - time.monotonic()), "close")
+                          max(0.05, deadline - time.monotonic() - 0.05), "close")
             except Exception:
                 pass
             try:
@@ -287,7 +278,7 @@ class ShareConsumer:
                 pass
         finally:
             self._closed = True
-            self._engine.stop(timeout=max(0.1, min(2.0, deadline - time.monotonic())))
+            self._engine.stop(timeout=max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> ShareConsumer:
         return self

@@ -34,6 +34,7 @@ from typing import Any
 from kafkalite.errors import IllegalStateError, KafkaError, SerializationError
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
+from kafkalite.net.engine import cancel_and_wait
 from kafkalite.serialization.deserializers import resolve_deserializer
 from kafkalite.share.acks import AckOutcome
 from kafkalite.share.completed_fetch import ShareCompletedFetch
@@ -66,6 +67,8 @@ class ShareConsumerCore:
         self.client = NetworkClient(cfg)
         self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
         self.metrics = ShareConsumerMetrics(self.registry, cfg["client.id"])
+        self.client.stats.register(self.registry, "consumer-share-metrics",
+                                   {"client-id": cfg["client.id"]} if cfg["client.id"] else None)
         self.subscription: frozenset[str] = frozenset()
         self.buffer: deque[ShareCompletedFetch] = deque()
         self.in_flight = InFlight()
@@ -200,14 +203,13 @@ class ShareConsumerCore:
                 await self.unsubscribe(acks, max(0.01, deadline - time.monotonic()))
         finally:
             self.closed = True
-            self.member.stop()
-            await self.fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
-            pending = {t for t in self._tasks if not t.done()}
-            while pending:  # Python < 3.12's wait_for can swallow one cancel (gh-86296)
-                for task in pending:
-                    task.cancel()
-                _, pending = await asyncio.wait(pending, timeout=0.1)
-            await self.client.close()
+            try:
+                tasks = self.member.stop()
+                tasks += await self.fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
+                # One cancel() may not stop a task on Python < 3.12 (gh-86296): see cancel_and_wait.
+                await cancel_and_wait(tasks + self._tasks, max(0.05, deadline - time.monotonic()))
+            finally:
+                await self.client.close()
 
     # ------------------------------------------------------------ poll side (caller's thread)
 

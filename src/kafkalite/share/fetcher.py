@@ -403,14 +403,17 @@ class ShareFetcher:
         self._closing = True
         self._wake.set()
 
-    async def close(self, timeout_s: float) -> None:
-        """Stop fetching and wait (bounded) for the requests in flight."""
+    async def close(self, timeout_s: float) -> list[asyncio.Task[Any]]:
+        """Stop fetching and wait (bounded) for the requests in flight; cancels those
+        still running then and returns them (await with cancel_and_wait)."""
         self._closing = True
         self._wake.set()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout_s)
-        for task in list(self._tasks):
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        return tasks
 
 
 def _fail_all(acks: PartAcks, error: BaseException) -> list[AckOutcome]:

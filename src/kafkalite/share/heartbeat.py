@@ -26,6 +26,7 @@ from kafkalite.errors import (
     error_for_code,
 )
 from kafkalite.net.client import COORDINATOR_CHANNEL, COORDINATOR_GROUP
+from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kafkalite.share.member import (
     COORDINATOR_LOAD_IN_PROGRESS,
@@ -74,9 +75,12 @@ class ShareGroupMember:
             self._task = self.core.loop.create_task(self._run(), name="kafkalite-share-heartbeat")
             self._task.add_done_callback(self.core.task_done)
 
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+    def stop(self) -> list[asyncio.Task[Any]]:
+        """Cancel the heartbeat task; returns it (await with cancel_and_wait)."""
+        if self._task is None:
+            return []
+        self._task.cancel()
+        return [self._task]
 
     def wake(self) -> None:
         """Heartbeat now (the subscription changed, or metadata arrived for the assignment)."""
@@ -219,7 +223,8 @@ class ShareGroupMember:
 
     async def leave(self) -> None:
         """Leave the group (epoch -1); the assignment is dropped."""
-        self.stop()
+        # The heartbeat loop must be gone before the leaving heartbeat goes out.
+        await cancel_and_wait(self.stop(), 1.0)
         member = self.member
         try:
             if member.should_send_leave() and member.state is not State.FATAL:
