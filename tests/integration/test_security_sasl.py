@@ -79,6 +79,9 @@ def test_wrong_password_is_typed_names_mechanism_and_user_and_does_not_storm(kaf
             counters = stats(admin)
             assert counters.created == 0
             assert 1 <= counters.authentication_failures <= 10, counters
+            metrics = admin.metrics()  # Java's admin-client-metrics names
+            assert metrics["failed-authentication-total"] == counters.authentication_failures
+            assert metrics["connection-count"] == 0 == metrics["connection-creation-total"]
 
 
 @pytest.mark.timeout(90)
