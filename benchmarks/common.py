@@ -80,12 +80,19 @@ class Row:
 
 def run_clients(case: str, clients: dict[str, Callable[[], float | tuple[float, float]]], messages: int, size: int,
                 repeat: int = 1, baseline: str = "kafkalite") -> list[Row]:
-    """Run each client ``repeat`` times (it returns elapsed seconds, or (elapsed, CPU seconds)); keep the best."""
-    rows = []
-    for name, fn in clients.items():
-        best = None
-        best_cpu = 0.0
-        for _ in range(repeat):
+    """Run each client ``repeat`` times (it returns elapsed seconds, or (elapsed, CPU seconds)); keep the best.
+
+    Rounds are interleaved (every client once, then every client again), so no client
+    always runs first on a broker whose JIT is still warming up, or last on one whose
+    log segments have grown: with ``repeat`` >= 2 each client's best run comes from a
+    warmed-up broker.
+    """
+    best: dict[str, tuple[float, float]] = {}
+    broken: set[str] = set()
+    for round_no in range(repeat):
+        for name, fn in clients.items():
+            if name in broken:
+                continue
             gc.collect()
             try:
                 cpu_start = time.process_time()
@@ -95,16 +102,23 @@ def run_clients(case: str, clients: dict[str, Callable[[], float | tuple[float, 
                 elapsed, cpu = out if isinstance(out, tuple) else (out, time.process_time() - cpu_start)
             except ImportError as exc:
                 print(f"  {name}: not installed ({exc}); pip install 'kafkalite[bench]'", flush=True)
-                break
+                broken.add(name)
+                continue
             except Exception as exc:  # one broken peer must not hide the others
                 print(f"  {name}: failed: {exc!r}", flush=True)
-                break
-            if best is None or elapsed < best:
-                best, best_cpu = elapsed, cpu
-        if best is None:
+                broken.add(name)
+                continue
+            if repeat > 1:
+                print(f"    round {round_no + 1}: {name:16s} {messages / elapsed:12,.0f} msg/s", flush=True)
+            if name not in best or elapsed < best[name][0]:
+                best[name] = (elapsed, cpu)
+    rows = []
+    for name in clients:
+        if name not in best:
             continue
+        elapsed, cpu = best[name]
         # Java runs in its own process: this process's CPU says nothing about it.
-        row = Row(case, name, messages, best, size, None if name == "java" else best_cpu / messages * 1e6)
+        row = Row(case, name, messages, elapsed, size, None if name == "java" else cpu / messages * 1e6)
         rows.append(row)
         cpu_text = "" if row.cpu_us is None else f" {row.cpu_us:7.2f} us CPU/msg"
         print(f"  {name:16s} {row.rate:12,.0f} msg/s {row.mbs:9.1f} MB/s{cpu_text}", flush=True)
