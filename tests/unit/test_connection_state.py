@@ -138,3 +138,53 @@ def test_random_bodies_in_valid_frames(body: bytes) -> None:
     conn.build_request(MetadataRequest(topics=None), 12)
     [(_, result)] = conn.feed(_frame(0, body, True))
     assert isinstance(result, (MetadataResponse, ProtocolError))
+
+
+def _read_through_buffers(conn: ConnectionState, data: bytes, chunk_sizes: list[int]) -> list:
+    """Deliver ``data`` as asyncio's BufferedProtocol does: read up to the offered
+    buffer's size (and the next chunk size) into recv_buffer(), then received(n)."""
+    results = []
+    pos, i = 0, 0
+    while pos < len(data):
+        buf = conn.recv_buffer()
+        n = min(len(buf), chunk_sizes[i % len(chunk_sizes)], len(data) - pos)
+        buf[:n] = data[pos : pos + n]
+        results += conn.received(n)
+        pos += n
+        i += 1
+    return results
+
+
+@settings(max_examples=60)
+@given(st.lists(st.integers(1, 300_000), min_size=1, max_size=8),
+       st.lists(st.integers(0, 200_000), min_size=1, max_size=5))
+def test_reads_into_offered_buffers_equal_feeding_bytes(chunks: list[int], sizes: list[int]) -> None:
+    """Large frames are read straight into their own buffer, small ones through the
+    scratch buffer; either way the responses are those of feed() with the same bytes."""
+    bodies = [MetadataResponse(controller_id=i, brokers=[MetadataResponseBroker(
+        node_id=i, host="h" * size, port=9092)]).encode(12) for i, size in enumerate(sizes)]
+    data = b"".join(_frame(i, b, flexible_header=True) for i, b in enumerate(bodies))
+    fed, read = ConnectionState(), ConnectionState()
+    for conn in (fed, read):
+        for _ in sizes:
+            conn.build_request(MetadataRequest(topics=None), 12)
+    expected = fed.feed(data)
+    got = _read_through_buffers(read, data, chunks)
+    assert [(p.correlation_id, r) for p, r in got] == [(p.correlation_id, r) for p, r in expected]
+    assert [r.brokers[0].host for _, r in got] == ["h" * s for s in sizes]
+    assert read.in_flight == 0
+
+
+def test_direct_reads_go_into_the_frame_buffer() -> None:
+    conn = ConnectionState()
+    conn.build_request(MetadataRequest(topics=None), 12)
+    body = MetadataResponse(brokers=[MetadataResponseBroker(node_id=1, host="x" * 100_000, port=1)]).encode(12)
+    data = _frame(0, body, flexible_header=True)
+    first = conn.recv_buffer()
+    first[:1000] = data[:1000]
+    assert conn.received(1000) == []
+    rest = conn.recv_buffer()  # ~99 KB to come: the frame's own buffer, exactly the rest
+    assert len(rest) == len(data) - 1000
+    rest[:] = data[1000:]
+    [(pending, response)] = conn.received(len(rest))
+    assert pending.correlation_id == 0 and response.brokers[0].host == "x" * 100_000

@@ -30,6 +30,11 @@ from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
 
 _SIZE = struct.Struct(">i")
+# Receive buffer for reads that do not go straight into a frame (small responses, the
+# start of a large one). A frame with at least _DIRECT_MIN bytes still to come is read
+# into its own buffer instead (see recv_buffer): no intermediate bytes object, no copy.
+_SCRATCH_SIZE = 256 * 1024
+_DIRECT_MIN = 16 * 1024
 _HEADER = struct.Struct(">ihhi")  # size, api_key, api_version, correlation_id
 _CORRELATION = struct.Struct(">i")
 
@@ -72,6 +77,8 @@ class ConnectionState:
         self._frame: bytearray | None = None
         self._frame_view: memoryview | None = None
         self._filled = 0
+        self._scratch: memoryview | None = None
+        self._direct = False
 
     # ------------------------------------------------------------ outgoing
 
@@ -149,6 +156,38 @@ class ConnectionState:
                 done.append(self._complete(frame))
         return done
 
+    def recv_buffer(self) -> memoryview:
+        """Where the next read from the socket should go (asyncio's BufferedProtocol).
+
+        The rest of the frame being received when much of it is still to come (a large
+        fetch response: read into place, no copy); otherwise a scratch buffer. Call
+        :meth:`received` with the number of bytes read into it.
+        """
+        frame_view = self._frame_view
+        if frame_view is not None and len(frame_view) - self._filled >= _DIRECT_MIN:
+            self._direct = True
+            return frame_view[self._filled:]
+        self._direct = False
+        if self._scratch is None:
+            self._scratch = memoryview(bytearray(_SCRATCH_SIZE))
+        return self._scratch
+
+    def received(self, nbytes: int) -> list[tuple[PendingRequest, Any]]:
+        """``nbytes`` were read into the buffer :meth:`recv_buffer` returned last;
+        returns the completed (request, response) pairs, as :meth:`feed` does."""
+        if not self._direct:
+            assert self._scratch is not None
+            return self.feed(self._scratch[:nbytes])
+        self._direct = False
+        frame = self._frame
+        assert frame is not None
+        self._filled += nbytes
+        if self._filled < len(frame):
+            return []
+        self._frame = None
+        self._frame_view = None
+        return [self._complete(frame)]
+
     def _complete(self, frame: bytearray) -> tuple[PendingRequest, Any]:
         (cid,) = _CORRELATION.unpack_from(frame, 0)
         if not self._pending:
@@ -184,6 +223,7 @@ class ConnectionState:
         self._pending.clear()
         self._frame = None
         self._frame_view = None
+        self._direct = False
         self._size_buf.clear()
         return failed
 
