@@ -28,6 +28,7 @@ from typing import Any
 from kafkalite.errors import ProtocolError
 from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
+from kafkalite.protocol.primitives import skip_tagged_fields
 
 _SIZE = struct.Struct(">i")
 # Receive buffer for reads that do not go straight into a frame (small responses, the
@@ -229,8 +230,8 @@ class ConnectionState:
 
 
 def _skip_header_tags(buf: memoryview, pos: int) -> int:
-    from kafkalite.protocol.primitives import skip_tagged_fields
-
+    if pos < len(buf) and buf[pos] == 0:  # the usual case: no tagged fields in the header
+        return pos + 1
     _, pos = skip_tagged_fields(buf, pos)
     return pos
 

@@ -201,9 +201,21 @@ def read_compact_records(buf: Any, pos: int) -> tuple[Any, int]:
     return buf[pos:end], end
 
 
+# Topic ids repeat in every Produce/Fetch response: building a uuid.UUID (a Python
+# __init__ with checks) each time showed up in profiles, so decoded ids are shared.
+_UUIDS: dict[bytes, uuid.UUID] = {}
+_UUIDS_MAX = 4096
+
+
 def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
     end = _take(buf, pos, 16, "uuid")
-    return uuid.UUID(bytes=bytes(buf[pos:end])), end
+    raw = bytes(buf[pos:end])
+    value = _UUIDS.get(raw)
+    if value is None:
+        if len(_UUIDS) >= _UUIDS_MAX:
+            _UUIDS.clear()
+        value = _UUIDS[raw] = uuid.UUID(bytes=raw)
+    return value, end
 
 
 def _short(buf: Any, pos: int, need: int, what: str) -> Any:
