@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from kafkalite.consumer import _frontend as fe
@@ -33,16 +33,15 @@ from kafkalite.consumer.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Lis
 from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
-from kafkalite.net.engine import EngineThread
+from kafkalite.net.engine import EngineCalls, EngineThread
 from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
-T = TypeVar("T")
 R = TypeVar("R")
 _SLICE = 0.1
 
 
-class Consumer:
+class Consumer(EngineCalls):
     """A Kafka consumer with a blocking API (see the module doc for an example).
 
     Args:
@@ -78,23 +77,6 @@ class Consumer:
     def _check_open(self) -> None:
         if self._closed:
             raise ClientClosedError("the consumer is closed")
-
-    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str) -> T:
-        """Run ``coro`` on the engine; honours ``timeout``, wakeup() and Ctrl-C."""
-        if self._closed:
-            coro.close()
-            self._check_open()
-        return self._engine.run(coro, timeout, what, interrupted=self._take_wakeup)
-
-    def _take_wakeup(self) -> bool:
-        """Whether wakeup() was called since the last check (and clear it)."""
-        if self._wakeup:
-            self._wakeup = False
-            return True
-        return False
-
-    def _timeout(self, timeout: float | None) -> float:
-        return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
 
     def _drain_callbacks(self) -> None:
         err = self._core.run_app_calls()

@@ -133,6 +133,37 @@ class EngineThread:
                 self._thread.join(timeout)
 
 
+class EngineCalls:
+    """What a blocking front end with ``wakeup()`` (Consumer, ShareConsumer) needs to run
+    its calls on its engine: ``self._engine``, ``self._closed``, ``self._wakeup`` (set by
+    ``wakeup()``), ``self.config`` and ``_check_open()`` come from the subclass."""
+
+    _engine: EngineThread
+    _closed: bool
+    _wakeup: bool
+    config: Any
+
+    def _check_open(self) -> None:
+        raise NotImplementedError
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str) -> T:
+        """Run ``coro`` on the engine; honours ``timeout``, wakeup() and Ctrl-C."""
+        if self._closed:
+            coro.close()
+            self._check_open()
+        return self._engine.run(coro, timeout, what, interrupted=self._take_wakeup)
+
+    def _take_wakeup(self) -> bool:
+        """Whether wakeup() was called since the last check (and clear it)."""
+        if self._wakeup:
+            self._wakeup = False
+            return True
+        return False
+
+    def _timeout(self, timeout: float | None) -> float:
+        return float(self.config["default.api.timeout.ms"]) / 1000.0 if timeout is None else timeout
+
+
 def wait_future(future: concurrent.futures.Future[T], timeout: float | None, what: str = "operation",
                 interrupted: Callable[[], bool] | None = None) -> T:
     """Wait for a cross-thread future in slices, so Ctrl-C and timeouts stay prompt.

@@ -42,22 +42,21 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
-from kafkalite.net.engine import EngineThread
+from kafkalite.net.engine import EngineCalls, EngineThread
 from kafkalite.share import settings as st
 from kafkalite.share.core import AckCallback, ShareConsumerCore
 from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
 from kafkalite.types import TopicPartition
 
-T = TypeVar("T")
 _SLICE = 0.1
 
 
-class ShareConsumer:
+class ShareConsumer(EngineCalls):
     """A share group member with a blocking API (see the module doc for examples).
 
     Args:
@@ -89,23 +88,6 @@ class ShareConsumer:
     def _check_open(self) -> None:
         if self._closed:
             raise ClientClosedError("the share consumer is closed")
-
-    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str) -> T:
-        """Run ``coro`` on the engine; honours ``timeout``, wakeup() and Ctrl-C."""
-        if self._closed:
-            coro.close()
-            self._check_open()
-        return self._engine.run(coro, timeout, what, interrupted=self._take_wakeup)
-
-    def _take_wakeup(self) -> bool:
-        """Whether wakeup() was called since the last check (and clear it)."""
-        if self._wakeup:
-            self._wakeup = False
-            return True
-        return False
-
-    def _timeout(self, timeout: float | None) -> float:
-        return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
 
     # ------------------------------------------------------------ subscribing
 
