@@ -68,7 +68,7 @@ class AsyncConsumer:
         return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
 
     async def _drain_callbacks(self) -> None:
-        err = await self.core.run_app_calls_async()
+        err = await self.core.app_calls.run_async()
         if err is not None:
             raise err
 
@@ -323,7 +323,7 @@ class AsyncConsumer:
                     except Exception:
                         pass
                 try:
-                    await core.run_app_calls_async()
+                    await core.app_calls.run_async()
                     if owned:
                         result = core.revoke_now(owned)
                         if asyncio.iscoroutine(result):

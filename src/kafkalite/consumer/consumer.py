@@ -79,7 +79,7 @@ class Consumer(EngineCalls):
             raise ClientClosedError("the consumer is closed")
 
     def _drain_callbacks(self) -> None:
-        err = self._core.run_app_calls()
+        err = self._core.app_calls.run()
         if err is not None:
             raise err
 
@@ -409,7 +409,7 @@ class Consumer(EngineCalls):
                     except Exception:
                         pass
                 try:
-                    core.run_app_calls()
+                    core.app_calls.run()
                     if owned:
                         core.revoke_now(owned)
                 except Exception:

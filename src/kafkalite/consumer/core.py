@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kafkalite.consumer.app_calls import AppCallQueue
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetcher import Fetcher
 from kafkalite.consumer.metrics import ConsumerMetrics
@@ -60,27 +61,6 @@ from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMeta
 log = logging.getLogger("kafkalite.consumer")
 
 CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], Any]
-
-
-class AppCall:
-    """A function the engine needs run in the polling thread, and its outcome."""
-
-    __slots__ = ("args", "fn", "future")
-
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any] | None) -> None:
-        self.fn = fn
-        self.args = args
-        self.future = future
-
-
-def _settle(future: asyncio.Future[Any] | None, result: Any = None, exc: BaseException | None = None) -> None:
-    if future is None or future.done():
-        return
-    if exc is not None:
-        future.set_exception(exc)
-        future.exception()
-    else:
-        future.set_result(result)
 
 
 class ConsumerCore:
@@ -123,7 +103,7 @@ class ConsumerCore:
         self._auto_commit_interval = cfg["auto.commit.interval.ms"] / 1000.0
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval
         self.last_poll = time.monotonic()
-        self.app_calls: deque[AppCall] = deque()
+        self.app_calls = AppCallQueue(loop, notify_poll, call_soon)
         self.errors: deque[BaseException] = deque()
         self._tasks: list[asyncio.Task[Any]] = []
         self._started = False
@@ -224,10 +204,7 @@ class ConsumerCore:
             if self.group is not None:
                 tasks += self.group.stop()
             tasks += self.fetcher.close()
-            while self.app_calls:
-                call = self.app_calls.popleft()
-                if call.future is not None and not call.future.done():
-                    call.future.cancel()
+            self.app_calls.cancel_all()
             try:
                 # One cancel() may not stop a task on Python < 3.12 (gh-86296): see cancel_and_wait.
                 await cancel_and_wait(tasks, max(0.05, deadline - time.monotonic()))
@@ -240,51 +217,7 @@ class ConsumerCore:
         """Run ``fn(*args)`` in the polling thread and await its result (engine side)."""
         if self.closed:
             raise ClientClosedError("the consumer is closed")
-        future: asyncio.Future[Any] = self.loop.create_future()
-        self.app_calls.append(AppCall(fn, args, future))
-        self.notify_poll()
-        return await future
-
-    def post_app_call(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Queue ``fn(*args)`` for the polling thread without waiting (commit callbacks)."""
-        self.app_calls.append(AppCall(fn, args, None))
-        self.notify_poll()
-
-    def run_app_calls(self) -> BaseException | None:
-        """Run queued application calls (poll side); returns the first error raised."""
-        first: BaseException | None = None
-        calls = self.app_calls
-        while calls:
-            call = calls.popleft()
-            try:
-                result = call.fn(*call.args)
-            except BaseException as exc:  # delivered to the engine and re-raised by poll()
-                if call.future is not None:
-                    self.call_soon(_settle, call.future, None, None)
-                if first is None:
-                    first = exc
-                continue
-            if call.future is not None:
-                self.call_soon(_settle, call.future, result, None)
-        return first
-
-    async def run_app_calls_async(self) -> BaseException | None:
-        """As :meth:`run_app_calls`, awaiting coroutine results (asyncio front end)."""
-        first: BaseException | None = None
-        calls = self.app_calls
-        while calls:
-            call = calls.popleft()
-            try:
-                result = call.fn(*call.args)
-                if asyncio.iscoroutine(result):
-                    result = await result
-            except BaseException as exc:
-                _settle(call.future)
-                if first is None:
-                    first = exc
-                continue
-            _settle(call.future, result)
-        return first
+        return await self.app_calls.call(fn, *args)
 
     # ------------------------------------------------------------ partitions given and taken
 
@@ -643,7 +576,7 @@ class ConsumerCore:
                 if callback is None:
                     log.warning("asynchronous offset commit failed: %s", exc)
             if callback is not None and not self.closed:
-                self.post_app_call(callback, dict(offsets), err)
+                self.app_calls.post(callback, dict(offsets), err)
         task = self.loop.create_task(run())
         self._commits_in_flight.add(task)
         task.add_done_callback(self._commits_in_flight.discard)
