@@ -40,6 +40,13 @@ _RENAMES = {
 }
 # Codes that leave the current transaction abortable rather than retriable (KIP-890).
 _ABORTABLE = {"TRANSACTION_ABORTABLE"}
+# Codes whose ``retriable`` differs from Java's class hierarchy, with the reason.
+# REBALANCE_IN_PROGRESS: a commit refused during a rebalance succeeds after poll()
+# completes the rebalance (Java's RebalanceInProgressException is documented as "call
+# poll(), then retry"; its Java class is not a RetriableException only because the Java
+# client retries nothing by itself there). Marking it retriable lets the plain consumer
+# loop (catch errors whose ``retriable`` is true, poll again) survive every rebalance.
+_RETRIABLE = {"REBALANCE_IN_PROGRESS": True}
 # Codes after which the producer cannot continue (Java: fatal for the transaction manager).
 _FATAL = {"PRODUCER_FENCED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_PRODUCER_ID_MAPPING_FATAL",
           "TRANSACTION_COORDINATOR_FENCED"}
@@ -84,7 +91,8 @@ def generate(tsv: Path) -> str:
         java = row["exception"]
         parent_java = chain[1]
         parent = _BASES.get(parent_java) or py_name(parent_java)
-        classes.append((py_name(java), parent, row["name"], code, java, row["retriable"] == "true"))
+        retriable = _RETRIABLE.get(row["name"], row["retriable"] == "true")
+        classes.append((py_name(java), parent, row["name"], code, java, retriable))
     names = sorted({c[0] for c in classes} | {v[0] for v in _EXTRA_INTERMEDIATES.values()})
     out += [f'    "{n}",' for n in names] + ['    "ERRORS_BY_CODE",', "]", ""]
 

@@ -400,6 +400,7 @@ class RebalanceInProgressError(ApiError):
 
     code = 27
     name = "REBALANCE_IN_PROGRESS"
+    retriable = True
 
 
 class InvalidCommitOffsetSizeError(ApiError):

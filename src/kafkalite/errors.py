@@ -79,9 +79,12 @@ class NoOffsetForPartitionError(InvalidOffsetError):
 
 
 class CommitFailedError(KafkaError):
-    """An offset commit cannot be completed: the member is no longer in the group (or
-    no longer owns the partitions) because a rebalance happened. Poll again to rejoin;
-    the records since the last successful commit may be delivered again."""
+    """An offset commit cannot be completed: the member was removed from the group (it
+    missed heartbeats or ``max.poll.interval.ms``) or no longer owns the partitions.
+    Poll again to rejoin; the records since the last successful commit may be
+    delivered again. Not retriable. (A commit during a rebalance of a member that is
+    still in the group raises :class:`RebalanceInProgressError` instead, which is
+    retriable: poll(), then commit again.)"""
 
 
 class LogTruncationError(OffsetOutOfRangeError):  # noqa: F405

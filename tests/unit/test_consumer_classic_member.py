@@ -12,6 +12,7 @@ from kafkalite.consumer.classic_member import (
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
     ClassicMemberState,
+    CommitGate,
     JoinResult,
     MemberState,
     Next,
@@ -46,7 +47,8 @@ def test_first_join_walks_the_states() -> None:
     assert member.member_id == "m-1"
     assert member.on_join_response(JoinResult(0, 5, "m-1", "range", "m-2")) is Next.OK
     assert member.state is MemberState.COMPLETING_REBALANCE and member.generation_id == 5
-    assert not member.is_leader and member.should_heartbeat() and member.can_commit()
+    assert not member.is_leader and member.should_heartbeat()
+    assert member.commit_gate() is CommitGate.REBALANCING  # between JoinGroup and SyncGroup
     change = member.complete({A0, A1}, ())
     assert member.state is MemberState.STABLE
     assert change.assigned == change.added == {A0, A1} and not change.revoked and not change.rejoin_reason
@@ -127,7 +129,7 @@ def test_heartbeat_answers() -> None:
     assert member.on_heartbeat_response(58) is Next.IGNORE
     assert member.on_heartbeat_response(ILLEGAL_GENERATION) is Next.LOST
     assert member.state is MemberState.UNJOINED and member.member_id == "m-1" and member.lost
-    assert not member.should_heartbeat() and not member.can_commit()
+    assert not member.should_heartbeat() and member.commit_gate() is CommitGate.NOT_MEMBER
     assert member.prepare({A0}, ["a"]).lost  # on_partitions_lost, never revoked
 
 
@@ -159,3 +161,76 @@ def test_subscription_and_metadata_changes_trigger_rebalances() -> None:
     member.partition_counts = {"a": 2}
     assert not member.on_metadata_update({"a": 2})
     assert member.on_metadata_update({"a": 3}) and member.need_rejoin
+
+
+# ---------------------------------------------------------------- commits (Java's generationIfStable)
+
+
+@pytest.mark.parametrize("protocol", [EAGER, COOPERATIVE])
+def test_commits_go_out_only_with_a_stable_generation(protocol: RebalanceProtocol) -> None:
+    member = joined(protocol, generation=4, owned=frozenset({A0}))
+    assert member.commit_gate() is CommitGate.OPEN
+    # The heartbeat says the group rebalances: the member still commits with generation 4
+    # (the broker accepts it while preparing the rebalance) until it sends JoinGroup.
+    assert member.on_heartbeat_response(REBALANCE_IN_PROGRESS) is Next.REJOIN
+    assert member.commit_gate() is CommitGate.OPEN
+    member.prepare({A0}, ["a"])
+    member.joining(["a"])
+    # JoinGroup is outstanding: the broker would answer a commit only after the join
+    # completed, with generation 5 by then, so the commit is refused as "retry after poll".
+    assert member.commit_gate() is CommitGate.REBALANCING
+    member.on_join_response(JoinResult(0, 5, "m-1", "cooperative-sticky", "m-1"))
+    assert member.state is MemberState.COMPLETING_REBALANCE
+    assert member.commit_gate() is CommitGate.REBALANCING
+    member.on_sync_response(0)
+    member.complete({A0}, {A0})
+    assert member.commit_gate() is CommitGate.OPEN and member.generation_id == 5
+
+
+def test_a_member_without_a_generation_cannot_commit() -> None:
+    member = joined(COOPERATIVE, generation=4, owned=frozenset({A0}))
+    assert member.on_heartbeat_response(ILLEGAL_GENERATION) is Next.LOST
+    assert member.commit_gate() is CommitGate.NOT_MEMBER
+    assert ClassicMemberState(EAGER).commit_gate() is CommitGate.NOT_MEMBER
+
+
+@pytest.mark.parametrize("code", [ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID])
+def test_a_stale_generation_on_a_commit_means_retry_after_poll_when_the_member_moved_on(code: int) -> None:
+    member = joined(COOPERATIVE, generation=4, owned=frozenset({A0}))
+    member.joining(["a"])  # rejoining: JoinGroup outstanding
+    assert member.on_commit_error(code, sent_generation=4) is CommitGate.REBALANCING
+    assert member.has_generation and not member.lost  # nothing reset
+    # Already stable in a newer generation: the commit only carried the old one.
+    member.on_join_response(JoinResult(0, 5, "m-1", "cooperative-sticky", "m-1"))
+    member.on_sync_response(0)
+    member.complete({A0}, {A0})
+    assert member.on_commit_error(code, sent_generation=4) is CommitGate.REBALANCING
+    assert member.generation_id == 5 and member.commit_gate() is CommitGate.OPEN
+
+
+@pytest.mark.parametrize(("code", "keeps_member"), [(ILLEGAL_GENERATION, True), (UNKNOWN_MEMBER_ID, False)])
+def test_a_stale_generation_on_a_commit_of_a_stable_member_means_it_was_removed(code: int,
+                                                                              keeps_member: bool) -> None:
+    member = joined(COOPERATIVE, generation=4, owned=frozenset({A0}))
+    assert member.on_commit_error(code, sent_generation=4) is CommitGate.NOT_MEMBER
+    assert member.lost and not member.has_generation and member.need_rejoin
+    assert (member.member_id == "m-1") is keeps_member
+    assert member.commit_gate() is CommitGate.NOT_MEMBER
+
+
+def test_rebalance_in_progress_on_a_commit_asks_for_a_rejoin_once() -> None:
+    member = joined(COOPERATIVE, generation=4, owned=frozenset({A0}))
+    member.need_rejoin = False
+    assert member.on_commit_error(REBALANCE_IN_PROGRESS, sent_generation=4) is CommitGate.REBALANCING
+    assert member.need_rejoin and member.has_generation
+    member.joining(["a"])  # the rejoin is under way: another answer asks for nothing more
+    assert member.on_commit_error(REBALANCE_IN_PROGRESS, sent_generation=4) is CommitGate.REBALANCING
+    assert not member.need_rejoin
+
+
+def test_a_fenced_static_member_commit_is_fatal_unless_it_already_rejoined() -> None:
+    member = joined(COOPERATIVE, generation=4, instance_id="i-1", owned=frozenset({A0}))
+    assert member.on_commit_error(FENCED_INSTANCE_ID, sent_generation=4) is CommitGate.FATAL
+    member = joined(COOPERATIVE, generation=4, instance_id="i-1", owned=frozenset({A0}))
+    member.joining(["a"])
+    assert member.on_commit_error(FENCED_INSTANCE_ID, sent_generation=4) is CommitGate.REBALANCING

@@ -25,6 +25,11 @@ SyncGroup answer           assignment / join again (REBALANCE_IN_PROGRESS,
 Heartbeat answer           fine / rejoin (REBALANCE_IN_PROGRESS) / membership lost
                            (ILLEGAL_GENERATION keeps the member id, UNKNOWN_MEMBER_ID
                            drops it) / fenced static member (fatal) / coordinator moved
+``commit_gate()``          commit with the generation (STABLE) / retry after poll()
+                           (a rebalance is under way) / fail (not a member)
+OffsetCommit answer        generation and member errors: retry after poll() when the
+                           member already joined a newer generation, else membership
+                           lost (Java's ``OffsetCommitResponseHandler``)
 poll timeout, leave        generation forgotten (static members keep their member id);
                            after a poll timeout joining waits for the next poll()
 =========================  ===============================================================
@@ -77,6 +82,16 @@ class Next(enum.Enum):
     FATAL = "fatal"                # stop: raise from every poll()
     COORDINATOR = "coordinator"    # find the coordinator again, retry later
     IGNORE = "ignore"              # log and carry on
+
+
+class CommitGate(enum.Enum):
+    """Whether an offset commit may go out now (Java's ``generationIfStable()`` /
+    ``rebalanceInProgress()``), and what a refused or failed commit means."""
+
+    OPEN = "open"                # a stable generation: commit with it
+    REBALANCING = "rebalancing"  # RebalanceInProgressError: poll() completes it, then commit again
+    NOT_MEMBER = "not_member"    # CommitFailedError: the membership is gone
+    FATAL = "fatal"              # the broker's error is fatal (a fenced static member)
 
 
 class JoinResult(NamedTuple):
@@ -148,8 +163,51 @@ class ClassicMemberState:
         the listener revokes partitions before joining and while SyncGroup waits."""
         return self.has_generation and self.state in (MemberState.STABLE, MemberState.COMPLETING_REBALANCE)
 
-    def can_commit(self) -> bool:
-        return self.has_generation
+    @property
+    def rebalancing(self) -> bool:
+        return self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+
+    def commit_gate(self) -> CommitGate:
+        """May a commit go out now? Only with a *stable* generation, as Java's
+        ``sendOffsetCommitRequest`` decides: once JoinGroup is sent the broker answers the
+        member's requests after the join completes (one request at a time per
+        connection), so a commit carrying the old generation would come back
+        ILLEGAL_GENERATION although the member is fine. Between JoinGroup and the
+        assignment the commit is refused as a rebalance in progress (retry after
+        poll()); without a generation at all the member is not in the group."""
+        if self.state is MemberState.STABLE and self.has_generation:
+            return CommitGate.OPEN
+        if self.rebalancing:
+            return CommitGate.REBALANCING
+        return CommitGate.NOT_MEMBER
+
+    def on_commit_error(self, code: int, sent_generation: int) -> CommitGate:
+        """An OffsetCommit sent with ``sent_generation`` failed with a group error code.
+
+        Java's ``OffsetCommitResponseHandler``: REBALANCE_IN_PROGRESS asks for a rejoin
+        and the commit may be retried after poll(); ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID
+        (and FENCED_INSTANCE_ID) mean only "retry after poll()" when the member has
+        meanwhile moved to a newer generation or is rejoining, and otherwise that the
+        membership is gone (generation reset, rejoin; ILLEGAL_GENERATION keeps the member
+        id). The caller reports lost partitions when :attr:`lost` became true.
+        """
+        if code == REBALANCE_IN_PROGRESS:
+            if self.state is MemberState.STABLE:  # a rejoin already under way is enough
+                self.request_rejoin("an offset commit found the group rebalancing")
+            return CommitGate.REBALANCING
+        # A rejoin under way, or a newer generation already held: the commit only
+        # carried a stale generation; the member itself is fine.
+        moved_on = self.rebalancing or (self.has_generation and sent_generation != self.generation_id)
+        if code in (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID):
+            if moved_on:
+                return CommitGate.REBALANCING
+            if self.has_generation:  # the group went on without the generation we hold
+                self.reset_generation(keep_member=code == ILLEGAL_GENERATION)
+            return CommitGate.NOT_MEMBER
+        if code == FENCED_INSTANCE_ID:
+            # Fatal for this member (the driver stops it with set_fatal).
+            return CommitGate.REBALANCING if moved_on else CommitGate.FATAL
+        return CommitGate.OPEN
 
     @staticmethod
     def is_fatal(code: int | None) -> bool:

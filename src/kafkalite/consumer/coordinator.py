@@ -51,6 +51,7 @@ from kafkalite.consumer.assignors import (
 from kafkalite.consumer.classic_member import (
     COORDINATOR_LOAD_IN_PROGRESS,
     ClassicMemberState,
+    CommitGate,
     JoinResult,
     MemberState,
     Next,
@@ -63,6 +64,7 @@ from kafkalite.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    RebalanceInProgressError,
     error_for_code,
 )
 from kafkalite.net.client import COORDINATOR_CHANNEL
@@ -78,6 +80,10 @@ from kafkalite.types import TopicPartition
 log = logging.getLogger("kafkalite.consumer.group")
 
 __all__ = ["ClassicGroupMember", "MemberState"]
+
+
+#: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
+_COMMIT_GROUP_CODES = frozenset({22, 25, 27, 82})
 
 
 class _Rejoin(Exception):
@@ -151,11 +157,49 @@ class ClassicGroupMember:
             raise self._fatal
 
     def check_can_commit(self) -> None:
-        if not self.member.can_commit() and self.core.subs.has_auto_assignment:
+        """Refuse a commit that could not carry a stable generation (see
+        :meth:`ClassicMemberState.commit_gate`): retry after poll() while rejoining,
+        CommitFailedError when the membership is gone."""
+        if not self.core.subs.has_auto_assignment:
+            return
+        gate = self.member.commit_gate()
+        if gate is CommitGate.REBALANCING:
+            raise self._rebalancing_error("this member is rejoining the group")
+        if gate is not CommitGate.OPEN:
             raise CommitFailedError(
                 f"cannot commit: this consumer is not an active member of group {self.group_id!r} "
-                "(a rebalance is in progress or the membership was lost); poll() to rejoin",
+                "(it was removed from the group, e.g. after missing heartbeats or max.poll.interval.ms); "
+                "poll() rejoins, and records since the last commit may be delivered again",
                 group_id=self.group_id)
+
+    def commit_error(self, error: KafkaError, sent: Generation) -> KafkaError:
+        """The error a failed commit raises, as Java's ``OffsetCommitResponseHandler``
+        classes it: group codes become RebalanceInProgressError (retry after poll()),
+        CommitFailedError (the membership is gone: partitions reported lost, rejoin) or
+        the fatal fenced-instance error; other errors are returned unchanged."""
+        code = getattr(error, "code", None)
+        if not isinstance(code, int) or code not in _COMMIT_GROUP_CODES:
+            return error
+        gate = self.member.on_commit_error(code, sent.generation_id)
+        if gate is CommitGate.REBALANCING:
+            self._wake.set()
+            return self._rebalancing_error(
+                f"the commit carried generation {sent.generation_id} and the group moved on "
+                f"({error_for_code(code).name})")
+        if gate is CommitGate.FATAL:
+            self._set_fatal(error)
+            return self._fatal or error
+        self._lose(self.member.lost)
+        return CommitFailedError(
+            f"commit failed: this consumer is no longer a member of group {self.group_id!r} in "
+            f"generation {sent.generation_id} ({error_for_code(code).name}: the group rebalanced "
+            "without it); poll() rejoins, and records since the last commit may be delivered again",
+            group_id=self.group_id)
+
+    def _rebalancing_error(self, why: str) -> RebalanceInProgressError:
+        return RebalanceInProgressError(
+            f"cannot commit while group {self.group_id!r} is rebalancing ({why}); call poll() to "
+            "complete the rebalance, then commit again", group_id=self.group_id)
 
     def on_commit_result(self, error: BaseException | None) -> None:
         return None

@@ -49,6 +49,7 @@ from kafkalite.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    RebalanceInProgressError,
     SerializationError,
 )
 from kafkalite.metrics import Metrics
@@ -59,6 +60,11 @@ from kafkalite.serialization.deserializers import resolve_deserializer
 from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.consumer")
+
+_STALE_MEMBER_EPOCH = 113  # KIP-848: the commit carried an older member epoch
+#: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: a commit without a
+#: generation (assign()) met a group that has members
+_GROUP_MEMBER_CODES = frozenset({22, 25, 110})
 
 CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], Any]
 
@@ -532,35 +538,69 @@ class ConsumerCore:
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_s: float,
                      *, retry: bool = True) -> None:
-        """Commit ``offsets`` in order with all other commits (engine side)."""
+        """Commit ``offsets`` in order with all other commits (engine side).
+
+        With ``retry`` (synchronous commits) retriable errors are tried again until the
+        deadline, as Java's ``commitSync`` does, except a rebalance in progress: only
+        poll() completes a rebalance, so RebalanceInProgressError goes to the caller
+        (retriable: poll(), then commit again). Group errors are classed by the group
+        member (``commit_error``): Java's RebalanceInProgressException versus
+        CommitFailedException.
+        """
         if not offsets:
             return
-        if self.group is not None and self.subs.has_auto_assignment:
-            self.group.check_can_commit()
+        member = self.group if self.group is not None and self.subs.has_auto_assignment else None
         started = time.monotonic()
         deadline = started + timeout_s
         offsets = {TopicPartition(*tp): (om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om)))
                    for tp, om in offsets.items()}
-        async with self._commit_lock:
-            # Ordering: every commit waits for the one before it to be written; the
-            # request is written before the lock is released (see OffsetsClient.commit).
-            gen = self.generation()
-            future = await self.offsets.start_commit(offsets, gen, deadline)
+        attempt = 0
         try:
-            await self.offsets.finish_commit(future, offsets, gen)
-        except KafkaError as exc:
-            # KIP-848: the member epoch moved on while the commit was in flight; a
-            # synchronous commit tries again with the current epoch, as Java does.
-            stale_epoch = getattr(exc, "code", None) == 113
-            if not retry or not (exc.retriable or stale_epoch) or time.monotonic() >= deadline:
-                raise
-            if stale_epoch and self.group is not None:
-                self.group.check_can_commit()
-            await self.offsets.commit(offsets, self.generation(), max(0.01, deadline - time.monotonic()))
+            while True:
+                if member is not None:
+                    member.check_can_commit()
+                gen = self.generation()
+                try:
+                    async with self._commit_lock:
+                        # Ordering: every commit waits for the one before it to be written;
+                        # the request is written before the lock is released.
+                        pending = await self.offsets.start_commit(offsets, gen, deadline)
+                    await self.offsets.finish_commit(pending, offsets, gen)
+                    break
+                except (KafkaError, asyncio.TimeoutError) as exc:
+                    error = self._commit_error(exc, gen, member)
+                    # KIP-848: the member epoch moved on while the commit was in flight; a
+                    # synchronous commit tries again with the current epoch, as Java does.
+                    stale_epoch = getattr(error, "code", None) == _STALE_MEMBER_EPOCH
+                    if (not retry or not (error.retriable or stale_epoch)
+                            or isinstance(error, RebalanceInProgressError)):
+                        raise error from (None if error is exc else exc)
+                    attempt += 1
+                    delay = 0.0 if stale_epoch else self.offsets.retry_delay_s(attempt)
+                    if time.monotonic() + delay >= deadline:
+                        raise KafkaTimeoutError(
+                            f"could not commit offsets of group {self.group_id!r} within {timeout_s:.1f}s: "
+                            f"{error}", group_id=self.group_id) from None
+                    await asyncio.sleep(delay)
         finally:
             self.metrics.commit_latency.record((time.monotonic() - started) * 1000.0)
         if self.group is not None:
             self.group.on_commit_result(None)
+
+    def _commit_error(self, exc: KafkaError | asyncio.TimeoutError, gen: Generation, member: Any) -> KafkaError:
+        """What a failed commit raises: the group member classes group codes; without
+        one (assign()), generation and member errors mean the group has live members."""
+        if isinstance(exc, asyncio.TimeoutError):
+            return KafkaTimeoutError(f"offset commit for group {self.group_id!r} timed out",
+                                     group_id=self.group_id)
+        if member is not None:
+            return member.commit_error(exc, gen)  # type: ignore[no-any-return]
+        if getattr(exc, "code", None) in _GROUP_MEMBER_CODES:
+            return CommitFailedError(
+                f"commit failed ({exc}): group {self.group_id!r} has active members; a consumer using "
+                "assign() can only commit to a group that no subscribed member uses",
+                group_id=self.group_id)
+        return exc
 
     def commit_async_from_poll(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
                                callback: CommitCallback | None) -> None:

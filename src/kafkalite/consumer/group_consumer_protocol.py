@@ -115,6 +115,18 @@ class ConsumerGroupMember:
                 f"cannot commit: this consumer is not an active member of group {self.group_id!r} "
                 "(joining, or the membership was lost); poll() to rejoin", group_id=self.group_id)
 
+    def commit_error(self, error: KafkaError, sent: Generation) -> KafkaError:
+        """KIP-848 as Java's ``CommitRequestManager``: a fenced or unknown member cannot
+        commit (CommitFailedError; the heartbeat rejoins with epoch 0); STALE_MEMBER_EPOCH
+        stays as it is (a synchronous commit retries it with the current epoch)."""
+        code = getattr(error, "code", None)
+        if code in (25, 110):  # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
+            return CommitFailedError(
+                f"commit failed: this consumer is no longer a member of group {self.group_id!r} "
+                f"(member epoch {sent.generation_id}, {error_for_code(code).name}); poll() rejoins, and "
+                "records since the last commit may be delivered again", group_id=self.group_id)
+        return error
+
     def on_commit_result(self, error: BaseException | None) -> None:
         return None
 

@@ -7,9 +7,11 @@
 * :meth:`OffsetsClient.fetch_committed` reads a group's committed offsets from the
   group coordinator (``require_stable``, KIP-447: offsets of an open transaction are
   retried rather than returned stale).
-* :meth:`OffsetsClient.commit` stores offsets; each partition's error becomes a typed
-  error naming the partition, and group errors (rebalance, unknown member, fenced
-  instance) become :class:`~kafkalite.errors.CommitFailedError` or the broker's error.
+* :meth:`OffsetsClient.start_commit` / :meth:`OffsetsClient.finish_commit` store
+  offsets in two steps (written under the caller's ordering lock, awaited outside it);
+  each partition's error becomes a typed error naming the partition. Group errors
+  (generation, member, rebalance) keep their code: the group member classes them
+  (``ConsumerCore.commit``).
 
 The committed offset is the NEXT offset to read, as in every Kafka client. Requests to
 the coordinator go on its own channel (``COORDINATOR_CHANNEL``) so that they never wait
@@ -303,32 +305,9 @@ class OffsetsClient:
 
     # ------------------------------------------------------------ OffsetCommit
 
-    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], generation: Generation,
-                     timeout_s: float, *, retry: bool = True) -> None:
-        """Commit ``offsets``; retries retriable errors until the deadline when ``retry``."""
-        assert self.group_id is not None
-        if not offsets:
-            return
-        deadline = _deadline(timeout_s)
-        attempt = 0
-        while True:
-            try:
-                pending = await self.start_commit(offsets, generation, deadline)
-                await self.finish_commit(pending, offsets, generation)
-                return
-            except (KafkaConnectionError, KafkaTimeoutError, asyncio.TimeoutError, ApiError) as exc:
-                if isinstance(exc, asyncio.TimeoutError):
-                    exc = KafkaTimeoutError(f"offset commit for group {self.group_id!r} timed out")
-                if not exc.retriable or not retry:
-                    raise exc from None
-                attempt += 1
-                delay = self._backoff.delay_s(attempt - 1)
-                if time.monotonic() + delay >= deadline:
-                    raise KafkaTimeoutError(
-                        f"could not commit offsets of group {self.group_id!r} within {timeout_s:.1f}s: {exc}",
-                        group_id=self.group_id,
-                    ) from None
-                await asyncio.sleep(delay)
+    def retry_delay_s(self, attempt: int) -> float:
+        """The backoff before retry number ``attempt`` (1-based) of a request."""
+        return self._backoff.delay_s(attempt - 1)
 
     async def start_commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], generation: Generation,
                            deadline: float) -> tuple[asyncio.Future[Any], dict[uuid.UUID, str]]:
@@ -393,15 +372,9 @@ class OffsetsClient:
         code = first.code
         if code in _COORDINATOR_MOVED and self.group_id is not None:
             self.client.invalidate_coordinator(self.group_id)
-        if code in _GROUP_MEMBER_GONE:
-            raise CommitFailedError(
-                f"commit of {', '.join(failed)} failed: this member is no longer part of group "
-                f"{self.group_id!r} (generation {generation.generation_id}) because the group rebalanced; "
-                f"poll() rejoins the group ({first.name})",
-                group_id=self.group_id,
-            )
-        if code == _REBALANCE_IN_PROGRESS:
-            raise error_for_code(code, f"commit of {', '.join(failed)} failed: the group is rebalancing; "
-                                       "poll() completes the rebalance, then commit again",
-                                 group_id=self.group_id)
+        if code in _GROUP_MEMBER_GONE or code == _REBALANCE_IN_PROGRESS:
+            # The group member (if any) decides what these mean (see
+            # ConsumerCore.commit); the broker's error keeps its code for it.
+            raise error_for_code(code, f"commit of {', '.join(failed)} with generation "
+                                       f"{generation.generation_id} failed", group_id=self.group_id)
         raise first
