@@ -1,0 +1,42 @@
+"""One Spark standalone cluster (a master and two one-core workers, from the PySpark
+wheel) for the session; drivers run as processes of their own (tests/spark_cluster/jobs.py),
+so a test can kill and restart a driver like any Spark application."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalite.testing.spark import SparkStandaloneCluster
+
+JOBS = str(Path(__file__).with_name("jobs.py"))
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandaloneCluster]:
+    cluster = SparkStandaloneCluster(workers=2, work_dir=tmp_path_factory.mktemp("spark-cluster"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+def start_job(cluster: SparkStandaloneCluster, *args: str, log: Path,
+              env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start a driver program (jobs.py) on ``cluster``; its stdout lines are JSON."""
+    return subprocess.Popen([sys.executable, JOBS, *args], env=env or cluster.env, text=True,
+                            stdout=subprocess.PIPE, stderr=open(log, "w"))
+
+
+def run_job(cluster: SparkStandaloneCluster, *args: str, log: Path, timeout: float = 300,
+            env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    proc = start_job(cluster, *args, log=log, env=env)
+    out, _ = proc.communicate(timeout=timeout)
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0, f"driver exited with {proc.returncode}: {lines}\n{log.read_text()[-4000:]}"
+    return lines
