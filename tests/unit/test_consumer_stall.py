@@ -140,7 +140,7 @@ def test_consumer_without_partitions_is_never_slow() -> None:
 
 
 def test_forget_drops_partition_state() -> None:
-    d, clock = detector(stall_ms=1000)
+    d, _clock = detector(stall_ms=1000)
     d.fetch_failed(A, "x")
     d.no_leader(B)
     d.returned([A])

@@ -34,6 +34,7 @@ from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineCalls, EngineThread
+from kafkalite.otel.tracing import install_consumer_tracing, tracing_for
 from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
@@ -71,6 +72,9 @@ class Consumer(EngineCalls):
             raise
         self._closed = False
         engine.call_soon(self._core.start)
+        tracing = tracing_for(self.config, self.config["group.id"])
+        if tracing is not None:
+            install_consumer_tracing(self, tracing)
 
     # ------------------------------------------------------------ plumbing
 

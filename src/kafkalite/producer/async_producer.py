@@ -41,6 +41,7 @@ from typing import Any
 from kafkalite.config import Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
+from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import AsyncRecordFuture
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
@@ -67,6 +68,9 @@ class AsyncProducer:
         self._core = core = ProducerCore(cfg, blocking=False)
         self._started = False
         self._finalizer = weakref.finalize(self, _finalize, core)
+        tracing = tracing_for(cfg)
+        if tracing is not None:
+            install_producer_tracing(self, tracing, asynchronous=True)
 
     @property
     def config(self) -> Config:

@@ -48,6 +48,7 @@ from kafkalite.config import Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
+from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture, SendManyResult
@@ -89,6 +90,10 @@ class Producer:
             # send() as one C call in the common case; it hands everything else to the
             # method below unchanged (see append_kernel).
             self.send = SendFunction(core.appender, self, Producer.send)  # type: ignore[method-assign]
+        tracing = tracing_for(cfg)
+        if tracing is not None:
+            # Only a traced producer gets wrappers: the untraced send() above stays as is.
+            install_producer_tracing(self, tracing)
 
     async def _start(self) -> None:
         import asyncio
