@@ -58,6 +58,7 @@ from kafkalite.net.client import NetworkClient
 from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.records import Batch
 from kafkalite.serialization.deserializers import resolve_deserializer
+from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.consumer")
@@ -104,6 +105,7 @@ class ConsumerCore:
                                on_validation_needed=self._positions_wake.set, on_diverging=self.on_diverging)
         self.validator = PositionValidator(self)
         self.stall = self.fetcher.stall = stall.StallDetector(cfg["stall.warning.ms"], cfg["max.poll.interval.ms"])
+        self.telemetry = ClientTelemetry(cfg, "consumer", self.client, self.registry, labels=self._telemetry_labels)
         self.offsets = OffsetsClient(self.client, cfg, self.group_id)
         self.group: Any = None
         self.max_poll_records: int = cfg["max.poll.records"]
@@ -141,6 +143,7 @@ class ConsumerCore:
         self._spawn(self._positions_loop(), "positions")
         self._spawn(self._metadata_loop(), "metadata")
         self._spawn(stall.watch(self.stall, self._stall_views), "stall-watch")
+        self.telemetry.start(self.loop)
         if self.group is not None:
             self.group.start()
 
@@ -164,6 +167,12 @@ class ConsumerCore:
         if not any(type(queued) is type(exc) for queued in self.errors):
             self.errors.append(exc)
             self.notify_poll()
+
+    def _telemetry_labels(self) -> dict[str, str | None]:
+        """KIP-714 resource attributes, as Java's ClientTelemetryProvider sets them."""
+        member = self.generation().member_id if self.group is not None else None
+        return {"group_id": self.group_id, "group_instance_id": self.cfg["group.instance.id"],
+                "group_member_id": member or None, "client_rack": self.cfg["client.rack"] or None}
 
     def _stall_views(self) -> tuple[dict[TopicPartition, stall.PartitionView], bool]:
         group = self.group
@@ -199,6 +208,8 @@ class ConsumerCore:
         """Commit (if asked), leave the group, stop everything; bounded by ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         try:
+            # KIP-714: the terminating push goes first, while the connections are up.
+            await self.telemetry.close(min(1.0, max(0.0, timeout_s / 4)))
             if commit and self.auto_commit and self.subs.assignment and self.group_id:
                 try:
                     await self.commit(self.subs.all_consumed(), timeout_s=max(0.01, deadline - time.monotonic()))
