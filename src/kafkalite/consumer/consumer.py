@@ -53,6 +53,7 @@ class Consumer(EngineCalls):
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self._closed = True
         self.config = fe.resolve_settings(config, kwargs)
+        tracing = tracing_for(self.config, self.config["group.id"])  # settings errors before any thread starts
         self._event = threading.Event()
         self._wakeup = False
         name = f"kafkalite-consumer-{self.config['client.id'] or id(self)}"
@@ -72,7 +73,6 @@ class Consumer(EngineCalls):
             raise
         self._closed = False
         engine.call_soon(self._core.start)
-        tracing = tracing_for(self.config, self.config["group.id"])
         if tracing is not None:
             install_consumer_tracing(self, tracing)
 

@@ -76,6 +76,7 @@ class Producer:
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         cfg = resolve("producer", config, **settings)
+        tracing = tracing_for(cfg)  # settings errors before any thread starts
         self._core = core = ProducerCore(cfg, blocking=True)
         self._appender = core.appender
         self._append = core.appender.append
@@ -94,7 +95,6 @@ class Producer:
             # send() as one C call in the common case; it hands everything else to the
             # method below unchanged (see append_kernel).
             self.send = SendFunction(core.appender, self, Producer.send)  # type: ignore[method-assign]
-        tracing = tracing_for(cfg)
         if tracing is not None:
             # Only a traced producer gets wrappers: the untraced send() above stays as is.
             install_producer_tracing(self, tracing)
