@@ -139,3 +139,18 @@ def print_table(rows: Sequence[Row], baseline: str = "kafkalite") -> None:
         ratio = f"{ours / row.rate:15.2f}x" if ours else ""
         cpu = "-" if row.cpu_us is None else f"{row.cpu_us:.2f}"
         print(f"{row.case:>12} {row.client:16s} {row.rate:12,.0f} {row.mbs:8.1f} {cpu:>11} {ratio:>16}")
+
+
+def tracer_provider() -> object:
+    """An OpenTelemetry SDK TracerProvider that samples every span and hands it, in batches,
+    to an exporter that drops it: what tracing costs the client, without an exporter's I/O."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Discard(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Discard(), max_queue_size=65536, max_export_batch_size=4096))
+    return provider

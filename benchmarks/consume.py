@@ -46,11 +46,19 @@ def fill(broker: Broker, topic: str, messages: int, size: int, codec: str) -> No
 # ---------------------------------------------------------------- clients
 
 
-def run_kafkalite(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
+def run_kafkalite_traced(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
+    """poll() with OpenTelemetry tracing on: a receive span per poll (linking producers)."""
+    from common import tracer_provider
+
+    return run_kafkalite(bootstrap, topic, partitions, messages, tracer_provider())
+
+
+def run_kafkalite(bootstrap: str, topic: str, partitions: int, messages: int,
+                  tracer: object = None) -> tuple[float, float]:
     from kafkalite import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", "max.poll.records": BATCH,
-                  "enable.auto.commit": False})
+                  "enable.auto.commit": False, "otel.tracer.provider": tracer})
     c.assign([TopicPartition(topic, p) for p in range(partitions)])
     n = 0
     nbytes = 0
@@ -150,6 +158,7 @@ def run_aiokafka(bootstrap: str, topic: str, partitions: int, messages: int) -> 
 CLIENTS: dict[str, Callable[[str, str, int, int], tuple[float, float]]] = {
     "kafkalite": run_kafkalite,
     "kafkalite.aio": run_kafkalite_aio,
+    "kafkalite.traced": run_kafkalite_traced,
     "confluent-kafka": run_confluent,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,

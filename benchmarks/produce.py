@@ -33,16 +33,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Broker, Row, payload, print_table, run_clients
+from common import Broker, Row, payload, print_table, run_clients, tracer_provider
 
 LINGER_MS = 5
 
 
-def run_kafkalite(bootstrap: str, topic: str, value: bytes, n: int, codec: str, batch_size: int | None) -> tuple[float, float]:
+def run_kafkalite_traced(bootstrap: str, topic: str, value: bytes, n: int, codec: str,
+                         batch_size: int | None) -> tuple[float, float]:
+    """send() with OpenTelemetry tracing on: a span and a traceparent header per record."""
+    return run_kafkalite(bootstrap, topic, value, n, codec, batch_size, tracer_provider())
+
+
+def run_kafkalite(bootstrap: str, topic: str, value: bytes, n: int, codec: str, batch_size: int | None,
+                  tracer: object = None) -> tuple[float, float]:
     from kafkalite import Producer
 
     conf = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-            "compression.type": codec, "linger.ms": LINGER_MS}
+            "compression.type": codec, "linger.ms": LINGER_MS, "otel.tracer.provider": tracer}
     if batch_size:
         conf["batch.size"] = batch_size
     p = Producer(conf)
@@ -174,6 +181,7 @@ PY_CLIENTS: dict[str, Callable[[str, str, bytes, int, str, int | None], tuple[fl
     "kafkalite": run_kafkalite,
     "kafkalite.many": run_kafkalite_many,
     "kafkalite.aio": run_kafkalite_aio,
+    "kafkalite.traced": run_kafkalite_traced,
     "confluent-kafka": run_confluent,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,

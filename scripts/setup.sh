@@ -15,6 +15,13 @@ if [ -z "$PYTHON" ]; then
 fi
 [ -n "$PYTHON" ] || { echo "kafkalite needs Python >= 3.10 on PATH" >&2; exit 1; }
 
+# The KIP-714 tests compile a broker plugin with javac (tests/integration/java/): a JDK, not
+# just a Java runtime. As root on Debian/Ubuntu, install one if there is none.
+if ! command -v javac >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "==> installing a JDK (javac) with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
+fi
+
 EXTRAS=${KAFKALITE_EXTRAS:-dev}
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $PYTHON"

@@ -91,6 +91,18 @@ SETTINGS: tuple[Setting, ...] = (
        min=1024),
     _s("metrics.sample.window.ms", "int", 30000, "Window of rate and average metrics.", min=1),
     _s("metrics.num.samples", "int", 2, "Samples kept per metric window.", min=1),
+    _s("metrics.recording.level", "choice", "INFO",
+       "Highest recording level of metrics; every client metric is INFO-level, as in the Java clients.",
+       choices=("INFO", "DEBUG", "TRACE")),
+    _s("metric.reporters", "list", [],
+       "Reporters called with metrics() every metrics.report.interval.ms: callables, objects with "
+       "report(snapshot), classes, or 'module:attr' strings (docs/observability.md)."),
+    _s("metrics.report.interval.ms", "int", 30000, "How often metric.reporters are called.", min=100),
+    _s("enable.metrics.push", "bool", True,
+       "Push client metrics to the broker when it has a matching client-metrics subscription (KIP-714).",
+       defaults_by_client={ADMIN: False}),
+    _s("otel.meter.provider", "object", None,
+       "Export metrics() through OpenTelemetry: a MeterProvider, or 'global' (needs kafkalite[otel])."),
     _s("security.protocol", "choice", "PLAINTEXT", "How to talk to brokers.",
        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
     _s("sasl.mechanism", "choice", "GSSAPI", "SASL mechanism (Java's default GSSAPI needs Kerberos).",
@@ -154,6 +166,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("key.serializer", "object", None, "Serializer of keys (object, callable or built-in name).", P),
     _s("value.serializer", "object", None, "Serializer of values.", P),
     _s("interceptor.classes", "list", [], "Interceptors (objects or classes) called on send/ack.", PC),
+    _s("otel.tracer.provider", "object", None,
+       "OpenTelemetry tracing of send()/poll() with W3C trace context in record headers: a "
+       "TracerProvider, or 'global' (needs kafkalite[otel]; off, at no cost, when None).", PC),
     _s("metadata.max.idle.ms", "int", 300000, "Forget metadata of topics not produced to this long.", P,
        min=5000),
     # ------------------------------------------------------------ consumer
@@ -182,6 +197,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("exclude.internal.topics", "bool", True, "Pattern subscriptions skip internal topics.", C),
     _s("allow.auto.create.topics", "bool", True, "Let subscribing create missing topics (broker permitting).", C),
     _s("key.deserializer", "object", None, "Deserializer of keys.", CS),
+    _s("stall.warning.ms", "int", 60000,
+       "Log one warning when assigned partitions with records waiting yield none from poll() for "
+       "this long (0: off).", C, min=0),
     _s("value.deserializer", "object", None, "Deserializer of values.", CS),
     # ------------------------------------------------------------ share consumer (KIP-932)
     _s("share.acknowledgement.mode", "choice", "implicit",

@@ -24,6 +24,12 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+#: What a metric is, for exporters (OpenTelemetry, KIP-714): a cumulative, monotonic
+#: ``SUM`` (the ``*-total`` metrics: Java's CumulativeSum / CumulativeCount) or a
+#: ``GAUGE`` (rates, averages, maxima, current values).
+SUM = "sum"
+GAUGE = "gauge"
+
 
 class MetricName(NamedTuple):
     name: str
@@ -113,9 +119,11 @@ class Sensor:
             self._cumulative_count += 1
 
     def _add(self, name: str, group: str, description: str, tags: dict[str, str] | None,
-             fn: Callable[[float], float]) -> Sensor:
+             fn: Callable[[float], float], kind: str = GAUGE) -> Sensor:
         metric = MetricName(name, group, tuple(sorted((tags or {}).items())), description)
         self._registry._metrics[metric] = fn
+        if kind != GAUGE:
+            self._registry._kinds[metric] = kind
         return self
 
     def add_rate(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
@@ -137,11 +145,11 @@ class Sensor:
 
     def add_total(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
         """Cumulative sum since the client started."""
-        return self._add(name, group, description, tags, lambda now: self._cumulative_total)
+        return self._add(name, group, description, tags, lambda now: self._cumulative_total, SUM)
 
     def add_count(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
         """Cumulative number of recordings since the client started."""
-        return self._add(name, group, description, tags, lambda now: float(self._cumulative_count))
+        return self._add(name, group, description, tags, lambda now: float(self._cumulative_count), SUM)
 
 
 class MetricsSnapshot(dict[MetricName, float]):
@@ -203,6 +211,7 @@ class Metrics:
         self.samples = samples
         self._sensors: dict[str, Sensor] = {}
         self._metrics: dict[MetricName, Callable[[float], float]] = {}
+        self._kinds: dict[MetricName, str] = {}
 
     def sensor(self, name: str) -> Sensor:
         """Get or create the sensor called ``name``."""
@@ -221,6 +230,11 @@ class Metrics:
         wanted = tuple(sorted(tags.items()))
         for metric in [m for m in self._metrics if m.group == group and m.tags == wanted]:
             del self._metrics[metric]
+            self._kinds.pop(metric, None)
+
+    def kind(self, metric: MetricName) -> str:
+        """:data:`SUM` for cumulative totals and counts, :data:`GAUGE` for everything else."""
+        return self._kinds.get(metric, GAUGE)
 
     def snapshot(self, primary_group: str | None = None) -> MetricsSnapshot:
         """Every metric's current value (NaN when there is nothing to report yet)."""

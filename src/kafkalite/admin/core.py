@@ -50,6 +50,7 @@ from kafkalite.errors import (
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import COORDINATOR_GROUP, NetworkClient
 from kafkalite.net.cluster import ClusterMetadata
+from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import TopicPartition
 
 log = logging.getLogger("kafkalite.admin")
@@ -125,6 +126,9 @@ class AdminCore:
         self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
         self.client.stats.register(self.registry, METRICS_GROUP,
                                    {"client-id": cfg["client.id"]} if cfg["client.id"] else None)
+        self.telemetry = ClientTelemetry(cfg, "admin", self.client, self.registry,
+                                         lambda: self.registry.snapshot(METRICS_GROUP),
+                                         labels=lambda: {"client_rack": cfg["client.rack"] or None})
         self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self._metadata_stale = True
         self._bootstrapped = False
@@ -280,6 +284,7 @@ class AdminCore:
                         timeout: float | None, *, deadline: float | None = None,
                         resource_of: Callable[[Any], dict[str, Any]] | None = None) -> AdminResult[K, Any]:
         """Settle every key (see the module doc); returns the per-key results."""
+        self.telemetry.start(asyncio.get_running_loop())
         if self.client.closed:
             raise ClientClosedError("the admin client is closed")
         deadline = self.deadline(timeout) if deadline is None else deadline
@@ -374,7 +379,10 @@ class AdminCore:
         return result[None].result()
 
     async def close(self) -> None:
-        await self.client.close()
+        try:
+            await self.telemetry.close(1.0)
+        finally:
+            await self.client.close()
 
 
 _MISSING = object()

@@ -29,6 +29,7 @@ from kafkalite.consumer.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Lis
 from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
+from kafkalite.otel.tracing import install_consumer_tracing, tracing_for
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
@@ -44,6 +45,9 @@ class AsyncConsumer:
         self._event: asyncio.Event | None = None
         self._wakeup = False
         self._closed = False
+        tracing = tracing_for(self.config, self.config["group.id"])
+        if tracing is not None:
+            install_consumer_tracing(self, tracing, asynchronous=True)
 
     # ------------------------------------------------------------ plumbing
 

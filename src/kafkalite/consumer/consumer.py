@@ -34,6 +34,7 @@ from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineCalls, EngineThread
+from kafkalite.otel.tracing import install_consumer_tracing, tracing_for
 from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
@@ -52,6 +53,7 @@ class Consumer(EngineCalls):
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self._closed = True
         self.config = fe.resolve_settings(config, kwargs)
+        tracing = tracing_for(self.config, self.config["group.id"])  # settings errors before any thread starts
         self._event = threading.Event()
         self._wakeup = False
         name = f"kafkalite-consumer-{self.config['client.id'] or id(self)}"
@@ -71,6 +73,8 @@ class Consumer(EngineCalls):
             raise
         self._closed = False
         engine.call_soon(self._core.start)
+        if tracing is not None:
+            install_consumer_tracing(self, tracing)
 
     # ------------------------------------------------------------ plumbing
 

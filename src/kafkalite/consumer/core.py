@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kafkalite.consumer import stall
 from kafkalite.consumer.app_calls import AppCallQueue
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetcher import Fetcher
@@ -57,6 +58,7 @@ from kafkalite.net.client import NetworkClient
 from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.records import Batch
 from kafkalite.serialization.deserializers import resolve_deserializer
+from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.consumer")
@@ -102,6 +104,8 @@ class ConsumerCore:
                                self._on_out_of_range, self.request_metadata, self.metrics,
                                on_validation_needed=self._positions_wake.set, on_diverging=self.on_diverging)
         self.validator = PositionValidator(self)
+        self.stall = self.fetcher.stall = stall.StallDetector(cfg["stall.warning.ms"], cfg["max.poll.interval.ms"])
+        self.telemetry = ClientTelemetry(cfg, "consumer", self.client, self.registry, labels=self._telemetry_labels)
         self.offsets = OffsetsClient(self.client, cfg, self.group_id)
         self.group: Any = None
         self.max_poll_records: int = cfg["max.poll.records"]
@@ -138,6 +142,8 @@ class ConsumerCore:
         self._spawn(self.fetcher.run(), "fetcher")
         self._spawn(self._positions_loop(), "positions")
         self._spawn(self._metadata_loop(), "metadata")
+        self._spawn(stall.watch(self.stall, self._stall_views), "stall-watch")
+        self.telemetry.start(self.loop)
         if self.group is not None:
             self.group.start()
 
@@ -161,6 +167,18 @@ class ConsumerCore:
         if not any(type(queued) is type(exc) for queued in self.errors):
             self.errors.append(exc)
             self.notify_poll()
+
+    def _telemetry_labels(self) -> dict[str, str | None]:
+        """KIP-714 resource attributes, as Java's ClientTelemetryProvider sets them."""
+        member = self.generation().member_id if self.group is not None else None
+        return {"group_id": self.group_id, "group_instance_id": self.cfg["group.instance.id"],
+                "group_member_id": member or None, "client_rack": self.cfg["client.rack"] or None}
+
+    def _stall_views(self) -> tuple[dict[TopicPartition, stall.PartitionView], bool]:
+        group = self.group
+        rebalancing = group is not None and self.subs.has_auto_assignment and group.state.value != "stable"
+        self.stall.still_polling(self.last_poll)
+        return stall.partition_views(self.subs, self.read_committed), rebalancing
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
@@ -190,6 +208,8 @@ class ConsumerCore:
         """Commit (if asked), leave the group, stop everything; bounded by ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         try:
+            # KIP-714: the terminating push goes first, while the connections are up.
+            await self.telemetry.close(min(1.0, max(0.0, timeout_s / 4)))
             if commit and self.auto_commit and self.subs.assignment and self.group_id:
                 try:
                     await self.commit(self.subs.all_consumed(), timeout_s=max(0.01, deadline - time.monotonic()))
@@ -254,6 +274,7 @@ class ConsumerCore:
             self.subs.remove_partitions(partitions)
             self.buffer.drop(lambda f: f.tp not in partitions)
             self.metrics.forget_partitions(partitions)
+            self.stall.forget(partitions)
         try:
             result = self._listener_call(method, partitions)
         except BaseException:
@@ -647,6 +668,7 @@ class ConsumerCore:
         now = time.monotonic()
         self.metrics.record_poll(now)
         self.last_poll = now
+        self.stall.polled(now)
         if self.group is not None:
             self.group.on_poll(now)
         if self.auto_commit and now >= self._next_auto_commit:
@@ -716,6 +738,7 @@ class ConsumerCore:
             if n:
                 out._add_range(tp, start, len(out))
                 remaining -= n
+                self.metrics.last_timestamp[tp] = out[-1][1]
             with subs.lock:
                 subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
             if fetch.exhausted:
@@ -727,6 +750,7 @@ class ConsumerCore:
             self.call_soon(self.fetcher.wake)
         if out or consumed_bytes:
             self.metrics.record_consumed(len(out), consumed_bytes)
+            self.stall.returned(out.partitions())
         if out and (self.key_deserializer is not None or self.value_deserializer is not None):
             out = self._deserialize(out)
         return out
@@ -760,6 +784,7 @@ class ConsumerCore:
                 raise
             if batches:
                 out.append((tp, batches))
+                self.metrics.last_timestamp[tp] = batches[-1].max_timestamp
             with subs.lock:
                 subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
             if fetch.exhausted:
@@ -774,6 +799,8 @@ class ConsumerCore:
         if taken_bytes:
             self.metrics.record_consumed(
                 sum(int(getattr(b, "record_count", 1)) for _, bs in out for b in bs), taken_bytes)
+        if out:
+            self.stall.returned([tp for tp, _ in out])
         return out
 
     def _deserialize(self, records: ConsumerRecords) -> ConsumerRecords:

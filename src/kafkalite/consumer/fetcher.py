@@ -69,6 +69,9 @@ _FETCH_SESSION_TOPIC_ID_ERROR = 106
 class Fetcher:
     """Sends Fetch requests and buffers their data (engine side).
 
+    ``stall`` (set by the core) is told of each partition's fetch outcome
+    (:class:`kafkalite.consumer.stall.StallDetector`).
+
     Args:
         client: the consumer's network client.
         subs: subscription state (positions, fetchable partitions).
@@ -83,6 +86,8 @@ class Fetcher:
         on_diverging: ``(tp, token, end_offset, end_epoch)`` when a Fetch response says
             the log diverged from what was fetched (``DivergingEpoch``).
     """
+
+    stall: Any = None
 
     def __init__(self, client: NetworkClient, subs: SubscriptionState, buffer: FetchBuffer, cfg: Any,
                  on_data: Callable[[], None],
@@ -196,6 +201,8 @@ class Fetcher:
                     leader = meta.leader_for(tp.topic, tp.partition)
                     if leader is None:
                         missing.add(tp.topic)
+                        if self.stall is not None:
+                            self.stall.no_leader(tp, now)
                         continue
                     node = leader
                 if node in self._in_flight_nodes:
@@ -250,6 +257,9 @@ class Fetcher:
         except KafkaError as exc:
             session.handle_error()
             log.debug("fetch from node %s failed: %s", node, exc)
+            if self.stall is not None:
+                for tp in wanted:
+                    self.stall.fetch_failed(tp, exc)
             self._clear_preferred(wanted, tokens)
             self._retry_at[node] = time.monotonic() + self.client.reconnect_delay(node) + \
                 self.cfg["retry.backoff.ms"] / 1000.0
@@ -337,6 +347,11 @@ class Fetcher:
                     if self._on_diverging is not None:
                         self._on_diverging(tp, token, p.diverging_epoch.end_offset, p.diverging_epoch.epoch)
                     continue
+                if self.stall is not None:
+                    if code == 0:
+                        self.stall.fetch_ok(tp)
+                    elif code != _OFFSET_OUT_OF_RANGE:
+                        self.stall.fetch_failed(tp, error_for_code(code, f"fetching {name}-{p.partition_index}"))
                 if code == 0:
                     with subs.lock:
                         state = subs.assignment.get(tp)

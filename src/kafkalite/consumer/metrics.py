@@ -3,7 +3,10 @@
 ``consumer-fetch-manager-metrics``: fetch-latency-avg/max, fetch-rate, fetch-total,
 fetch-size-avg/max, bytes-consumed-rate/total, records-consumed-rate/total,
 records-per-request-avg, records-lag-max, and per partition (tags topic, partition)
-records-lag.
+records-lag. kafkalite adds the lag in time (not in Java): per partition
+``records-time-lag``, milliseconds between now and the timestamp of the last record
+poll() returned while records are waiting (0 when caught up; NaN before the first
+record), and ``records-time-lag-max`` over the assigned partitions.
 
 ``consumer-coordinator-metrics``: commit-latency-avg/max, commit-rate, commit-total,
 assigned-partitions, join-time-avg/max, join-rate, join-total, sync-time-avg/max,
@@ -70,6 +73,12 @@ class ConsumerMetrics:
         s.add_max("records-lag-max", FETCH, "Largest lag in records of any partition in the window", tags)
         self.records_lag = s
         self._lag_gauges: set[TopicPartition] = set()
+        # Timestamp (ms) of the last record poll() returned, per partition: one store per
+        # fetch taken, never per record.
+        self.last_timestamp: dict[TopicPartition, int] = {}
+        registry.gauge("records-time-lag-max", FETCH, self._time_lag_max,
+                       "Largest lag in time (ms) of any assigned partition: now minus the timestamp of the "
+                       "last record returned, while records are waiting", tags)
         self._nodes: set[int] = set()
         # coordinator
         s = registry.sensor("commit-latency")
@@ -172,8 +181,29 @@ class ConsumerMetrics:
             subs, rc = self.subs, self.read_committed
             self.registry.gauge("records-lag", FETCH, lambda: float(_nan_if_none(subs.lag(tp, rc))),
                                 "Lag of the partition in records", tags)
+            self.registry.gauge("records-time-lag", FETCH, lambda: self.time_lag(tp),
+                                "Lag of the partition in time (ms): now minus the timestamp of the last record "
+                                "returned while records are waiting, 0 when caught up", tags)
+
+    def time_lag(self, tp: TopicPartition) -> float:
+        """Milliseconds the consumer is behind on ``tp`` (0 caught up, NaN unknown)."""
+        lag = self.subs.lag(tp, self.read_committed)
+        if lag is None:
+            return math.nan
+        if lag <= 0:
+            return 0.0
+        last = self.last_timestamp.get(tp)
+        if last is None or last < 0:
+            return math.nan
+        return max(0.0, time.time() * 1000.0 - last)
+
+    def _time_lag_max(self) -> float:
+        values = [v for v in (self.time_lag(tp) for tp in list(self.subs.assignment)) if not math.isnan(v)]
+        return max(values) if values else math.nan
 
     def forget_partitions(self, partitions: set[TopicPartition]) -> None:
+        for tp in partitions:
+            self.last_timestamp.pop(tp, None)
         for tp in partitions & self._lag_gauges:
             tags = dict(self._tags or {})
             tags.update({"topic": tp.topic, "partition": str(tp.partition)})

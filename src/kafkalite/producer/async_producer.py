@@ -41,8 +41,10 @@ from typing import Any
 from kafkalite.config import Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
+from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import AsyncRecordFuture
+from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
@@ -67,6 +69,12 @@ class AsyncProducer:
         self._core = core = ProducerCore(cfg, blocking=False)
         self._started = False
         self._finalizer = weakref.finalize(self, _finalize, core)
+        self._telemetry = ClientTelemetry(cfg, "producer", core.client, core.metrics.registry, core.metrics.snapshot,
+                                          labels=lambda: {"transactional_id": cfg["transactional.id"],
+                                                          "client_rack": cfg["client.rack"] or None})
+        tracing = tracing_for(cfg)
+        if tracing is not None:
+            install_producer_tracing(self, tracing, asynchronous=True)
 
     @property
     def config(self) -> Config:
@@ -77,6 +85,7 @@ class AsyncProducer:
         if not self._started:
             self._core.check_open()
             self._core.start(asyncio.get_running_loop())
+            self._telemetry.start(asyncio.get_running_loop())
             self._started = True
 
     async def __aenter__(self) -> AsyncProducer:
@@ -163,6 +172,7 @@ class AsyncProducer:
             core.closed = True
             core._close_plugins()
             return
+        await self._telemetry.close(1.0 if timeout is None else min(1.0, timeout / 4))  # KIP-714 last push
         await core.close(timeout)
 
     # -------------------------------------------------------------- information

@@ -48,9 +48,11 @@ from kafkalite.config import Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
+from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture, SendManyResult
+from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
@@ -74,10 +76,14 @@ class Producer:
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         cfg = resolve("producer", config, **settings)
+        tracing = tracing_for(cfg)  # settings errors before any thread starts
         self._core = core = ProducerCore(cfg, blocking=True)
         self._appender = core.appender
         self._append = core.appender.append
         self._raw = core.raw
+        self._telemetry = ClientTelemetry(cfg, "producer", core.client, core.metrics.registry, core.metrics.snapshot,
+                                          labels=lambda: {"transactional_id": cfg["transactional.id"],
+                                                          "client_rack": cfg["client.rack"] or None})
         self._engine = EngineThread(name=f"kafkalite-{core.client_id}").start()
         try:
             self._engine.run(self._start(), timeout=10.0, what="starting the producer")
@@ -89,11 +95,15 @@ class Producer:
             # send() as one C call in the common case; it hands everything else to the
             # method below unchanged (see append_kernel).
             self.send = SendFunction(core.appender, self, Producer.send)  # type: ignore[method-assign]
+        if tracing is not None:
+            # Only a traced producer gets wrappers: the untraced send() above stays as is.
+            install_producer_tracing(self, tracing)
 
     async def _start(self) -> None:
         import asyncio
 
         self._core.start(asyncio.get_running_loop())
+        self._telemetry.start(asyncio.get_running_loop())
 
     @property
     def config(self) -> Config:
@@ -300,13 +310,18 @@ class Producer:
         # left, stopping its tasks) before this wait gives up on it.
         margin = 0.0 if timeout is None else min(0.2, max(0.0, timeout) * 0.2)
         try:
-            self._engine.run(core.close(None if timeout is None else max(0.0, timeout - margin)),
+            self._engine.run(self._close(None if timeout is None else max(0.0, timeout - margin)),
                              None if timeout is None else max(0.01, timeout - margin / 4), "close()")
         except KafkaTimeoutError:
             log.warning("close() did not finish within its timeout; stopping the engine")
         finally:
             self._finalizer.detach()
             self._engine.stop(5.0 if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    async def _close(self, timeout: float | None) -> None:
+        # KIP-714's terminating push first, while the connections are up (bounded).
+        await self._telemetry.close(1.0 if timeout is None else min(1.0, timeout / 4))
+        await self._core.close(timeout)
 
     def __enter__(self) -> Producer:
         return self

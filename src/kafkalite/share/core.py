@@ -43,6 +43,7 @@ from kafkalite.share.heartbeat import ShareGroupMember
 from kafkalite.share.in_flight import AcksByNode, InFlight, merge_acks
 from kafkalite.share.metrics import ShareConsumerMetrics
 from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
+from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import TopicPartition
 
 log = logging.getLogger("kafkalite.share")
@@ -69,6 +70,9 @@ class ShareConsumerCore:
         self.metrics = ShareConsumerMetrics(self.registry, cfg["client.id"])
         self.client.stats.register(self.registry, "consumer-share-metrics",
                                    {"client-id": cfg["client.id"]} if cfg["client.id"] else None)
+        self.telemetry = ClientTelemetry(cfg, "share_consumer", self.client, self.registry,
+                                         labels=lambda: {"group_id": self.cfg["group.id"],
+                                                         "client_rack": self.cfg["client.rack"] or None})
         self.subscription: frozenset[str] = frozenset()
         self.buffer: deque[ShareCompletedFetch] = deque()
         self.in_flight = InFlight()
@@ -96,6 +100,7 @@ class ShareConsumerCore:
         self._spawn(self.fetcher.run(), "fetcher")
         self._spawn(self._metadata_loop(), "metadata")
         self.member.start()
+        self.telemetry.start(self.loop)
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = self.loop.create_task(coro, name=f"kafkalite-share-{name}")
@@ -198,6 +203,7 @@ class ShareConsumerCore:
         """Acknowledge, end the sessions, leave the group and stop; bounded by ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         try:
+            await self.telemetry.close(min(1.0, max(0.0, timeout_s / 4)))  # KIP-714 terminating push
             if self.member.member.member_epoch > 0 or acks or self.fetcher.sessions:
                 self.fetcher.stop_fetching()
                 await self.unsubscribe(acks, max(0.01, deadline - time.monotonic()))

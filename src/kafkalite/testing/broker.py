@@ -105,6 +105,8 @@ class LocalBroker:
         replication_factor / min_insync_replicas: defaults for topics and internal
             topics (1 / 1 for one node; the cluster uses 3 / 2).
         extra_properties: more ``server.properties`` entries; they win.
+        extra_classpath: jars or class directories added to the broker's class path
+            (broker plugins such as a test ``metric.reporters`` class).
         heap: the JVM's ``-Xmx``.
         tied: die with the current process (tests); False leaves it running
             detached (the CLI's ``up``).
@@ -126,6 +128,7 @@ class LocalBroker:
         replication_factor: int = 1,
         min_insync_replicas: int = 1,
         extra_properties: Mapping[str, object] | None = None,
+        extra_classpath: Sequence[Path | str] = (),
         heap: str = "512m",
         tied: bool = True,
         distribution: KafkaDistribution | None = None,
@@ -144,6 +147,7 @@ class LocalBroker:
         self.replication_factor = replication_factor
         self.min_insync_replicas = min_insync_replicas
         self.extra_properties = {k: str(v) for k, v in (extra_properties or {}).items()}
+        self.extra_classpath = [str(p) for p in extra_classpath]
         self.controller_port = controller_port or free_port()
         self.listeners: dict[str, int] = {CLIENT_LISTENER: port or free_port()}
         if security is not None:
@@ -325,7 +329,7 @@ class LocalBroker:
             f"-Dkafka.logs.dir={self.log_dir}",
             log.jvm_flag(self.run_dir / log.filename),
             "-cp",
-            self.tools.classpath(),
+            os.pathsep.join([self.tools.classpath(), *self.extra_classpath]),
             self.distribution.main_class("kafka-server-start"),
             str(self.run_dir / "server.properties"),
         ]

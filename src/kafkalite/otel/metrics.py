@@ -1,0 +1,171 @@
+"""A client's ``metrics()`` as OpenTelemetry observable instruments (``otel.meter.provider``).
+
+Every metric of the client's registry becomes an observable instrument read when the
+application's metric reader collects (nothing is recorded twice, and the OTel SDK does
+not run on kafkalite's hot paths):
+
+* names follow the OpenTelemetry Java instrumentation's Kafka metrics bridge, so the
+  same dashboards serve Java and Python clients: ``kafka.<client>.<java name>`` with
+  ``-`` turned into ``_`` (``record-send-rate`` -> ``kafka.producer.record_send_rate``,
+  ``records-lag`` -> ``kafka.consumer.records_lag``); ``<client>`` is ``producer``,
+  ``consumer`` (also the share consumer) or ``admin``;
+* cumulative ``*-total`` metrics are observable counters, everything else observable
+  gauges; the metric's Java tags are the attributes (``client-id``, ``topic``,
+  ``partition``, ``node-id``);
+* a name reported at several granularities (``fetch-total`` per client and per node)
+  is exported only at the finest one, as the Java bridge does, so sums do not count
+  twice;
+* where the messaging conventions define an instrument it is exported too:
+  ``messaging.client.sent.messages`` (from ``record-send-total``) and
+  ``messaging.client.consumed.messages`` (from ``records-consumed-total``), or their
+  v1.24 names ``messaging.publish.messages`` / ``messaging.receive.messages``, as
+  ``OTEL_SEMCONV_STABILITY_OPT_IN`` chooses (:mod:`kafkalite.otel.semconv`);
+* NaN values (nothing measured yet) are left out.
+
+Metrics that appear later (a partition's lag once it is assigned) get their instrument
+at the next :meth:`MetricsBridge.refresh`, which the client runs every few seconds.
+
+Example::
+
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader()])
+    consumer = Consumer({..., "otel.meter.provider": provider})
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kafkalite import __version__
+from kafkalite.errors import ConfigError
+from kafkalite.metrics import SUM, MetricName, Metrics
+from kafkalite.otel.semconv import Conventions
+
+__all__ = ["MetricsBridge", "instrument_name"]
+
+_PREFIX = {"producer": "kafka.producer", "consumer": "kafka.consumer", "share_consumer": "kafka.consumer",
+           "admin": "kafka.admin"}
+
+
+def instrument_name(client_kind: str, java_name: str) -> str:
+    """``kafka.<client>.<name>`` with ``-`` -> ``_`` (the Java bridge's naming)."""
+    return f"{_PREFIX.get(client_kind, 'kafka')}.{java_name.replace('-', '_').replace('.', '_')}"
+
+
+def resolve_meter_provider(setting: Any) -> Any:
+    try:
+        from opentelemetry import metrics
+    except ImportError:  # pragma: no cover - exercised without the extra installed
+        raise ConfigError("setting 'otel.meter.provider' needs the OpenTelemetry API: "
+                          "pip install 'kafkalite[otel]'") from None
+    if isinstance(setting, str):
+        if setting.strip().lower() != "global":
+            raise ConfigError(f"setting 'otel.meter.provider' must be a MeterProvider or 'global', got {setting!r}")
+        return metrics.get_meter_provider()
+    if not callable(getattr(setting, "get_meter", None)):
+        raise ConfigError("setting 'otel.meter.provider' must be a MeterProvider (with get_meter()) or 'global', "
+                          f"got {type(setting).__name__}")
+    return setting
+
+
+class MetricsBridge:
+    """Observable instruments over one client's :class:`~kafkalite.metrics.Metrics`.
+
+    Args:
+        provider: a ``MeterProvider`` or ``"global"``.
+        registry: the client's metric registry.
+        client_kind: ``producer``, ``consumer``, ``share_consumer`` or ``admin``.
+        group_id: the consumer group (for the conventions' instrument attributes).
+    """
+
+    def __init__(self, provider: Any, registry: Metrics, client_kind: str, group_id: str | None = None) -> None:
+        from opentelemetry.metrics import Observation
+
+        self._observation = Observation
+        self.registry = registry
+        self.kind = client_kind
+        self.meter = resolve_meter_provider(provider).get_meter("kafkalite", __version__)
+        self.conventions = Conventions()
+        self.group_id = group_id
+        self.closed = False
+        self._instruments: dict[str, Any] = {}
+        self._finest: dict[str, tuple[str, ...]] = {}  # instrument -> the tag keys exported
+        self._sources: dict[str, str] = {}  # instrument -> java name
+        self.refresh()
+        self._conventions_instruments()
+
+    def refresh(self) -> None:
+        """Create instruments for metrics that appeared since the last call."""
+        if self.closed:
+            return
+        for metric in list(self.registry._metrics):
+            name = instrument_name(self.kind, metric.name)
+            keys = tuple(k for k, _ in metric.tags)
+            known = self._finest.get(name)
+            if known is None or len(keys) > len(known):
+                self._finest[name] = keys
+            if name in self._instruments:
+                continue
+            self._sources[name] = metric.name
+            callback = self._callback(name)
+            description = metric.description or metric.name
+            if self.registry.kind(metric) == SUM:
+                self._instruments[name] = self.meter.create_observable_counter(name, [callback],
+                                                                               description=description)
+            else:
+                self._instruments[name] = self.meter.create_observable_gauge(name, [callback],
+                                                                             description=description)
+
+    def _callback(self, name: str) -> Callable[[Any], Iterable[Any]]:
+        def observe(_options: Any) -> Iterable[Any]:
+            if self.closed:
+                return []
+            java = self._sources[name]
+            keys = self._finest.get(name, ())
+            out = []
+            for metric, value in self._values(java):
+                if tuple(k for k, _ in metric.tags) != keys or math.isnan(value):
+                    continue
+                out.append(self._observation(value, dict(metric.tags)))
+            return out
+        return observe
+
+    def _values(self, java_name: str) -> list[tuple[MetricName, float]]:
+        snapshot = self.registry.snapshot()
+        return [(m, v) for m, v in snapshot.items() if m.name == java_name]
+
+    def _conventions_instruments(self) -> None:
+        counters = self.conventions.message_counters()
+        if self.kind == "producer":
+            names, source, attrs = counters["sent"], "record-send-total", {"messaging.system": "kafka"}
+            if self.conventions.new:
+                attrs["messaging.operation.name"] = "send"
+        elif self.kind in ("consumer", "share_consumer"):
+            names, source, attrs = counters["consumed"], "records-consumed-total", {"messaging.system": "kafka"}
+            if self.conventions.new:
+                attrs["messaging.operation.name"] = "poll"
+            if self.group_id:
+                if self.conventions.new:
+                    attrs["messaging.consumer.group.name"] = self.group_id
+                if self.conventions.old:
+                    attrs["messaging.kafka.consumer.group"] = self.group_id
+        else:
+            return
+
+        def observe(_options: Any) -> Iterable[Any]:
+            if self.closed:
+                return []
+            values = [v for m, v in self._values(source) if all(k == "client-id" for k, _ in m.tags)]
+            return [self._observation(values[0], attrs)] if values and not math.isnan(values[0]) else []
+
+        for name in names:
+            self._instruments[name] = self.meter.create_observable_counter(
+                name, [observe], unit="{message}", description=f"Messages ({source} of the Kafka client)")
+
+    def close(self) -> None:
+        """Stop reporting (OpenTelemetry has no way to remove an instrument)."""
+        self.closed = True

@@ -1,0 +1,149 @@
+"""Which OpenTelemetry messaging conventions kafkalite emits, and their names.
+
+The messaging conventions are still in development. Their migration rule (for
+instrumentations that emitted v1.24 or earlier, which is what the Java agent's Kafka
+instrumentation and the Python contrib packages do): keep emitting the old conventions by
+default, and let ``OTEL_SEMCONV_STABILITY_OPT_IN`` (comma-separated) choose
+
+* ``messaging``: the current conventions only;
+* ``messaging/dup``: both (it wins over ``messaging``); span name and kind are then the
+  current ones.
+
+kafkalite follows that rule so that its spans and metrics line up with the Java client's
+(the OpenTelemetry Java agent emits the old set by default, ``schema_url`` 1.24.0): a
+trace or a dashboard that spans Java and Python services keys on the same attributes.
+
+Old (default): span names ``"<topic> publish"`` / ``"<topic> receive"`` /
+``"<topic> process"``, receive span kind CONSUMER, ``messaging.operation``,
+``messaging.client_id``, ``messaging.kafka.consumer.group``,
+``messaging.kafka.message.offset`` (the Java agent's set, with
+``messaging.destination.partition.id``). Current (semantic conventions v1.44):
+``"send <topic>"`` / ``"poll <topic>"`` / ``"process <topic>"``, receive kind CLIENT,
+``messaging.operation.name`` + ``messaging.operation.type``, ``messaging.client.id``,
+``messaging.consumer.group.name``, ``messaging.kafka.offset``. Both: ``messaging.system``
+(``kafka``), ``messaging.destination.name``, ``messaging.destination.partition.id``,
+``messaging.batch.message_count``, ``messaging.kafka.message.tombstone``, ``error.type``.
+
+>>> Conventions(parse_opt_in("messaging/dup")).span_name("send", "orders")
+'send orders'
+>>> sorted(Conventions(OLD).attributes("send", "orders", client_id="p1"))[:3]
+['messaging.client_id', 'messaging.destination.name', 'messaging.operation']
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["BOTH", "NEW", "OLD", "Conventions", "error_type", "parse_opt_in"]
+
+OLD = 1
+NEW = 2
+BOTH = OLD | NEW
+
+OLD_SCHEMA_URL = "https://opentelemetry.io/schemas/1.24.0"
+NEW_SCHEMA_URL = "https://opentelemetry.io/schemas/1.44.0"
+
+# operation -> (old messaging.operation, new messaging.operation.name, new messaging.operation.type)
+_OPERATIONS = {
+    "send": ("publish", "send", "send"),
+    "receive": ("receive", "poll", "receive"),
+    "process": ("process", "process", "process"),
+}
+
+
+def parse_opt_in(value: str | None) -> int:
+    """``OTEL_SEMCONV_STABILITY_OPT_IN`` -> OLD, NEW or BOTH (for the messaging category)."""
+    entries = {v.strip().lower() for v in (value or "").split(",") if v.strip()}
+    if "messaging/dup" in entries:
+        return BOTH
+    if "messaging" in entries:
+        return NEW
+    return OLD
+
+
+def error_type(exc: BaseException) -> str:
+    """``error.type``: Kafka's error name where there is one (``UNKNOWN_TOPIC_OR_PARTITION``),
+    else the exception's class name (low cardinality either way)."""
+    name = getattr(type(exc), "name", None)
+    return name if isinstance(name, str) and name else type(exc).__qualname__
+
+
+class Conventions:
+    """Span names, kinds and attributes for one mode (OLD, NEW or BOTH)."""
+
+    def __init__(self, mode: int | None = None) -> None:
+        self.mode = parse_opt_in(os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN")) if mode is None else mode
+        self.old = bool(self.mode & OLD)
+        self.new = bool(self.mode & NEW)
+
+    @property
+    def schema_url(self) -> str:
+        return NEW_SCHEMA_URL if self.new else OLD_SCHEMA_URL
+
+    def span_name(self, operation: str, topic: str | None) -> str:
+        old_op, new_op, _ = _OPERATIONS[operation]
+        if self.new:  # with messaging/dup the single-valued things are the new ones
+            return f"{new_op} {topic}" if topic else new_op
+        return f"{topic} {old_op}" if topic else old_op
+
+    def receive_is_client_span(self) -> bool:
+        """The receive (poll) span's kind: CLIENT now, CONSUMER in v1.24."""
+        return self.new
+
+    def attributes(self, operation: str, topic: str | None = None, *, partition: int | None = None,
+                   offset: int | None = None, group: str | None = None, client_id: str | None = None,
+                   count: int | None = None, tombstone: bool = False) -> dict[str, Any]:
+        old_op, new_op, new_type = _OPERATIONS[operation]
+        attrs: dict[str, Any] = {"messaging.system": "kafka"}
+        if topic:
+            attrs["messaging.destination.name"] = topic
+        if partition is not None:
+            attrs["messaging.destination.partition.id"] = str(partition)
+        if count is not None:
+            attrs["messaging.batch.message_count"] = count
+        if tombstone:
+            attrs["messaging.kafka.message.tombstone"] = True
+        if self.old:
+            attrs["messaging.operation"] = old_op
+            if client_id:
+                attrs["messaging.client_id"] = client_id
+            if group:
+                attrs["messaging.kafka.consumer.group"] = group
+            if offset is not None:
+                attrs["messaging.kafka.message.offset"] = offset
+        if self.new:
+            attrs["messaging.operation.name"] = new_op
+            attrs["messaging.operation.type"] = new_type
+            if client_id:
+                attrs["messaging.client.id"] = client_id
+            if group:
+                attrs["messaging.consumer.group.name"] = group
+            if offset is not None:
+                attrs["messaging.kafka.offset"] = offset
+        return attrs
+
+    def acknowledged(self, partition: int, offset: int) -> dict[str, Any]:
+        """What a send span learns from the broker's answer."""
+        attrs: dict[str, Any] = {"messaging.destination.partition.id": str(partition)}
+        if offset >= 0:
+            if self.old:
+                attrs["messaging.kafka.message.offset"] = offset
+            if self.new:
+                attrs["messaging.kafka.offset"] = offset
+        return attrs
+
+    # ------------------------------------------------------------ metrics
+
+    def message_counters(self) -> Mapping[str, tuple[str, ...]]:
+        """Instrument names of the sent / consumed message counters per direction."""
+        sent: tuple[str, ...] = ()
+        consumed: tuple[str, ...] = ()
+        if self.old:  # v1.24 messaging metrics
+            sent += ("messaging.publish.messages",)
+            consumed += ("messaging.receive.messages",)
+        if self.new:
+            sent += ("messaging.client.sent.messages",)
+            consumed += ("messaging.client.consumed.messages",)
+        return {"sent": sent, "consumed": consumed}

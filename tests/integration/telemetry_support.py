@@ -1,0 +1,93 @@
+"""A broker that records KIP-714 pushes: the Java plugin, compiled at test time, and helpers.
+
+``TelemetryRecorder.java`` (beside this file, in ``java/``) is compiled with the JDK's
+javac against the harness's cached Kafka jars and put on a dedicated broker's class path
+as its ``metric.reporters``; it appends each push to a file the tests read and decode
+with ``opentelemetry-proto``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkalite import AdminClient
+from kafkalite.admin.types import AlterConfigOp, ConfigResource
+from kafkalite.testing import KafkaDistribution, find_java
+
+SOURCE = Path(__file__).parent / "java" / "TelemetryRecorder.java"
+
+
+def javac() -> str:
+    """The JDK's javac (next to the harness's java, or on PATH)."""
+    candidate = Path(find_java().executable).parent / "javac"
+    if candidate.is_file():
+        return str(candidate)
+    found = shutil.which("javac")
+    if found is None:
+        raise AssertionError("these tests need a JDK's javac (scripts/setup.sh installs openjdk-17-jdk-headless)")
+    return found
+
+
+def compile_recorder(out: Path, version: str) -> Path:
+    """Compile the plugin into ``out`` and return that class directory."""
+    out.mkdir(parents=True, exist_ok=True)
+    classpath = os.pathsep.join(str(p) for p in KafkaDistribution(version).ensure().classpath())
+    subprocess.run([javac(), "-nowarn", "-cp", classpath, "-d", str(out), str(SOURCE)], check=True,
+                   capture_output=True, text=True, timeout=180)
+    return out
+
+
+@dataclass
+class Push:
+    client_id: str
+    instance_id: str
+    terminating: bool
+    content_type: str
+    data: Any  # opentelemetry.proto.metrics.v1.metrics_pb2.MetricsData
+
+    def metrics(self) -> dict[str, Any]:
+        """{metric name: Metric} of the payload."""
+        return {m.name: m for rm in self.data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+
+    def resource(self) -> dict[str, str]:
+        return {a.key: a.value.string_value for rm in self.data.resource_metrics for a in rm.resource.attributes}
+
+
+def read_pushes(path: Path) -> list[Push]:
+    from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
+
+    if not path.exists():
+        return []
+    pushes = []
+    for line in path.read_text().splitlines():
+        client_id, instance, terminating, content_type, data = line.split("\t")
+        message = MetricsData()
+        message.ParseFromString(base64.b64decode(data))
+        pushes.append(Push(client_id, instance, terminating == "true", content_type, message))
+    return pushes
+
+
+def subscribe_client_metrics(bootstrap: str, name: str, metrics: str, interval_ms: int, match: str) -> None:
+    """Create (or change) a client-metrics resource: which clients push what, how often."""
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        ops = [AlterConfigOp("metrics", metrics), AlterConfigOp("interval.ms", str(interval_ms)),
+               AlterConfigOp("match", match)]
+        admin.incremental_alter_configs({ConfigResource("client-metrics", name): ops}).all()
+
+
+def wait_for(condition: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)

@@ -1,0 +1,148 @@
+"""StallDetector: the stalled-consumer decisions, driven by hand with a fake clock."""
+
+from __future__ import annotations
+
+from kafkalite.consumer.stall import PartitionView, StallDetector
+from kafkalite.errors import TopicAuthorizationError
+from kafkalite.types import TopicPartition
+
+A = TopicPartition("orders", 0)
+B = TopicPartition("orders", 1)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def detector(stall_ms: int = 10_000, max_poll_ms: int = 60_000) -> tuple[StallDetector, Clock]:
+    clock = Clock()
+    return StallDetector(stall_ms, max_poll_ms, clock=clock), clock
+
+
+def test_records_waiting_without_progress_warns_once_then_again_after_recovery() -> None:
+    d, clock = detector()
+    views = {A: PartitionView(lag=5), B: PartitionView(lag=0)}
+    d.polled()
+    assert d.check(views) is None  # the stall starts being timed now
+    clock.now += 9.9
+    d.polled()
+    assert d.check(views) is None
+    clock.now += 0.2
+    warning = d.check(views)
+    assert warning is not None and dict(warning.partitions) == {A: "not fetched"}
+    assert "orders-0" in warning.message and "orders-1" not in warning.message
+    for _ in range(20):  # every later check, poll after poll: silent
+        clock.now += 1
+        d.polled()
+        assert d.check(views) is None
+    d.returned([A])  # records came out: the stall is over
+    assert d.check(views) is None
+    clock.now += 10.1
+    assert d.check(views) is not None  # a new stall is reported again
+    assert d.warnings == 2
+
+
+def test_reasons_per_partition() -> None:
+    d, clock = detector(stall_ms=1000)
+    paused = TopicPartition("t", 0)
+    rebalancing = TopicPartition("t", 1)
+    failing = TopicPartition("t", 2)
+    leaderless = TopicPartition("t", 3)
+    d.fetch_failed(failing, TopicAuthorizationError("not authorized to read t", topic="t"))
+    d.no_leader(leaderless)
+    views = {paused: PartitionView(lag=3, paused=True),
+             rebalancing: PartitionView(lag=3, awaiting_rebalance=True),
+             failing: PartitionView(lag=None),     # never fetched: lag unknown, but failing
+             leaderless: PartitionView(lag=None)}
+    assert d.check(views) is None
+    clock.now += 1.5
+    d.polled()
+    warning = d.check(views)
+    assert warning is not None
+    assert warning.partitions[paused] == "paused"
+    assert warning.partitions[rebalancing] == "waiting for a rebalance"
+    assert warning.partitions[failing].startswith("fetch errors (TopicAuthorizationError")
+    assert warning.partitions[leaderless] == "no leader"
+    assert "t-0: paused" in warning.message
+
+
+def test_group_rebalancing_is_the_reason_for_every_waiting_partition() -> None:
+    d, clock = detector(stall_ms=1000)
+    d.check({A: PartitionView(lag=1)})
+    clock.now += 2
+    d.polled()
+    warning = d.check({A: PartitionView(lag=1)}, rebalancing=True)
+    assert warning is not None and warning.partitions[A] == "waiting for a rebalance"
+
+
+def test_fetch_errors_clear_on_success() -> None:
+    d, clock = detector(stall_ms=1000)
+    d.fetch_failed(A, "LeaderNotAvailableError: no leader")
+    clock.now += 0.5
+    d.fetch_ok(A)
+    clock.now += 5
+    d.polled()
+    assert d.check({A: PartitionView(lag=0)}) is None
+
+
+def test_caught_up_partitions_never_stall() -> None:
+    d, clock = detector(stall_ms=1000)
+    for _ in range(10):
+        clock.now += 1
+        d.polled()
+        assert d.check({A: PartitionView(lag=0), B: PartitionView(lag=None)}) is None
+    assert d.warnings == 0
+
+
+def test_stall_check_can_be_turned_off() -> None:
+    d, clock = detector(stall_ms=0)
+    d.check({A: PartitionView(lag=100)})
+    clock.now += 3600
+    d.polled()
+    assert d.check({A: PartitionView(lag=100)}) is None
+
+
+def test_slow_application_warns_once_per_missed_interval() -> None:
+    d, clock = detector(stall_ms=0, max_poll_ms=5000)
+    d.polled()
+    clock.now += 4.9
+    assert d.check({A: PartitionView(lag=0)}) is None
+    clock.now += 0.2
+    warning = d.check({A: PartitionView(lag=0)})
+    assert warning is not None and warning.kind == "slow application"
+    assert "max.poll.interval.ms (5000 ms)" in warning.message and "orders-0" in warning.message
+    for _ in range(5):
+        clock.now += 10
+        assert d.check({A: PartitionView(lag=0)}) is None
+    d.polled()  # the application is back
+    clock.now += 5.1
+    assert d.check({A: PartitionView(lag=0)}) is not None
+    assert d.warnings == 2
+
+
+def test_waiting_inside_poll_is_not_slow() -> None:
+    d, clock = detector(stall_ms=0, max_poll_ms=5000)
+    d.polled()
+    for _ in range(10):  # a long poll(timeout): the front end's wait loop keeps reporting
+        clock.now += 1
+        d.still_polling(clock.now)
+        assert d.check({A: PartitionView()}) is None
+
+
+def test_consumer_without_partitions_is_never_slow() -> None:
+    d, clock = detector(stall_ms=1000, max_poll_ms=1000)
+    clock.now += 3600
+    assert d.check({}) is None
+
+
+def test_forget_drops_partition_state() -> None:
+    d, _clock = detector(stall_ms=1000)
+    d.fetch_failed(A, "x")
+    d.no_leader(B)
+    d.returned([A])
+    d.forget({A, B})
+    assert not d.fetch_errors and not d.leaderless and not d.last_returned
