@@ -237,7 +237,7 @@ class KerberosLogin:
         reason = _gss_reason(exc)
         s = self.settings
         lowered = reason.lower()
-        if "client not found" in lowered:
+        if "client" in lowered and "not found" in lowered:
             advice = f"the KDC does not know principal {s.principal!r}"
         elif "expired" in lowered:
             advice = "the ticket has expired; run kinit again (or log in from a keytab)"
@@ -323,10 +323,12 @@ def _gss_reason(exc: Exception) -> str:
             text = str(exc)
     else:
         text = str(exc)
-    minor = text.split("Minor (", 1)
-    if len(minor) == 2 and "): " in minor[1]:
-        return minor[1].split("): ", 1)[1].strip()
-    return text.strip()
+    major, _, minor = text.partition(", Minor (")
+    minor_text = minor.split("): ", 1)[1].strip() if "): " in minor else ""
+    if minor_text and minor_text not in ("Success", "Unknown error"):
+        return minor_text
+    # No KDC detail (e.g. an expired credential found locally): the major status says it.
+    return major.split("): ", 1)[1].strip() if "): " in major else text.strip()
 
 
 _logins: dict[KerberosSettings, KerberosLogin] = {}

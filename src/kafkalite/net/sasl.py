@@ -144,9 +144,9 @@ class OAuthBearerMechanism(SaslMechanism):
 
     def next_token(self, server_token: bytes) -> bytes | None:
         if server_token:
-            # RFC 7628: an error JSON arrives; answer with %x01 and the broker fails auth.
+            # RFC 7628: an error JSON arrives (the broker fails the login next).
             self.done = True
-            raise SaslAuthenticationError(f"OAUTHBEARER refused: {server_token.decode(errors='replace')}")
+            raise SaslAuthenticationError(_bearer_refusal(server_token))
         self.done = True
         return None
 
@@ -201,6 +201,22 @@ class GssapiMechanism(SaslMechanism):
         login = getattr(self._context, "login", None)
         if login is not None and getattr(login, "principal", None):
             self.principal = login.principal
+
+
+def _bearer_refusal(server_token: bytes) -> str:
+    """The broker's RFC 7628 error (``{"status": "invalid_token", "scope": ...}``) in words."""
+    text = server_token.decode(errors="replace")
+    try:
+        error = json.loads(text)
+    except ValueError:
+        error = None
+    if not isinstance(error, dict) or "status" not in error:
+        return f"the broker refused the token: {text}"
+    detail = f"the broker refused the token (status {error['status']}"
+    if error.get("scope"):
+        detail += f", required scope {error['scope']}"
+    return detail + "); its validator checks signature, expiry, issuer and audience " \
+                    "(sasl.oauthbearer.expected.issuer / .expected.audience on the broker)"
 
 
 def _token_text(result: Any) -> str:

@@ -123,10 +123,11 @@ class MiniKdc(JavaService):
         return (f'{KRB5_LOGIN_MODULE} required useKeyTab=true storeKey=true '
                 f'keyTab="{keytab or self.keytab(name)}" principal="{self.principal(name)}";')
 
-    def client_settings(self, name: str, **settings: Any) -> dict[str, Any]:
-        """kafkalite settings that sign ``name`` in with GSSAPI from its keytab."""
+    def client_settings(self, name: str, *, keytab: Path | None = None, **settings: Any) -> dict[str, Any]:
+        """kafkalite settings that sign ``name`` in with GSSAPI from its keytab (or
+        ``keytab``); ``settings`` (Java names) are added or override."""
         return {"sasl.mechanism": "GSSAPI", "sasl.kerberos.service.name": BROKER_SERVICE,
-                "sasl.jaas.config": self.jaas_config(name), **settings}
+                "sasl.jaas.config": self.jaas_config(name, keytab), **settings}
 
     def kinit(self, name: str, ccache: Path, *, keytab: Path | None = None) -> Path:
         """Put a TGT for ``name`` into the ticket cache ``ccache`` with MIT's ``kinit``."""
@@ -164,8 +165,9 @@ class MiniKdc(JavaService):
         self.port = int(found["port"])
         return True
 
-    def start(self, *, timeout: float = 120.0) -> MiniKdc:
-        super().start(timeout=timeout)
+    def wait_ready(self, timeout: float = 120.0) -> MiniKdc:
+        """Wait for the KDC, then write ``krb5.conf`` and one keytab per principal."""
+        super().wait_ready(timeout)
         self.krb5_conf.write_text(krb5_conf(self.realm, self.host, self.port or 0))
         for name in self.principals:
             self.keytab(name)

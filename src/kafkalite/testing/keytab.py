@@ -124,3 +124,52 @@ def random_keytab(target: Path, principal: str, enctypes: Iterable[int] = (17, 1
     components, realm = split_principal(principal)
     return write_keytab(target, [KeytabEntry(realm, components, kvno, t, os.urandom(KEY_LENGTHS[t]))
                                  for t in enctypes])
+
+
+def expire_ticket_cache(path: Path, *, seconds_ago: int = 60) -> int:
+    """Make every ticket in the MIT ticket cache file ``path`` look expired.
+
+    The test KDC issues tickets of at least 4 minutes (see :mod:`kafkalite.testing.kdc`),
+    so a test of an expired ``kinit`` ticket rewrites the times the cache keeps for each
+    ticket (the times MIT Kerberos checks before using it) to end ``seconds_ago``
+    seconds ago. Returns the number of tickets changed.
+    """
+    import time
+
+    data = bytearray(path.read_bytes())
+    if data[:2] != b"\x05\x04":
+        raise ValueError(f"{path}: not a version 4 MIT ticket cache")
+    (header_len,) = struct.unpack_from(">H", data, 2)
+    pos = 4 + header_len
+
+    def skip_data(p: int) -> int:
+        (length,) = struct.unpack_from(">I", data, p)
+        return p + 4 + length
+
+    def skip_principal(p: int) -> tuple[int, str]:
+        (count,) = struct.unpack_from(">I", data, p + 4)
+        p = skip_data(p + 8)  # name type, count, realm
+        start = p
+        for _ in range(count):
+            p = skip_data(p)
+        return p, bytes(data[start:p]).decode(errors="replace")
+
+    pos, _ = skip_principal(pos)  # the default principal
+    end = int(time.time()) - seconds_ago
+    changed = 0
+    while pos < len(data):
+        pos, _ = skip_principal(pos)
+        pos, server = skip_principal(pos)
+        pos = skip_data(pos + 2)  # keyblock: enctype, data
+        if "X-CACHECONF" not in server:
+            struct.pack_into(">IIII", data, pos, end - 600, end - 600, end, end)
+            changed += 1
+        pos += 16 + 1 + 4  # times, is_skey, flags
+        for _ in range(2):  # addresses, authdata: count then (type, data)*
+            (count,) = struct.unpack_from(">I", data, pos)
+            pos += 4
+            for _ in range(count):
+                pos = skip_data(pos + 2)
+        pos = skip_data(skip_data(pos))  # ticket, second ticket
+    path.write_bytes(bytes(data))
+    return changed

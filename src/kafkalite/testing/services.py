@@ -10,6 +10,7 @@ an owned run directory.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
@@ -92,22 +93,30 @@ class JavaService:
 
     def start(self, *, timeout: float = 120.0) -> Any:
         """Launch and wait until :meth:`probe` answers; return ``self``."""
+        self.launch()
+        return self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Start the JVM without waiting (several services can then start at once;
+        call it from a long-lived thread: a tied process dies with the thread that
+        started it)."""
         if self.is_running:
-            return self
+            return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         command = self.command()  # fetches the jars first, outside the timing
         self.prepare()
         env = self.environment()
         if env is not None:
-            import os
-
             env = {**os.environ, **env}
         self.process = processes.spawn(command, log_path=self.log_path, cwd=self.run_dir, env=env, tied=self.tied,
                                        description=f"{self.lock.name} {self.lock.version} {self!r}")
+
+    def wait_ready(self, timeout: float = 120.0) -> Any:
+        """Wait until :meth:`probe` answers; the log's tail in the error if it does not."""
         deadline = time.monotonic() + timeout
         while not self.probe():
-            if self.process.poll() is not None:
-                self._fail(f"exited with code {self.process.returncode}")
+            if self.process is None or self.process.poll() is not None:
+                self._fail(f"exited with code {self.process.returncode if self.process else None}")
             if time.monotonic() > deadline:
                 self._fail(f"not ready after {timeout:.0f} s")
             time.sleep(0.1)
@@ -146,8 +155,9 @@ class JavaService:
         return proc.returncode
 
     def close(self, *, remove: bool | None = None) -> None:
-        """Stop it and delete an owned run directory."""
-        self.stop(timeout=5.0)
+        """Kill it (a test KDC or identity provider keeps nothing worth a graceful stop)
+        and delete an owned run directory."""
+        self.kill()
         if remove if remove is not None else self._owns_run_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
