@@ -21,6 +21,11 @@ Example::
 adds the TLS listeners of :data:`SECURE_PRESET` with a test CA, and ``status`` prints
 their addresses and the CA / client certificate files.
 
+``up --kerberos`` starts Kafka's MiniKdc first and adds GSSAPI listeners (``KERBEROS``,
+``KERBEROS_REAUTH``); ``up --oauth`` starts an OIDC provider (mock-oauth2-server) and adds
+an ``OAUTH`` listener that validates its tokens; ``status`` prints the ``KRB5_CONFIG``,
+the keytabs and the token endpoint (see :mod:`kafkalite.testing.signin`).
+
 ``registry up|down|status`` does the same for a Schema Registry (Apicurio Registry,
 Confluent-compatible API); ``up`` prints the ``schema.registry.url``::
 
@@ -60,6 +65,7 @@ from kafkalite.testing.registry import (
     registry_command,
     registry_versions,
 )
+from kafkalite.testing.signin import SignInServices, describe_state, detached_state
 from kafkalite.testing.wire import KafkaSocket, WireError
 
 
@@ -107,7 +113,19 @@ def cmd_up(args: argparse.Namespace) -> int:
     security = SECURE_PRESET if args.ssl else SASL_PRESET if args.sasl else None
     brokers: list[LocalBroker]
     target: LocalBroker | LocalCluster
-    if args.nodes == 1:
+    signin: dict[str, Any] = {}
+    if args.kerberos or args.oauth:
+        if args.ssl or args.sasl or args.nodes != 1:
+            print("kafkalite: --kerberos / --oauth start one node with their own listeners; "
+                  "leave out --ssl, --sasl and --nodes", file=sys.stderr)
+            return 2
+        services = SignInServices(run_dir, kerberos=args.kerberos, oauth=args.oauth, version=args.version,
+                                  port=port, token_lifetime_s=args.token_lifetime, tied=False)
+        services.start(timeout=args.timeout)
+        assert services.broker is not None
+        target, brokers = services.broker, [services.broker]
+        signin = detached_state(services)
+    elif args.nodes == 1:
         target = LocalBroker(args.version, run_dir=run_dir, port=port, security=security, tied=False)
         brokers = [target]
     else:
@@ -116,7 +134,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
         brokers = target.brokers
     try:
-        target.start(timeout=args.timeout)
+        if not signin:
+            target.start(timeout=args.timeout)
     except BaseException:
         for broker in brokers:
             broker.kill()
@@ -128,6 +147,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         "listeners": listeners,
         "run_dir": str(run_dir),
         "tls_dir": str(brokers[0].tls_dir) if brokers[0].tls is not None else None,
+        "signin": signin,
         "nodes": [
             {
                 "node_id": b.node_id,
@@ -157,6 +177,8 @@ def _stop(state: dict[str, Any], timeout: float = 30.0) -> None:
             pass
     for node in nodes:
         processes.terminate(node["pid"], node.get("start_time"), timeout=timeout)
+    for service in (state.get("signin") or {}).values():  # the KDC / OIDC provider of --kerberos / --oauth
+        processes.terminate(service["pid"], service.get("start_time"), timeout=5.0)
     for node in state["nodes"]:
         processes.unregister(node["pid"])
     if state.get("run_dir"):
@@ -192,6 +214,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if state.get("tls_dir"):
             print(f"  TLS: CA {state['tls_dir']}/ca.pem, client certificate {state['tls_dir']}/client.pem "
                   f"(key {state['tls_dir']}/client.key)")
+        for line in describe_state(state.get("signin") or {}):
+            print(line)
         for node, alive in zip(state["nodes"], _nodes_alive(state)):
             health = ("ready" if _node_ready(node["bootstrap"]) else "not ready") if alive else "dead"
             running += alive
@@ -234,7 +258,9 @@ def cmd_registry(args: argparse.Namespace) -> int:
 
 
 def _pids(state: dict[str, Any] | None) -> set[int]:
-    return {n["pid"] for n in state["nodes"]} if state else set()
+    if not state:
+        return set()
+    return {n["pid"] for n in state["nodes"]} | {s["pid"] for s in (state.get("signin") or {}).values()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -250,6 +276,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--sasl", action="store_true", help="add the SASL_PLAINTEXT listener preset")
     up.add_argument("--ssl", action="store_true",
                     help="add SSL, MTLS, SASL_SSL, SASL_PLAINTEXT and REAUTH listeners (test CA; implies --sasl)")
+    up.add_argument("--kerberos", action="store_true",
+                    help="start Kafka's MiniKdc and add GSSAPI listeners (KERBEROS, KERBEROS_REAUTH)")
+    up.add_argument("--oauth", action="store_true",
+                    help="start an OIDC provider (mock-oauth2-server) and add an OAUTHBEARER listener (OAUTH)")
+    up.add_argument("--token-lifetime", type=int, default=3600, metavar="SECONDS",
+                    help="lifetime of the OIDC provider's tokens (with --oauth)")
     up.add_argument("--timeout", type=float, default=120.0)
     up.set_defaults(func=cmd_up)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=cmd_down)

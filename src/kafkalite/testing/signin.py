@@ -131,3 +131,36 @@ class SignInServices:
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def detached_state(services: SignInServices) -> dict[str, object]:
+    """What ``python -m kafkalite.testing up --kerberos/--oauth`` records about the KDC
+    and the provider (to print them in ``status`` and stop them in ``down``)."""
+    from kafkalite.testing import processes
+
+    state: dict[str, object] = {}
+    if services.kdc is not None:
+        kdc = services.kdc
+        state["kdc"] = {"pid": kdc.pid, "start_time": processes.process_start_time(kdc.pid or 0),
+                        "realm": kdc.realm, "address": f"{kdc.host}:{kdc.port}", "krb5_conf": str(kdc.krb5_conf),
+                        "keytabs": {name: str(kdc.keytab(name)) for name in CLIENT_PRINCIPALS}}
+    if services.oidc is not None:
+        oidc = services.oidc
+        state["oidc"] = {"pid": oidc.pid, "start_time": processes.process_start_time(oidc.pid or 0),
+                         "token_endpoint": oidc.token_endpoint, "jwks_url": oidc.jwks_url, "issuer": oidc.issuer}
+    return state
+
+
+def describe_state(state: dict[str, object]) -> list[str]:
+    """``status`` lines: how a client signs in to what ``up --kerberos/--oauth`` started."""
+    lines = []
+    kdc = state.get("kdc")
+    if isinstance(kdc, dict):
+        lines.append(f"  KDC {kdc['realm']} at {kdc['address']}: export KRB5_CONFIG={kdc['krb5_conf']}")
+        for name, path in kdc["keytabs"].items():
+            lines.append(f"    {name}@{kdc['realm']}: keytab {path}")
+    oidc = state.get("oidc")
+    if isinstance(oidc, dict):
+        lines.append(f"  OIDC token endpoint {oidc['token_endpoint']} (any client id and secret; JWKS "
+                     f"{oidc['jwks_url']})")
+    return lines
