@@ -55,7 +55,10 @@ from kafkalite.testing.distribution import (
     KafkaDistribution,
     available_versions,
 )
+from kafkalite.testing.jarsets import JarSet, JarSetLock
 from kafkalite.testing.java import find_java
+from kafkalite.testing.kdc import DEFAULT_MINIKDC_VERSION
+from kafkalite.testing.oidc import DEFAULT_OIDC_VERSION
 from kafkalite.testing.paths import state_dir
 from kafkalite.testing.ports import port_is_free
 from kafkalite.testing.properties import SASL_PRESET, SECURE_PRESET
@@ -245,6 +248,13 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         registry.ensure()
         how = how if how == "cached" else f"downloaded in {time.monotonic() - started:.1f} s"
         print(f"Apicurio Registry {registry.version}: {how} in {registry.app}")
+        for name, version in (("minikdc", DEFAULT_MINIKDC_VERSION), ("mock-oauth2-server", DEFAULT_OIDC_VERSION)):
+            jars = JarSet(JarSetLock.load(name, version))
+            started = time.monotonic()
+            how = "cached" if jars.is_complete() else "downloaded"
+            jars.ensure()
+            how = how if how == "cached" else f"downloaded in {time.monotonic() - started:.1f} s"
+            print(f"{name} {version} (sign-in tests): {len(jars.lock.artifacts)} jars {how} in {jars.libs}")
     java = find_java()
     print(f"Java {java.version} from {java.source}: {java.executable}")
     return 0
