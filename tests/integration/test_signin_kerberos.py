@@ -37,15 +37,26 @@ def test_keytab_login_produces_and_consumes(kafka_broker_kerberos, kerberos_kdc)
         assert connections and {c.sasl_principal for c in connections} == {"alice@EXAMPLE.COM"}
 
 
-def test_ticket_cache_login(kafka_broker_kerberos, kerberos_kdc, tmp_path) -> None:
-    """A ticket cache filled by kinit (useTicketCache=true), as interactive users have."""
+def test_ticket_cache_login_and_renewal(kafka_broker_kerberos, kerberos_kdc, tmp_path) -> None:
+    """A ticket cache filled by kinit (useTicketCache=true), as interactive users have;
+    when the renew window comes (made tiny here) the TGT is renewed with
+    ``sasl.kerberos.kinit.cmd -R`` before the next login, as Java's KerberosLogin does."""
+    import shutil
+
     topic = kafka_broker_kerberos.create_topic(unique_topic_name("krb-cache"), 1)
     cache = kerberos_kdc.kinit("bob", tmp_path / "krb5cc_bob")
+    calls = tmp_path / "kinit-calls"
+    kinit = tmp_path / "kinit"  # records its arguments, then runs MIT's kinit
+    kinit.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {shutil.which("kinit")} "$@"\n')
+    kinit.chmod(0o755)
     cfg = kafka_broker_kerberos.client_config(
         sasl_mechanism="GSSAPI", sasl_kerberos_service_name="kafka",
         sasl_jaas_config='com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true '
-                         f'ticketCache="{cache}" principal="bob@EXAMPLE.COM";')
+                         f'ticketCache="{cache}" principal="bob@EXAMPLE.COM";',
+        **{"sasl.kerberos.kinit.cmd": str(kinit), "sasl.kerberos.ticket.renew.window.factor": 0.0,
+           "sasl.kerberos.ticket.renew.jitter": 0.0, "sasl.kerberos.min.time.before.relogin": 0})
     round_trip(cfg, topic, 3)
+    assert f"-R -c {cache}" in calls.read_text().splitlines()
 
 
 @pytest.mark.timeout(120)
