@@ -23,6 +23,24 @@ if ! command -v javac >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-
 fi
 
 EXTRAS=${KAFKALITE_EXTRAS:-dev}
+
+# SASL GSSAPI (the gssapi extra, in dev) builds against MIT Kerberos: PyPI has no Linux
+# wheel of gssapi, so it needs krb5-config and the headers (libkrb5-dev) and a C
+# compiler; the Kerberos tests run MIT's kinit/klist (krb5-user). Installed here when
+# missing and this runs as root (CI machines); otherwise say what is missing.
+need_krb5=""
+command -v krb5-config >/dev/null 2>&1 || need_krb5="libkrb5-dev"
+command -v kinit >/dev/null 2>&1 || need_krb5="$need_krb5 krb5-user"
+command -v gcc >/dev/null 2>&1 || need_krb5="$need_krb5 gcc"
+if [ -n "$need_krb5" ] && [[ "$EXTRAS" == *dev* || "$EXTRAS" == *gssapi* ]]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing MIT Kerberos for the gssapi extra:$need_krb5"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need_krb5 >/dev/null
+  else
+    echo "kafkalite: the gssapi extra needs:$need_krb5 (Debian/Ubuntu: sudo apt-get install$need_krb5)" >&2
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $PYTHON"
   "$PYTHON" -m venv .venv

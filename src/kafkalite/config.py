@@ -105,31 +105,88 @@ SETTINGS: tuple[Setting, ...] = (
        "Export metrics() through OpenTelemetry: a MeterProvider, or 'global' (needs kafkalite[otel])."),
     _s("security.protocol", "choice", "PLAINTEXT", "How to talk to brokers.",
        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
-    _s("sasl.mechanism", "choice", "GSSAPI", "SASL mechanism (Java's default GSSAPI needs Kerberos).",
+    _s("sasl.mechanism", "choice", "GSSAPI",
+       "SASL mechanism; Java's default GSSAPI is Kerberos (needs the gssapi extra).",
        choices=("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")),
     _s("sasl.username", "str", None, "SASL PLAIN/SCRAM user name (or use sasl.jaas.config)."),
     _s("sasl.password", "password", None, "SASL PLAIN/SCRAM password (or use sasl.jaas.config)."),
     _s("sasl.jaas.config", "password", None,
-       "Java-style JAAS line: username/password for PLAIN/SCRAM, or unsecuredLoginStringClaim_sub for "
-       "OAUTHBEARER test tokens."),
+       "Java-style JAAS line: username/password (PLAIN/SCRAM), Krb5LoginModule options (GSSAPI), "
+       "clientId/clientSecret/scope or unsecuredLoginStringClaim_sub (OAUTHBEARER)."),
     _s("sasl.oauthbearer.token.provider", "object", None,
        "Callable returning the OAUTHBEARER token: a str, (token, lifetime_ms) or an object with .token."),
-    _s("sasl.kerberos.service.name", "str", "kafka", "Kerberos service name for GSSAPI."),
+    # -- GSSAPI (Kerberos), as Java's KerberosLogin
+    _s("sasl.kerberos.service.name", "str", None,
+       "Kerberos service name of the brokers (the 'kafka' of kafka/host@REALM); required for GSSAPI."),
+    _s("sasl.kerberos.kinit.cmd", "str", "/usr/bin/kinit",
+       "kinit used to renew a ticket-cache TGT (kinit -R) before it expires."),
+    _s("sasl.kerberos.ticket.renew.window.factor", "float", 0.8,
+       "Re-login (keytab) or renew (ticket cache) at this part of the TGT's lifetime.", min=0.0, max=1.0),
+    _s("sasl.kerberos.ticket.renew.jitter", "float", 0.05,
+       "Random part added to the renew window factor.", min=0.0, max=1.0),
+    _s("sasl.kerberos.min.time.before.relogin", "int", 60000, "Least time between two Kerberos re-logins (ms).",
+       min=0),
+    # -- OAUTHBEARER with OIDC (KIP-768, KIP-1139)
+    _s("sasl.login.callback.handler.class", "str", None,
+       "Java's OAuthBearerLoginCallbackHandler (OIDC login) is accepted; kafkalite logs in to "
+       "sasl.oauthbearer.token.endpoint.url itself."),
+    _s("sasl.oauthbearer.token.endpoint.url", "str", None,
+       "OAuth/OIDC token endpoint (https://...), or file:/path of a token (KIP-768)."),
+    _s("sasl.oauthbearer.client.credentials.client.id", "str", None, "OAuth client id (client_credentials grant)."),
+    _s("sasl.oauthbearer.client.credentials.client.secret", "password", None, "OAuth client secret."),
+    _s("sasl.oauthbearer.scope", "str", None, "Scope requested from the token endpoint."),
+    _s("sasl.oauthbearer.jwt.retriever.class", "str", "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+       "How tokens are fetched: DefaultJwtRetriever, ClientCredentialsJwtRetriever, JwtBearerJwtRetriever or "
+       "FileJwtRetriever (Java's class names, with or without package)."),
+    _s("sasl.oauthbearer.scope.claim.name", "str", "scope", "JWT claim holding the token's scopes."),
+    _s("sasl.oauthbearer.sub.claim.name", "str", "sub", "JWT claim holding the principal."),
+    _s("sasl.oauthbearer.header.urlencode", "bool", False,
+       "URL-encode client id and secret in the Authorization header (KIP-1025)."),
+    _s("sasl.oauthbearer.assertion.algorithm", "choice", "RS256", "Signature algorithm of a generated assertion.",
+       choices=("RS256", "ES256")),
+    _s("sasl.oauthbearer.assertion.claim.aud", "str", None, "aud claim of a generated assertion."),
+    _s("sasl.oauthbearer.assertion.claim.exp.seconds", "int", 300, "Lifetime of a generated assertion (s).",
+       min=0, max=86400),
+    _s("sasl.oauthbearer.assertion.claim.iss", "str", None, "iss claim of a generated assertion."),
+    _s("sasl.oauthbearer.assertion.claim.jti.include", "bool", False, "Add a random jti claim to the assertion."),
+    _s("sasl.oauthbearer.assertion.claim.nbf.seconds", "int", 60, "nbf of a generated assertion, seconds ago.",
+       min=0, max=3600),
+    _s("sasl.oauthbearer.assertion.claim.sub", "str", None, "sub claim of a generated assertion."),
+    _s("sasl.oauthbearer.assertion.file", "str", None, "File holding a ready JWT assertion (re-read at each login)."),
+    _s("sasl.oauthbearer.assertion.private.key.file", "str", None, "PEM private key that signs the assertion."),
+    _s("sasl.oauthbearer.assertion.private.key.passphrase", "password", None, "Passphrase of that key."),
+    _s("sasl.oauthbearer.assertion.template.file", "str", None,
+       "JSON file with 'header' and 'payload' objects merged into a generated assertion."),
+    _s("sasl.login.refresh.window.factor", "float", 0.8,
+       "Refresh the token at this part of its lifetime.", min=0.5, max=1.0),
+    _s("sasl.login.refresh.window.jitter", "float", 0.05, "Random part added to the refresh window factor.",
+       min=0.0, max=0.25),
+    _s("sasl.login.refresh.min.period.seconds", "int", 60, "Least time between two token refreshes (s).",
+       min=0, max=900),
+    _s("sasl.login.refresh.buffer.seconds", "int", 300, "Refresh at least this long before the token expires (s).",
+       min=0, max=3600),
+    _s("sasl.login.connect.timeout.ms", "int", 10000,
+       "Connect timeout to the token endpoint (Java: unset means none; kafkalite waits 10 s).", min=1),
+    _s("sasl.login.read.timeout.ms", "int", 10000,
+       "Read timeout of the token endpoint (Java: unset means none; kafkalite waits 10 s).", min=1),
+    _s("sasl.login.retry.backoff.ms", "int", 100, "First delay before retrying the token endpoint.", min=0),
+    _s("sasl.login.retry.backoff.max.ms", "int", 10000,
+       "Give up on the token endpoint once retrying would exceed this (ms).", min=0),
     _s("ssl.ca.location", "str", None, "PEM file (or directory) of CA certificates to trust."),
     _s("ssl.truststore.location", "str", None, "PEM truststore (Java name; same as ssl.ca.location)."),
-    _s("ssl.truststore.type", "choice", "PEM", "Only PEM stores are read by kafkalite.",
+    _s("ssl.truststore.type", "choice", "PEM", "PEM or PKCS12 (JKS is refused with the conversion command).",
        choices=("PEM", "JKS", "PKCS12")),
     _s("ssl.truststore.certificates", "str", None, "CA certificates as PEM text (Java's PEM trust store)."),
-    _s("ssl.truststore.password", "password", None, "Not used by PEM trust stores (an error if set)."),
+    _s("ssl.truststore.password", "password", None, "Password of a PKCS12 trust store (PEM: an error if set)."),
     _s("ssl.certificate.location", "str", None, "PEM client certificate (mutual TLS)."),
     _s("ssl.key.location", "str", None, "PEM private key of the client certificate."),
     _s("ssl.key.password", "password", None, "Password of the (encrypted PKCS#8) private key."),
-    _s("ssl.keystore.location", "str", None, "PEM key store: private key and certificate chain in one file."),
-    _s("ssl.keystore.type", "choice", "PEM", "Only PEM key stores are read by kafkalite.",
+    _s("ssl.keystore.location", "str", None, "Key store: private key and certificate chain (PEM or PKCS12 file)."),
+    _s("ssl.keystore.type", "choice", "PEM", "PEM or PKCS12 (JKS is refused with the conversion command).",
        choices=("PEM", "JKS", "PKCS12")),
     _s("ssl.keystore.key", "password", None, "Private key as PEM text (with ssl.keystore.certificate.chain)."),
     _s("ssl.keystore.certificate.chain", "str", None, "Client certificate chain as PEM text."),
-    _s("ssl.keystore.password", "password", None, "Not used by PEM key stores (an error if set)."),
+    _s("ssl.keystore.password", "password", None, "Password of a PKCS12 key store (PEM: an error if set)."),
     _s("ssl.endpoint.identification.algorithm", "str", "https",
        "'https' checks the broker's host name against its certificate; '' turns it off."),
     _s("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions the client may use."),
@@ -268,6 +325,22 @@ def _coerce(setting: Setting, value: Any) -> Any:
             if text.lower() == choice.lower():
                 return choice
         raise ConfigError(f"setting '{key}' must be one of {', '.join(setting.choices)}; got {value!r}")
+    if t == "float":
+        if isinstance(value, bool):
+            raise bad("a number")
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise bad("a number") from None
+        if not isinstance(value, (int, float)):
+            raise bad("a number")
+        value = float(value)
+        if setting.min is not None and value < setting.min:
+            raise ConfigError(f"setting '{key}' must be >= {setting.min}, got {value}")
+        if setting.max is not None and value > setting.max:
+            raise ConfigError(f"setting '{key}' must be <= {setting.max}, got {value}")
+        return value
     if t in ("str", "password"):
         if not isinstance(value, str):
             raise bad("a string")

@@ -74,6 +74,18 @@ def test_client_certificate_forms(pki) -> None:
     ctx(ssl_truststore_certificates=pki.ca.read_text() + pki.other_ca.read_text())
 
 
+def test_pkcs12_stores_load(pki) -> None:
+    # The same PKCS#12 files Java clients use (keytool -deststoretype PKCS12 / openssl pkcs12 -export).
+    both = ctx(ssl_keystore_type="PKCS12", ssl_keystore_location=str(pki.client_keystore_p12),
+               ssl_keystore_password=pki.store_password, ssl_truststore_type="PKCS12",
+               ssl_truststore_location=str(pki.truststore_p12), ssl_truststore_password=pki.store_password)
+    assert [c["subject"] for c in both.get_ca_certs()] == [((("organizationName", "kafkalite tests"),),
+                                                             (("commonName", "kafkalite test CA"),))]
+    # ssl.key.password equal to the store's password is fine (keytool writes one password).
+    ctx(ssl_keystore_type="PKCS12", ssl_keystore_location=str(pki.client_keystore_p12),
+        ssl_keystore_password=pki.store_password, ssl_key_password=pki.store_password)
+
+
 @pytest.mark.parametrize("settings, message", [
     ({"ssl.ca.location": "/nonexistent/ca.pem"}, "'ssl.ca.location': file '/nonexistent/ca.pem' does not exist"),
     ({"ssl.key.location": "KEY"}, "'ssl.key.location' needs 'ssl.certificate.location'"),
@@ -84,8 +96,23 @@ def test_client_certificate_forms(pki) -> None:
     ({"ssl.certificate.location": "CERT", "ssl.keystore.location": "STORE"}, "set only one"),
     ({"ssl.keystore.key": "x"}, "go together"),
     ({"ssl.key.password": "x"}, "no client key is configured"),
-    ({"ssl.truststore.type": "JKS"}, "kafkalite reads PEM only"),
-    ({"ssl.keystore.type": "PKCS12"}, "kafkalite reads PEM only"),
+    ({"ssl.truststore.type": "JKS"},
+     "'keytool -importkeystore -srckeystore store.jks -destkeystore store.p12 -deststoretype PKCS12'"),
+    ({"ssl.keystore.type": "JKS", "ssl.keystore.location": "/etc/kafka/client.jks"},
+     "-srckeystore /etc/kafka/client.jks -destkeystore /etc/kafka/client.p12 -deststoretype PKCS12', then set "
+     "ssl.keystore.type=PKCS12"),
+    ({"ssl.keystore.type": "PKCS12"}, "'ssl.keystore.type' is PKCS12: set 'ssl.keystore.location'"),
+    ({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "P12"}, "'ssl.keystore.password' is not set"),
+    ({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "P12", "ssl.keystore.password": "wrong-pw-1"},
+     "'ssl.keystore.password' is wrong: it does not open the PKCS12 store"),
+    ({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "P12", "ssl.keystore.password": "STOREPW",
+      "ssl.key.password": "wrong-pw-2"}, "'ssl.key.password' is wrong"),
+    ({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "TRUST12", "ssl.keystore.password": "STOREPW"},
+     "holds no private key with a certificate"),
+    ({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": "TRUST12", "ssl.truststore.password": "wrong-3"},
+     "'ssl.truststore.password' is wrong"),
+    ({"ssl.truststore.location": "CA", "ssl.truststore.password": "wrong-4"},
+     "'ssl.truststore.password' does not apply to PEM trust stores"),
     ({"ssl.keystore.password": "x"}, "'ssl.key.password'"),
     ({"ssl.truststore.certificates": "not a certificate"}, "'ssl.truststore.certificates'"),
     ({"ssl.endpoint.identification.algorithm": "ldaps"}, "'https' or ''"),
@@ -95,7 +122,8 @@ def test_client_certificate_forms(pki) -> None:
 ])
 def test_setting_errors_name_the_setting(pki, settings, message) -> None:
     files = {"KEY": pki.client_key, "ENC": pki.client_key_encrypted, "CERT": pki.client_cert,
-             "CA": pki.ca, "STORE": pki.broker_keystore}
+             "CA": pki.ca, "STORE": pki.broker_keystore, "P12": pki.client_keystore_p12,
+             "TRUST12": pki.truststore_p12, "STOREPW": pki.store_password}
     given = {k: str(files[v]) if v in files else v for k, v in settings.items()}
     for client in ("producer", "consumer", "admin"):
         with pytest.raises(ConfigError) as info:

@@ -1,18 +1,21 @@
-"""SASL mechanisms as small state machines (no I/O): PLAIN, SCRAM-SHA-256/512, OAUTHBEARER.
+"""SASL mechanisms as small state machines (no I/O): PLAIN, SCRAM-SHA-256/512, OAUTHBEARER, GSSAPI.
 
 The transport runs the exchange over SaslHandshake + SaslAuthenticate requests: it asks
 the mechanism for the first token, sends it, hands back the broker's answer, and repeats
 until the mechanism says it is done. SCRAM follows RFC 5802 / RFC 7677 (the broker's
-final message is verified, so a fake broker cannot pass); OAUTHBEARER follows RFC 7628
-with the token from a user callback (KIP-255).
+final message is verified, so a fake broker cannot pass); OAUTHBEARER follows RFC 7628;
+GSSAPI follows RFC 4752 over a GSS-API context (:mod:`kafkalite.net.kerberos`).
 
 Credentials come from ``sasl.username``/``sasl.password`` or, for settings copied from a
 Java client, from ``sasl.jaas.config`` (``... username="u" password="p";``). For
-OAUTHBEARER the token comes from ``sasl.oauthbearer.token.provider`` or, like Java's
-default login handler, from the JAAS line's ``unsecuredLoginStringClaim_sub`` (an
-unsigned JWT, for tests against a broker with the unsecured validator).
+OAUTHBEARER the token comes from ``sasl.oauthbearer.token.provider``, from an OIDC token
+endpoint (``sasl.oauthbearer.token.endpoint.url``, :mod:`kafkalite.net.oauth`) or, like
+Java's default login handler, from the JAAS line's ``unsecuredLoginStringClaim_sub`` (an
+unsigned JWT, for tests against a broker with the unsecured validator). GSSAPI logs in
+with a keytab or a ticket cache (:mod:`kafkalite.net.kerberos`).
 
-GSSAPI (Kerberos) is not implemented: choosing it is a :class:`ConfigError`.
+Mechanisms whose steps may block (a KDC or token endpoint round trip) say so with
+``blocking = True``; the transport then runs their steps on an executor thread.
 """
 
 from __future__ import annotations
@@ -21,13 +24,13 @@ import base64
 import hashlib
 import hmac
 import json
-import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkalite.errors import ConfigError, SaslAuthenticationError
+from kafkalite.net.jaas import jaas_entry
 
 
 class SaslMechanism:
@@ -36,6 +39,7 @@ class SaslMechanism:
     name = ""
     done = False
     principal: str | None = None  # who logs in, for error messages
+    blocking = False  # steps may block on network I/O: run them off the event loop
 
     def first_token(self) -> bytes:
         raise NotImplementedError
@@ -118,25 +122,101 @@ class OAuthBearerMechanism(SaslMechanism):
 
     name = "OAUTHBEARER"
 
-    def __init__(self, token_provider: Callable[[], Any]) -> None:
+    def __init__(self, token_provider: Callable[[], Any], *, extensions: Mapping[str, str] | None = None,
+                 blocking: bool = False, principal_of: Callable[[Any], str | None] | None = None) -> None:
         self._provider = token_provider
+        self._extensions = dict(extensions or {})
+        self._principal_of = principal_of
+        self.blocking = blocking
 
     def first_token(self) -> bytes:
         try:
             result = self._provider()
+        except SaslAuthenticationError:
+            raise
         except Exception as exc:
             raise SaslAuthenticationError(f"OAUTHBEARER: the token provider failed: {exc!r}") from exc
         token = _token_text(result)
-        self.principal = _jwt_subject(token)
-        return f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+        self.principal = self._principal_of(result) if self._principal_of is not None else _jwt_subject(token)
+        # RFC 7628 / KIP-342: SASL extensions follow the auth value, each key=value\x01.
+        extensions = "".join(f"{k}={v}\x01" for k, v in sorted(self._extensions.items()))
+        return f"n,,\x01auth=Bearer {token}\x01{extensions}\x01".encode()
 
     def next_token(self, server_token: bytes) -> bytes | None:
         if server_token:
-            # RFC 7628: an error JSON arrives; answer with %x01 and the broker fails auth.
+            # RFC 7628: an error JSON arrives (the broker fails the login next).
             self.done = True
-            raise SaslAuthenticationError(f"OAUTHBEARER refused: {server_token.decode(errors='replace')}")
+            raise SaslAuthenticationError(_bearer_refusal(server_token))
         self.done = True
         return None
+
+
+class GssapiMechanism(SaslMechanism):
+    """RFC 4752 client over a GSS-API context (Kafka: no security layer).
+
+    ``context`` has ``step(token) -> bytes``, ``complete``, ``wrap(bytes)`` and
+    ``unwrap(bytes)`` (:class:`kafkalite.net.kerberos.GssContext`, or a fake in unit
+    tests). The exchange: context tokens until the context is established (an empty
+    answer when the last step produced none), then the broker's wrapped offer of
+    security layers, answered by a wrapped choice of "no security layer" with the
+    broker's maximum buffer size and no authorization id; the broker's final, empty
+    answer ends it.
+    """
+
+    name = "GSSAPI"
+    blocking = True
+    _NO_SECURITY_LAYER = 0x01
+
+    def __init__(self, context: Any, principal: str | None = None) -> None:
+        self._context = context
+        self.principal = principal
+        self._layers_answered = False
+
+    def first_token(self) -> bytes:
+        token = self._context.step(None)
+        self._refresh_principal()
+        return token
+
+    def next_token(self, server_token: bytes) -> bytes | None:
+        if not self._context.complete:
+            token = self._context.step(server_token)
+            return token or b""
+        if not self._layers_answered:
+            offer = self._context.unwrap(server_token)
+            if len(offer) != 4:
+                raise SaslAuthenticationError(f"GSSAPI: the broker's security layer offer has {len(offer)} bytes, "
+                                              "not 4 (RFC 4752)")
+            if not offer[0] & self._NO_SECURITY_LAYER:
+                raise SaslAuthenticationError("GSSAPI: the broker requires a SASL security layer (integrity or "
+                                              "confidentiality), which Kafka clients do not use")
+            self._layers_answered = True
+            # Our choice: no security layer, the broker's max buffer size, no authzid.
+            return self._context.wrap(bytes([self._NO_SECURITY_LAYER]) + offer[1:4])
+        if server_token:
+            raise SaslAuthenticationError("GSSAPI: the broker sent data after the exchange was complete")
+        self.done = True
+        return None
+
+    def _refresh_principal(self) -> None:
+        login = getattr(self._context, "login", None)
+        if login is not None and getattr(login, "principal", None):
+            self.principal = login.principal
+
+
+def _bearer_refusal(server_token: bytes) -> str:
+    """The broker's RFC 7628 error (``{"status": "invalid_token", "scope": ...}``) in words."""
+    text = server_token.decode(errors="replace")
+    try:
+        error = json.loads(text)
+    except ValueError:
+        error = None
+    if not isinstance(error, dict) or "status" not in error:
+        return f"the broker refused the token: {text}"
+    detail = f"the broker refused the token (status {error['status']}"
+    if error.get("scope"):
+        detail += f", required scope {error['scope']}"
+    return detail + "); its validator checks signature, expiry, issuer and audience " \
+                    "(sasl.oauthbearer.expected.issuer / .expected.audience on the broker)"
 
 
 def _token_text(result: Any) -> str:
@@ -200,13 +280,10 @@ def _parse_scram(text: str) -> dict[str, str]:
     return out
 
 
-_JAAS_VALUE = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-
-
 def jaas_options(cfg: Any) -> dict[str, str]:
-    """The ``key="value"`` options of ``sasl.jaas.config`` (empty if unset)."""
-    jaas = cfg["sasl.jaas.config"]
-    return {k: v.replace('\\"', '"') for k, v in _JAAS_VALUE.findall(jaas)} if jaas else {}
+    """The ``key=value`` options of ``sasl.jaas.config`` (empty if unset)."""
+    entry = jaas_entry(cfg)
+    return dict(entry.options) if entry is not None else {}
 
 
 def credentials(cfg: Any) -> tuple[str | None, str | None]:
@@ -219,8 +296,9 @@ def credentials(cfg: Any) -> tuple[str | None, str | None]:
     return username, password
 
 
-def mechanism_for(cfg: Any) -> SaslMechanism:
-    """Build the configured mechanism; raises ConfigError naming what is missing."""
+def mechanism_for(cfg: Any, host: str | None = None) -> SaslMechanism:
+    """Build the configured mechanism for a connection to ``host``; raises ConfigError
+    naming what is missing. No I/O: logins (KDC, token endpoint) happen in the steps."""
     name = cfg["sasl.mechanism"]
     if name in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
         username, password = credentials(cfg)
@@ -230,20 +308,33 @@ def mechanism_for(cfg: Any) -> SaslMechanism:
             )
         return PlainMechanism(username, password) if name == "PLAIN" else ScramMechanism(name, username, password)
     if name == "OAUTHBEARER":
-        provider = cfg["sasl.oauthbearer.token.provider"]
-        if provider is None:
-            provider = _unsecured_provider(jaas_options(cfg))
+        return _oauthbearer(cfg)
+    from kafkalite.net import kerberos
+
+    login = kerberos.login_for(kerberos.kerberos_settings(cfg))
+    return GssapiMechanism(kerberos.GssContext(login, host or "localhost"), login.principal)
+
+
+def _oauthbearer(cfg: Any) -> SaslMechanism:
+    provider = cfg["sasl.oauthbearer.token.provider"]
+    if provider is not None:
         if not callable(provider):
-            raise ConfigError(
-                "sasl.mechanism OAUTHBEARER needs 'sasl.oauthbearer.token.provider' (a callable returning "
-                "the token), or for an unsecured test broker 'sasl.jaas.config' with "
-                "unsecuredLoginStringClaim_sub=\"<user>\""
-            )
+            raise ConfigError("setting 'sasl.oauthbearer.token.provider' must be a callable returning the token")
         return OAuthBearerMechanism(provider)
-    raise ConfigError(
-        "sasl.mechanism GSSAPI (Kerberos, the Java client's default mechanism) is not supported by "
-        "kafkalite; set 'sasl.mechanism' to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
-    )
+    from kafkalite.net import oauth
+
+    if oauth.uses_oidc(cfg) or cfg["sasl.login.callback.handler.class"] is not None:
+        login = oauth.login_for(oauth.oauth_settings(cfg))
+        return OAuthBearerMechanism(login.token, extensions=dict(login.settings.extensions), blocking=True,
+                                    principal_of=lambda token: token.principal)
+    unsecured = _unsecured_provider(jaas_options(cfg))
+    if unsecured is None:
+        raise ConfigError(
+            "sasl.mechanism OAUTHBEARER needs 'sasl.oauthbearer.token.endpoint.url' with a client id and secret "
+            "(OIDC, KIP-768), 'sasl.oauthbearer.token.provider' (a callable returning the token), or for an "
+            "unsecured test broker 'sasl.jaas.config' with unsecuredLoginStringClaim_sub=\"<user>\""
+        )
+    return OAuthBearerMechanism(unsecured)
 
 
 def _unsecured_provider(options: dict[str, str]) -> Callable[[], str] | None:

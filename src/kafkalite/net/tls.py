@@ -37,13 +37,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkalite.errors import ConfigError
+from kafkalite.net import pkcs12
 
 _FILE_SETTINGS = ("ssl.ca.location", "ssl.truststore.location", "ssl.certificate.location",
                   "ssl.key.location", "ssl.keystore.location")
 _KEY_SETTINGS = (*_FILE_SETTINGS, "ssl.truststore.certificates", "ssl.keystore.certificate.chain",
                  "ssl.keystore.key", "ssl.key.password", "ssl.endpoint.identification.algorithm",
                  "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.keystore.type", "ssl.truststore.type",
-                 "ssl.keystore.password")
+                 "ssl.keystore.password", "ssl.truststore.password")
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
 _cache: dict[tuple[Any, ...], ssl.SSLContext] = {}
@@ -88,16 +89,23 @@ def _freeze(value: Any) -> Any:
 
 def _build(cfg: Mapping[str, Any]) -> ssl.SSLContext:
     for store in ("ssl.keystore.type", "ssl.truststore.type"):
-        if cfg[store] != "PEM":
+        if cfg[store] == "JKS":
+            location = cfg[store.replace(".type", ".location")] or "store.jks"
+            target = os.path.splitext(location)[0] + ".p12"
             raise ConfigError(
-                f"setting '{store}' is {cfg[store]}; kafkalite reads PEM only. Convert the store, e.g. "
-                "'keytool -importkeystore -srckeystore store.jks -destkeystore store.p12 -deststoretype PKCS12' "
-                "then 'openssl pkcs12 -in store.p12 -out store.pem', and set the type to PEM"
+                f"setting '{store}' is JKS, which kafkalite does not read; convert the store to PKCS12 once "
+                f"with Java's keytool: 'keytool -importkeystore -srckeystore {location} -destkeystore {target} "
+                f"-deststoretype PKCS12', then set {store}=PKCS12 and "
+                f"{store.replace('.type', '.location')}={target}"
             )
-    if cfg["ssl.keystore.password"] is not None:
+    if cfg["ssl.keystore.password"] is not None and cfg["ssl.keystore.type"] == "PEM":
         # Java refuses it too for PEM key stores: only the key itself has a password.
         raise ConfigError("setting 'ssl.keystore.password' does not apply to PEM key stores; "
                           "set 'ssl.key.password' to the password of the private key")
+    if cfg["ssl.truststore.password"] is not None and cfg["ssl.truststore.type"] == "PEM":
+        # Java: "SSL trust store password cannot be specified for PEM format".
+        raise ConfigError("setting 'ssl.truststore.password' does not apply to PEM trust stores (they have no "
+                          "password); it opens PKCS12 trust stores (ssl.truststore.type=PKCS12)")
     for name in _FILE_SETTINGS:
         path = cfg[name]
         if path is not None and not os.path.exists(path):
@@ -130,6 +138,18 @@ def _build(cfg: Mapping[str, Any]) -> ssl.SSLContext:
 
 
 def _trust(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> None:
+    if cfg["ssl.truststore.type"] == "PKCS12":
+        if cfg["ssl.truststore.location"] is None:
+            raise ConfigError("setting 'ssl.truststore.type' is PKCS12: set 'ssl.truststore.location' to the store")
+        if cfg["ssl.ca.location"] is not None or cfg["ssl.truststore.certificates"] is not None:
+            raise ConfigError("a PKCS12 trust store (ssl.truststore.location) and PEM CA settings "
+                              "(ssl.ca.location / ssl.truststore.certificates) both name the CAs; set one")
+        try:
+            ctx.load_verify_locations(cadata=pkcs12.trusted_certificates_pem(
+                cfg["ssl.truststore.location"], cfg["ssl.truststore.password"]))
+        except ssl.SSLError as exc:
+            raise ConfigError(f"setting 'ssl.truststore.location': cannot use its certificates: {exc}") from None
+        return
     ca_file = cfg["ssl.ca.location"] or cfg["ssl.truststore.location"]
     name = "ssl.ca.location" if cfg["ssl.ca.location"] else "ssl.truststore.location"
     inline = cfg["ssl.truststore.certificates"]
@@ -163,6 +183,14 @@ def _client_certificate(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> None:
         raise ConfigError("setting 'ssl.key.location' needs 'ssl.certificate.location' (the certificate of the key)")
     if (chain_text is None) != (key_text is None):
         raise ConfigError("settings 'ssl.keystore.certificate.chain' and 'ssl.keystore.key' go together")
+    if cfg["ssl.keystore.type"] == "PKCS12":
+        if keystore is None:
+            raise ConfigError("setting 'ssl.keystore.type' is PKCS12: set 'ssl.keystore.location' to the store")
+        if len(given) > 1 or key is not None:
+            raise ConfigError("a PKCS12 key store (ssl.keystore.location) holds key and certificate: do not set "
+                              "ssl.certificate.location / ssl.key.location / ssl.keystore.key as well")
+        _load_pkcs12(ctx, keystore, cfg["ssl.keystore.password"], password)
+        return
     if cert is not None:
         _load_chain(ctx, cert, key, password, "ssl.certificate.location", "ssl.key.location")
     elif keystore is not None:
@@ -180,6 +208,47 @@ def _client_certificate(ctx: ssl.SSLContext, cfg: Mapping[str, Any]) -> None:
     elif password is not None:
         raise ConfigError("setting 'ssl.key.password' is set but no client key is configured "
                           "('ssl.key.location', 'ssl.keystore.location' or 'ssl.keystore.key')")
+
+
+def _load_pkcs12(ctx: ssl.SSLContext, path: str, store_password: str | None, key_password: str | None) -> None:
+    """Key and chain of a PKCS12 key store, handed to OpenSSL through a private
+    temporary PEM file whose key is encrypted with a one-off password."""
+    pem, one_off = pkcs12.key_and_chain_pem(path, store_password, key_password)
+    fd, tmp = tempfile.mkstemp(prefix="kafkalite-p12-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        _load_chain(ctx, tmp, None, one_off, "ssl.keystore.location", "ssl.keystore.location")
+    finally:
+        os.unlink(tmp)
+
+
+def context_from_options(options: Mapping[str, str], where: str) -> ssl.SSLContext:
+    """A TLS context from ``ssl.*`` options given somewhere else than the client's own
+    settings (Java reads the token endpoint's TLS settings from ``sasl.jaas.config``).
+    Unset options take the client defaults."""
+    from kafkalite.config import SETTINGS, lookup
+
+    values: dict[str, Any] = {s.name: s.default for s in SETTINGS if s.name.startswith("ssl.")}
+    for key, value in options.items():
+        setting = lookup(key)
+        if setting is None or not setting.name.startswith("ssl.") or setting.name == "ssl.context":
+            raise ConfigError(f"{where}: {key!r} is not an ssl.* setting kafkalite knows")
+        try:
+            values[setting.name] = _coerce_option(setting, value)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    values["security.protocol"] = "SSL"
+    try:
+        return _build(values)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _coerce_option(setting: Any, value: str) -> Any:
+    from kafkalite.config import _coerce
+
+    return _coerce(setting, value)
 
 
 def _load_chain(ctx: ssl.SSLContext, certfile: str, keyfile: str | None, password: str | None,

@@ -320,7 +320,7 @@ class BrokerConnection:
         Also used for KIP-368 re-authentication, on a connection with requests in flight:
         these requests go straight to the socket (they are not held).
         """
-        mechanism = mechanism_for(self.cfg)
+        mechanism = mechanism_for(self.cfg, self.host)
         handshake = await self._send_now(SaslHandshakeRequest(mechanism=mechanism.name))
         if handshake.error_code == UnsupportedSaslMechanismError.code:
             raise error_for_code(
@@ -333,14 +333,14 @@ class BrokerConnection:
                                  f"broker {self.address} refused the SASL {mechanism.name} handshake")
         lifetime_ms = 0
         try:
-            token: bytes | None = mechanism.first_token()
+            token: bytes | None = await self._sasl_step(mechanism, mechanism.first_token)
             while token is not None:
                 response = await self._send_now(SaslAuthenticateRequest(auth_bytes=token))
                 if response.error_code:
                     raise error_for_code(response.error_code, self._sasl_failure(
                         mechanism, response.error_message or "SASL authentication failed"))
                 lifetime_ms = response.session_lifetime_ms or 0
-                token = mechanism.next_token(bytes(response.auth_bytes))
+                token = await self._sasl_step(mechanism, mechanism.next_token, bytes(response.auth_bytes))
         except SaslAuthenticationError as exc:
             if self.address not in exc.message:
                 exc.message = self._sasl_failure(mechanism, exc.message)
@@ -350,6 +350,15 @@ class BrokerConnection:
             raise IllegalSaslStateError(f"SASL {mechanism.name} exchange with {self.address} ended early")
         self.sasl_principal = mechanism.principal
         self._schedule_reauthentication(lifetime_ms)
+
+    @staticmethod
+    async def _sasl_step(mechanism: SaslMechanism, step: Callable[..., Any], *args: Any) -> Any:
+        """One mechanism step; a blocking one (a KDC or token endpoint round trip, Kerberos
+        or OIDC) runs on the default executor so that the event loop keeps serving the
+        other connections meanwhile."""
+        if not mechanism.blocking:
+            return step(*args)
+        return await asyncio.get_running_loop().run_in_executor(None, step, *args)
 
     def _sasl_failure(self, mechanism: SaslMechanism, reason: str) -> str:
         who = f" as user '{mechanism.principal}'" if mechanism.principal else ""

@@ -21,6 +21,11 @@ Example::
 adds the TLS listeners of :data:`SECURE_PRESET` with a test CA, and ``status`` prints
 their addresses and the CA / client certificate files.
 
+``up --kerberos`` starts Kafka's MiniKdc first and adds GSSAPI listeners (``KERBEROS``,
+``KERBEROS_REAUTH``); ``up --oauth`` starts an OIDC provider (mock-oauth2-server) and adds
+an ``OAUTH`` listener that validates its tokens; ``status`` prints the ``KRB5_CONFIG``,
+the keytabs and the token endpoint (see :mod:`kafkalite.testing.signin`).
+
 ``registry up|down|status`` does the same for a Schema Registry (Apicurio Registry,
 Confluent-compatible API); ``up`` prints the ``schema.registry.url``::
 
@@ -50,7 +55,10 @@ from kafkalite.testing.distribution import (
     KafkaDistribution,
     available_versions,
 )
+from kafkalite.testing.jarsets import JarSet, JarSetLock
 from kafkalite.testing.java import find_java
+from kafkalite.testing.kdc import DEFAULT_MINIKDC_VERSION
+from kafkalite.testing.oidc import DEFAULT_OIDC_VERSION
 from kafkalite.testing.paths import state_dir
 from kafkalite.testing.ports import port_is_free
 from kafkalite.testing.properties import SASL_PRESET, SECURE_PRESET
@@ -60,6 +68,7 @@ from kafkalite.testing.registry import (
     registry_command,
     registry_versions,
 )
+from kafkalite.testing.signin import SignInServices, describe_state, detached_state
 from kafkalite.testing.wire import KafkaSocket, WireError
 
 
@@ -107,7 +116,19 @@ def cmd_up(args: argparse.Namespace) -> int:
     security = SECURE_PRESET if args.ssl else SASL_PRESET if args.sasl else None
     brokers: list[LocalBroker]
     target: LocalBroker | LocalCluster
-    if args.nodes == 1:
+    signin: dict[str, Any] = {}
+    if args.kerberos or args.oauth:
+        if args.ssl or args.sasl or args.nodes != 1:
+            print("kafkalite: --kerberos / --oauth start one node with their own listeners; "
+                  "leave out --ssl, --sasl and --nodes", file=sys.stderr)
+            return 2
+        services = SignInServices(run_dir, kerberos=args.kerberos, oauth=args.oauth, version=args.version,
+                                  port=port, token_lifetime_s=args.token_lifetime, tied=False)
+        services.start(timeout=args.timeout)
+        assert services.broker is not None
+        target, brokers = services.broker, [services.broker]
+        signin = detached_state(services)
+    elif args.nodes == 1:
         target = LocalBroker(args.version, run_dir=run_dir, port=port, security=security, tied=False)
         brokers = [target]
     else:
@@ -116,7 +137,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
         brokers = target.brokers
     try:
-        target.start(timeout=args.timeout)
+        if not signin:
+            target.start(timeout=args.timeout)
     except BaseException:
         for broker in brokers:
             broker.kill()
@@ -128,6 +150,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         "listeners": listeners,
         "run_dir": str(run_dir),
         "tls_dir": str(brokers[0].tls_dir) if brokers[0].tls is not None else None,
+        "signin": signin,
         "nodes": [
             {
                 "node_id": b.node_id,
@@ -157,6 +180,8 @@ def _stop(state: dict[str, Any], timeout: float = 30.0) -> None:
             pass
     for node in nodes:
         processes.terminate(node["pid"], node.get("start_time"), timeout=timeout)
+    for service in (state.get("signin") or {}).values():  # the KDC / OIDC provider of --kerberos / --oauth
+        processes.terminate(service["pid"], service.get("start_time"), timeout=5.0)
     for node in state["nodes"]:
         processes.unregister(node["pid"])
     if state.get("run_dir"):
@@ -192,6 +217,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if state.get("tls_dir"):
             print(f"  TLS: CA {state['tls_dir']}/ca.pem, client certificate {state['tls_dir']}/client.pem "
                   f"(key {state['tls_dir']}/client.key)")
+        for line in describe_state(state.get("signin") or {}):
+            print(line)
         for node, alive in zip(state["nodes"], _nodes_alive(state)):
             health = ("ready" if _node_ready(node["bootstrap"]) else "not ready") if alive else "dead"
             running += alive
@@ -221,6 +248,13 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         registry.ensure()
         how = how if how == "cached" else f"downloaded in {time.monotonic() - started:.1f} s"
         print(f"Apicurio Registry {registry.version}: {how} in {registry.app}")
+        for name, version in (("minikdc", DEFAULT_MINIKDC_VERSION), ("mock-oauth2-server", DEFAULT_OIDC_VERSION)):
+            jars = JarSet(JarSetLock.load(name, version))
+            started = time.monotonic()
+            how = "cached" if jars.is_complete() else "downloaded"
+            jars.ensure()
+            how = how if how == "cached" else f"downloaded in {time.monotonic() - started:.1f} s"
+            print(f"{name} {version} (sign-in tests): {len(jars.lock.artifacts)} jars {how} in {jars.libs}")
     java = find_java()
     print(f"Java {java.version} from {java.source}: {java.executable}")
     return 0
@@ -234,7 +268,9 @@ def cmd_registry(args: argparse.Namespace) -> int:
 
 
 def _pids(state: dict[str, Any] | None) -> set[int]:
-    return {n["pid"] for n in state["nodes"]} if state else set()
+    if not state:
+        return set()
+    return {n["pid"] for n in state["nodes"]} | {s["pid"] for s in (state.get("signin") or {}).values()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -250,6 +286,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--sasl", action="store_true", help="add the SASL_PLAINTEXT listener preset")
     up.add_argument("--ssl", action="store_true",
                     help="add SSL, MTLS, SASL_SSL, SASL_PLAINTEXT and REAUTH listeners (test CA; implies --sasl)")
+    up.add_argument("--kerberos", action="store_true",
+                    help="start Kafka's MiniKdc and add GSSAPI listeners (KERBEROS, KERBEROS_REAUTH)")
+    up.add_argument("--oauth", action="store_true",
+                    help="start an OIDC provider (mock-oauth2-server) and add an OAUTHBEARER listener (OAUTH)")
+    up.add_argument("--token-lifetime", type=int, default=3600, metavar="SECONDS",
+                    help="lifetime of the OIDC provider's tokens (with --oauth)")
     up.add_argument("--timeout", type=float, default=120.0)
     up.set_defaults(func=cmd_up)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=cmd_down)

@@ -40,6 +40,7 @@ from kafkalite.testing.java import JavaRuntime, find_java
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.properties import (
     CLIENT_LISTENER,
+    BrokerSignIn,
     NodeConfig,
     SecurityPreset,
     broker_log_config,
@@ -107,6 +108,9 @@ class LocalBroker:
         extra_properties: more ``server.properties`` entries; they win.
         extra_classpath: jars or class directories added to the broker's class path
             (broker plugins such as a test ``metric.reporters`` class).
+        signin: the KDC and OIDC provider of GSSAPI / OIDC listeners (e.g. of
+            :data:`~kafkalite.testing.properties.SIGNIN_PRESET`); also sets the JVM's
+            ``java.security.krb5.conf`` and Kafka's allowed OAuth URLs.
         heap: the JVM's ``-Xmx``.
         tied: die with the current process (tests); False leaves it running
             detached (the CLI's ``up``).
@@ -129,6 +133,7 @@ class LocalBroker:
         min_insync_replicas: int = 1,
         extra_properties: Mapping[str, object] | None = None,
         extra_classpath: Sequence[Path | str] = (),
+        signin: BrokerSignIn | None = None,
         heap: str = "512m",
         tied: bool = True,
         distribution: KafkaDistribution | None = None,
@@ -138,6 +143,7 @@ class LocalBroker:
         self.node_id = node_id
         self.cluster_id = cluster_id or random_cluster_id()
         self.security = security
+        self.signin = signin
         self.heap = heap
         self.tied = tied
         self._owns_run_dir = run_dir is None
@@ -285,6 +291,7 @@ class LocalBroker:
             security=self.security,
             extra=self.extra_properties,
             tls=self.tls,
+            signin=self.signin,
         )
 
     def write_config(self) -> Path:
@@ -326,6 +333,7 @@ class LocalBroker:
             *gc,
             "-XX:+ExplicitGCInvokesConcurrent",
             *common_jvm_options(self.java),
+            *(self.signin.jvm_options() if self.signin is not None else []),
             f"-Dkafka.logs.dir={self.log_dir}",
             log.jvm_flag(self.run_dir / log.filename),
             "-cp",

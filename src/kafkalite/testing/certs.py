@@ -33,6 +33,9 @@ CLIENT_CN = "kafkalite-client"
 KEY_PASSWORD = "client-key-secret"
 """Password of ``client-encrypted.key`` (``ssl.key.password``)."""
 
+STORE_PASSWORD = "client-store-secret"
+"""Password of the PKCS#12 stores ``client.p12`` and ``truststore.p12``."""
+
 MISMATCHED_HOST = "not-this-host.invalid"
 """The only name in ``broker-wrong-host.pem``: connecting to 127.0.0.1 must not verify."""
 
@@ -84,9 +87,26 @@ class TestPki:
     def key_password(self) -> str:
         return KEY_PASSWORD
 
+    @property
+    def client_keystore_p12(self) -> Path:
+        """The client's key, certificate and CA as a PKCS#12 key store
+        (``ssl.keystore.type=PKCS12``), password :data:`STORE_PASSWORD`."""
+        return self.directory / "client.p12"
+
+    @property
+    def truststore_p12(self) -> Path:
+        """The test CA as a PKCS#12 trust store (``ssl.truststore.type=PKCS12``),
+        password :data:`STORE_PASSWORD`."""
+        return self.directory / "truststore.p12"
+
+    @property
+    def store_password(self) -> str:
+        return STORE_PASSWORD
+
     def files(self) -> list[Path]:
         return [self.ca, self.other_ca, self.broker_keystore, self.broker_wrong_host_keystore,
-                self.client_cert, self.client_key, self.client_key_encrypted]
+                self.client_cert, self.client_key, self.client_key_encrypted, self.client_keystore_p12,
+                self.truststore_p12]
 
     def complete(self) -> bool:
         return all(p.is_file() and p.stat().st_size > 0 for p in self.files())
@@ -183,6 +203,15 @@ def make_test_pki(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "local
     _write(pki.client_cert, pem_cert(client_cert))
     _write(pki.client_key, pem_key(client_key))
     _write(pki.client_key_encrypted, pem_key(client_key, KEY_PASSWORD))
+    # PKCS#12 stores as people receive them (what keytool -deststoretype PKCS12 or
+    # openssl pkcs12 -export make); the trust store holds the CA as a trusted entry.
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    store_encryption = serialization.BestAvailableEncryption(STORE_PASSWORD.encode())
+    _write(pki.client_keystore_p12, pkcs12.serialize_key_and_certificates(
+        CLIENT_CN.encode(), client_key, client_cert, [ca_cert], store_encryption))
+    _write(pki.truststore_p12, pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(ca_cert, b"kafkalite-test-ca")], store_encryption))
     return pki
 
 

@@ -42,6 +42,41 @@ SSL_PROTOCOLS = ("SSL", "SASL_SSL")
 _UNSECURED_VALIDATOR = (
     "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
 )
+_JWKS_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+_KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
+"""Kafka 4.x fetches JWKS / token URLs only if this JVM system property lists them."""
+
+
+@dataclass(frozen=True)
+class BrokerSignIn:
+    """What GSSAPI and OIDC listeners need at run time: the KDC's and the identity
+    provider's coordinates (see :mod:`kafkalite.testing.kdc` and
+    :mod:`kafkalite.testing.oidc`).
+
+    Attributes:
+        krb5_conf: the realm's ``krb5.conf`` (``-Djava.security.krb5.conf``).
+        keytab / principal: the broker's Kerberos identity (``kafka/127.0.0.1@REALM``).
+        jwks_url / issuer / audience: what ``OAuthBearerValidatorCallbackHandler``
+            checks tokens against.
+    """
+
+    krb5_conf: Path | None = None
+    keytab: Path | None = None
+    principal: str | None = None
+    service_name: str = "kafka"
+    jwks_url: str | None = None
+    issuer: str | None = None
+    audience: str | None = None
+
+    def jvm_options(self) -> list[str]:
+        """System properties of the broker's JVM."""
+        options = []
+        if self.krb5_conf is not None:
+            options.append(f"-Djava.security.krb5.conf={self.krb5_conf}")
+        if self.jwks_url is not None:
+            options.append(f"-D{ALLOWED_URLS_PROPERTY}={self.jwks_url}")
+        return options
 
 
 @dataclass(frozen=True)
@@ -72,6 +107,13 @@ class SecurityPreset:
         listener_configs: listener name -> more broker settings for that listener
             only (written with the ``listener.name.<name>.`` prefix), e.g.
             ``{"REAUTH": {"connections.max.reauth.ms": "3000"}}``.
+        listener_mechanisms: listener name -> its SASL mechanisms, where they differ
+            from ``mechanisms`` (``GSSAPI`` needs :class:`BrokerSignIn`'s keytab).
+        oidc_listeners: listeners whose OAUTHBEARER validates signed JWTs against the
+            identity provider's JWKS (Kafka's ``OAuthBearerValidatorCallbackHandler``)
+            instead of accepting unsigned test tokens.
+        authorizer: run the StandardAuthorizer (False: every signed-in principal may
+            do anything; for tests of signing in, not of authorization).
     """
 
     users: Mapping[str, str] = field(
@@ -88,6 +130,9 @@ class SecurityPreset:
     client_auth_listeners: tuple[str, ...] = ()
     wrong_host_listeners: tuple[str, ...] = ()
     listener_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    listener_mechanisms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    oidc_listeners: tuple[str, ...] = ()
+    authorizer: bool = True
 
     @property
     def listeners(self) -> dict[str, str]:
@@ -107,22 +152,24 @@ class SecurityPreset:
                 args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
         return args
 
-    def properties(self, tls: TestPki | None = None) -> dict[str, str]:
-        """Broker settings; ``tls`` gives the certificate files for TLS listeners."""
+    def properties(self, tls: TestPki | None = None, signin: BrokerSignIn | None = None) -> dict[str, str]:
+        """Broker settings; ``tls`` gives the certificate files for TLS listeners,
+        ``signin`` the KDC and identity provider of GSSAPI and OIDC listeners."""
         plain_users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
-        props = {
-            "sasl.enabled.mechanisms": ",".join(self.mechanisms),
-            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            "super.users": ";".join(
-                [f"User:{u}" for u in self.super_users] + ["User:ANONYMOUS"]
-            ),
-            "allow.everyone.if.no.acl.found": "false",
-        }
+        props = {"sasl.enabled.mechanisms": ",".join(self.mechanisms)}
+        if self.authorizer:
+            props.update({
+                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users": ";".join([f"User:{u}" for u in self.super_users] + ["User:ANONYMOUS"]),
+                "allow.everyone.if.no.acl.found": "false",
+            })
         for name, protocol in self.listeners.items():
             prefix = f"listener.name.{name.lower()}"
             if protocol.startswith("SASL"):
-                props[f"{prefix}.sasl.enabled.mechanisms"] = ",".join(self.mechanisms)
-                for mechanism in self.mechanisms:
+                mechanisms = self.listener_mechanisms.get(name, self.mechanisms)
+                props[f"{prefix}.sasl.enabled.mechanisms"] = ",".join(mechanisms)
+                props.update(_signin_properties(prefix, name, mechanisms, self.oidc_listeners, signin))
+                for mechanism in mechanisms:
                     if mechanism == "PLAIN":
                         props[f"{prefix}.plain.sasl.jaas.config"] = (
                             f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
@@ -131,7 +178,7 @@ class SecurityPreset:
                         props[f"{prefix}.{mechanism.lower()}.sasl.jaas.config"] = (
                             "org.apache.kafka.common.security.scram.ScramLoginModule required;"
                         )
-                    elif mechanism == "OAUTHBEARER":
+                    elif mechanism == "OAUTHBEARER" and name not in self.oidc_listeners:
                         # The broker's own login token (unused by a single node) and the
                         # validator that accepts unsigned JWTs ("alg":"none").
                         props[f"{prefix}.oauthbearer.sasl.jaas.config"] = (
@@ -154,6 +201,38 @@ class SecurityPreset:
             for key, value in self.listener_configs.get(name, {}).items():
                 props[f"{prefix}.{key}"] = str(value)
         return props
+
+
+def _signin_properties(prefix: str, listener: str, mechanisms: tuple[str, ...], oidc_listeners: tuple[str, ...],
+                       signin: BrokerSignIn | None) -> dict[str, str]:
+    """GSSAPI (keytab login of the broker) and OIDC (JWKS validation) settings of one listener."""
+    props: dict[str, str] = {}
+    needs_kerberos = "GSSAPI" in mechanisms
+    needs_oidc = "OAUTHBEARER" in mechanisms and listener in oidc_listeners
+    if (needs_kerberos or needs_oidc) and signin is None:
+        raise ValueError(f"listener {listener} signs in with {'/'.join(mechanisms)}: the broker needs BrokerSignIn")
+    if needs_kerberos and signin is not None:
+        if signin.keytab is None or signin.principal is None:
+            raise ValueError(f"listener {listener} uses GSSAPI: BrokerSignIn needs the broker's keytab and principal")
+        props[f"{prefix}.gssapi.sasl.jaas.config"] = (
+            f'{_KRB5_LOGIN_MODULE} required useKeyTab=true storeKey=true keyTab="{signin.keytab}" '
+            f'principal="{signin.principal}";')
+        props[f"{prefix}.gssapi.sasl.kerberos.service.name"] = signin.service_name
+        props["sasl.kerberos.service.name"] = signin.service_name
+    if needs_oidc and signin is not None:
+        if signin.jwks_url is None:
+            raise ValueError(f"listener {listener} validates OIDC tokens: BrokerSignIn needs jwks_url")
+        props[f"{prefix}.oauthbearer.sasl.server.callback.handler.class"] = _JWKS_VALIDATOR
+        # The broker's own login (unused by one node) with Java's default unsecured handler.
+        props[f"{prefix}.oauthbearer.sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredLoginStringClaim_sub="broker";')
+        props["sasl.oauthbearer.jwks.endpoint.url"] = signin.jwks_url
+        if signin.issuer:
+            props["sasl.oauthbearer.expected.issuer"] = signin.issuer
+        if signin.audience:
+            props["sasl.oauthbearer.expected.audience"] = signin.audience
+    return props
 
 
 SASL_PRESET = SecurityPreset()
@@ -182,6 +261,28 @@ SECURE_PRESET = SecurityPreset(
 - ``REAUTH``: SASL_PLAINTEXT with ``connections.max.reauth.ms`` = :data:`REAUTH_MS`.
 """
 
+SIGNIN_REAUTH_MS = 4000
+"""``connections.max.reauth.ms`` of :data:`SIGNIN_PRESET`'s ``KERBEROS_REAUTH`` listener."""
+
+SIGNIN_PRESET = SecurityPreset(
+    mechanisms=("PLAIN",),
+    extra_listeners={"KERBEROS": "SASL_PLAINTEXT", "KERBEROS_REAUTH": "SASL_PLAINTEXT", "OAUTH": "SASL_PLAINTEXT"},
+    listener_mechanisms={"KERBEROS": ("GSSAPI",), "KERBEROS_REAUTH": ("GSSAPI",), "OAUTH": ("OAUTHBEARER",)},
+    oidc_listeners=("OAUTH",),
+    listener_configs={"KERBEROS_REAUTH": {"connections.max.reauth.ms": str(SIGNIN_REAUTH_MS)},
+                      # KIP-368: a session ends when its token expires (tokens are short in tests).
+                      "OAUTH": {"connections.max.reauth.ms": "3600000"}},
+    authorizer=False,
+)
+"""Enterprise sign-in on one broker (it needs :class:`BrokerSignIn` from a KDC and an
+OIDC provider); no authorizer:
+
+- ``KERBEROS``: SASL_PLAINTEXT with GSSAPI (the broker is ``kafka/127.0.0.1@EXAMPLE.COM``);
+- ``KERBEROS_REAUTH``: the same with ``connections.max.reauth.ms`` = :data:`SIGNIN_REAUTH_MS`;
+- ``OAUTH``: SASL_PLAINTEXT with OAUTHBEARER validated against the provider's JWKS,
+  expected issuer and audience; a session ends when its token expires (KIP-368).
+"""
+
 
 @dataclass(frozen=True)
 class NodeConfig:
@@ -208,6 +309,7 @@ class NodeConfig:
     security: SecurityPreset | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
     tls: TestPki | None = None
+    signin: BrokerSignIn | None = None
 
 
 def server_properties(cfg: NodeConfig) -> dict[str, str]:
@@ -278,7 +380,7 @@ def server_properties(cfg: NodeConfig) -> dict[str, str]:
             }
         )
     if cfg.security is not None:
-        props.update(cfg.security.properties(cfg.tls))
+        props.update(cfg.security.properties(cfg.tls, cfg.signin))
     props.update({k: str(v) for k, v in cfg.extra.items()})
     return props
 

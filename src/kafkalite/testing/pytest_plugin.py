@@ -22,6 +22,16 @@ Fixtures (every broker starts on first use only, once per session; the release i
     that broker's ``SSL``, ``MTLS`` (client certificate required) and ``SASL_SSL``
     listeners as :class:`~kafkalite.testing.secured.BrokerListener`: ``.bootstrap``,
     ``.client_config(**settings)``, ``.tls`` (CA, client certificate, keys).
+``kerberos_kdc`` / ``oidc_provider`` / ``kafka_broker_signin``
+    enterprise sign-in (:mod:`kafkalite.testing.signin`): Kafka's MiniKdc (principals
+    ``alice``, ``bob``, keytabs via ``.keytab(name)``, ``.client_settings(name)``;
+    ``KRB5_CONFIG`` is set for the session), mock-oauth2-server (tokens live 20 s;
+    ``.client_settings(client_id)``) and one broker with ``KERBEROS``,
+    ``KERBEROS_REAUTH`` (GSSAPI) and ``OAUTH`` (OIDC) listeners, all started once,
+    the KDC and the provider side by side.
+``kafka_broker_kerberos`` / ``kafka_broker_oauth``
+    that broker's ``KERBEROS`` and ``OAUTH`` listeners as
+    :class:`~kafkalite.testing.secured.BrokerListener`.
 ``schema_registry``
     a Schema Registry for the session (Apicurio Registry with its Confluent-compatible
     API, see :mod:`kafkalite.testing.registry`), or ``$KAFKALITE_SCHEMA_REGISTRY_URL``.
@@ -63,6 +73,8 @@ from kafkalite.testing.registry import (
     start_default_registry,
 )
 from kafkalite.testing.secured import BrokerListener
+from kafkalite.testing.services import JavaService
+from kafkalite.testing.signin import SignInServices
 from kafkalite.testing.topics import unique_topic_name
 
 _KEEP_SESSIONS = 5
@@ -205,6 +217,47 @@ def kafka_broker_sasl_ssl(kafka_broker_sasl: LocalBroker) -> BrokerListener:
 
 
 @pytest.fixture(scope="session")
+def signin_services(kafkalite_session: KafkaTestSession) -> SignInServices:
+    """The session's KDC, OIDC provider and sign-in broker (see :mod:`kafkalite.testing.signin`)."""
+    services: SignInServices = kafkalite_session.service("signin", lambda d: SignInServices(d).start())
+    if services.kdc is not None:
+        # MIT Kerberos (the gssapi package) finds the realm through KRB5_CONFIG.
+        os.environ.update(services.kdc.environment_for_clients())
+    return services
+
+
+@pytest.fixture(scope="session")
+def kerberos_kdc(signin_services: SignInServices) -> Any:
+    """Kafka's MiniKdc (``.keytab(name)``, ``.client_settings(name)``, ``.kinit(...)``)."""
+    return signin_services.kdc
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(signin_services: SignInServices) -> Any:
+    """mock-oauth2-server (``.client_settings(client_id)``, ``.token_endpoint``, ``.jwks_url``)."""
+    return signin_services.oidc
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_signin(signin_services: SignInServices) -> LocalBroker:
+    """The broker with ``KERBEROS``, ``KERBEROS_REAUTH`` and ``OAUTH`` listeners."""
+    assert signin_services.broker is not None
+    return signin_services.broker
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_kerberos(kafka_broker_signin: LocalBroker, kerberos_kdc: Any) -> BrokerListener:
+    """The sign-in broker's GSSAPI listener."""
+    return BrokerListener(kafka_broker_signin, "KERBEROS")
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_oauth(kafka_broker_signin: LocalBroker, oidc_provider: Any) -> BrokerListener:
+    """The sign-in broker's OAUTHBEARER (OIDC) listener."""
+    return BrokerListener(kafka_broker_signin, "OAUTH")
+
+
+@pytest.fixture(scope="session")
 def schema_registry(kafkalite_session: KafkaTestSession) -> SchemaRegistryService:
     """A running Schema Registry; ``.url`` is its Confluent-compatible API root."""
     return kafkalite_session.service("schema-registry", start_default_registry)  # type: ignore[no-any-return]
@@ -243,7 +296,8 @@ def topic_factory(request: pytest.FixtureRequest) -> TopicFactory:
 
 def _services_of(item: pytest.Item) -> list[Any]:
     values = getattr(item, "funcargs", {}).values()
-    kinds = (LocalBroker, LocalCluster, KafkaService, ApicurioRegistry, ExternalSchemaRegistry, BrokerListener)
+    kinds = (LocalBroker, LocalCluster, KafkaService, ApicurioRegistry, ExternalSchemaRegistry, BrokerListener,
+             JavaService, SignInServices)
     return [v for v in values if isinstance(v, kinds)]
 
 
