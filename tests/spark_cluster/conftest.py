@@ -26,16 +26,16 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSta
     cluster.stop()
 
 
-def start_job(cluster: SparkStandaloneCluster, *args: str, log: Path,
-              env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def start_job(cluster: SparkStandaloneCluster, *args: str, log: Path, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> subprocess.Popen[str]:
     """Start a driver program (jobs.py) on ``cluster``; its stdout lines are JSON."""
-    return subprocess.Popen([sys.executable, JOBS, *args], env=env or cluster.env, text=True,
+    return subprocess.Popen([sys.executable, JOBS, *args], env=env or cluster.env, text=True, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=open(log, "w"))
 
 
 def run_job(cluster: SparkStandaloneCluster, *args: str, log: Path, timeout: float = 300,
-            env: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    proc = start_job(cluster, *args, log=log, env=env)
+            env: dict[str, str] | None = None, cwd: Path | None = None) -> list[dict[str, Any]]:
+    proc = start_job(cluster, *args, log=log, env=env, cwd=cwd)
     out, _ = proc.communicate(timeout=timeout)
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert proc.returncode == 0, f"driver exited with {proc.returncode}: {lines}\n{log.read_text()[-4000:]}"

@@ -59,13 +59,15 @@ def batch(args: argparse.Namespace) -> None:
           .option("subscribe", args.source).option("includeHeaders", "true").load())
     # Which executors ran the read tasks (each is its own JVM with its own Python workers).
     seen = (df.select(F.spark_partition_id().alias("task"))
-            .rdd.mapPartitions(lambda rows: [(executor_jvm(), os.getpid(), sum(1 for _ in rows))]).collect())
+            .rdd.mapPartitions(lambda rows: [(executor_jvm(), os.getpid(), sum(1 for _ in rows),
+                                              sys.executable)]).collect())
     (df.selectExpr("key", "value", "headers").write.format("kafkalite")
      .option("kafka.bootstrap.servers", args.bootstrap).option("topic", args.sink)
      .option("includeHeaders", "true").mode("append").save())
-    print(json.dumps({"rows": sum(n for _, _, n in seen),
-                      "executor_jvms": sorted({e for e, _, _ in seen}),
-                      "python_pids": sorted({p for _, p, _ in seen})}), flush=True)
+    print(json.dumps({"rows": sum(n for _, _, n, _ in seen),
+                      "executor_jvms": sorted({e for e, _, _, _ in seen}),
+                      "python_pids": sorted({p for _, p, _, _ in seen}),
+                      "pythons": sorted({x for _, _, _, x in seen})}), flush=True)
     spark.stop()
 
 

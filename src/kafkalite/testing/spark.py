@@ -99,8 +99,7 @@ def spark_java() -> JavaRuntime:
     return runtime
 
 
-def spark_environment(work_dir: Path, python: str, java: JavaRuntime,
-                      extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def spark_environment(work_dir: Path, java: JavaRuntime, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of every Spark JVM started here (loopback only, quiet logs)."""
     conf_dir = work_dir / "conf"
     conf_dir.mkdir(parents=True, exist_ok=True)
@@ -114,9 +113,11 @@ def spark_environment(work_dir: Path, python: str, java: JavaRuntime,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_PUBLIC_DNS": "127.0.0.1",
         "SPARK_LOCAL_DIRS": str(work_dir / "local"),
-        "PYSPARK_PYTHON": python,
-        "PYSPARK_DRIVER_PYTHON": python,
     })
+    # Which Python executors run is the application's choice (spark.pyspark.python, set
+    # by the driver), as on a real cluster: nodes get no PYSPARK_PYTHON from here.
+    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH"):
+        env.pop(name, None)
     env.update(extra or {})
     return env
 
@@ -144,9 +145,10 @@ class SparkStandaloneCluster:
         workers: number of worker JVMs.
         cores_per_worker / worker_memory: what each worker offers (``--cores`` /
             ``--memory``); one core each makes one executor per worker.
-        python: the interpreter executors run Python workers with (``PYSPARK_PYTHON``);
-            it needs kafkalite installed, as every node of a real cluster does (or an
-            archive shipped with ``spark.archives``, docs/spark.md).
+        python: the interpreter :meth:`session` tells executors to run Python workers
+            with (``spark.pyspark.python``); it needs kafkalite installed, as on every
+            node of a real cluster (or ship a venv with ``spark.archives``, docs/spark.md).
+            The cluster's JVMs get no PYSPARK_PYTHON: that is the application's choice.
         work_dir: logs, worker directories, scratch space (a temporary directory by default).
     """
 
@@ -165,7 +167,7 @@ class SparkStandaloneCluster:
         self._master: subprocess.Popen[bytes] | None = None
         self._workers: list[subprocess.Popen[bytes]] = []
         self.java = spark_java()
-        self.env = spark_environment(self.work_dir, self.python, self.java, self._extra_env)
+        self.env = spark_environment(self.work_dir, self.java, self._extra_env)
 
     @property
     def master_url(self) -> str:
@@ -282,7 +284,6 @@ class SparkStandaloneCluster:
         """A ``SparkSession.Builder`` on this cluster (loopback, small executors)."""
         from pyspark.sql import SparkSession
 
-        os.environ.setdefault("PYSPARK_PYTHON", self.python)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = (SparkSession.builder.master(self.master_url).appName(app_name)
                    .config("spark.driver.host", "127.0.0.1")
@@ -290,6 +291,7 @@ class SparkStandaloneCluster:
                    .config("spark.ui.enabled", "false")
                    .config("spark.executor.memory", "512m")
                    .config("spark.pyspark.python", self.python)
+                   .config("spark.pyspark.driver.python", sys.executable)
                    .config("spark.sql.shuffle.partitions", "2")
                    .config("spark.sql.session.timeZone", "UTC"))
         for key, value in conf.items():
@@ -318,7 +320,7 @@ class SparkConnectServer:
         self.port = free_port()
         self.conf = dict(conf or {})
         self.java = spark_java()
-        self.env = spark_environment(self.work_dir, self.python, self.java, env)
+        self.env = spark_environment(self.work_dir, self.java, env)
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -335,6 +337,7 @@ class SparkConnectServer:
                 "spark.connect.grpc.binding.port": str(self.port),
                 "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
                 "spark.driver.bindAddress": "127.0.0.1", "spark.pyspark.python": self.python,
+                "spark.pyspark.driver.python": self.python,
                 "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC",
                 "spark.executor.memory": "512m", **self.conf}
         argv = [str(spark_home() / "bin" / "spark-submit"), "--master", self.master,

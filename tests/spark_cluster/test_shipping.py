@@ -1,0 +1,69 @@
+"""Shipping kafkalite to executors in an archive, as docs/spark.md ("Running on a
+cluster") says: a venv with kafkalite, pyarrow and numpy, zipped, sent with
+``spark.archives=env.zip#environment``, and ``PYSPARK_PYTHON=./environment/bin/python``
+in the driver's environment (Python data sources run, on the driver and on every
+executor, the interpreter that variable names), with the same archive unpacked as
+``./environment`` where the driver runs.
+
+The cluster's workers run nothing but the interpreter of that archive: the base
+Python here has no kafkalite, pyarrow or numpy.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalite import Producer
+from kafkalite.testing.spark import SparkStandaloneCluster
+from tests.spark_cluster.conftest import run_job
+from tests.spark_cluster.test_cluster import BOTH_EXECUTORS, read_all
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_archive(where: Path) -> Path:
+    """The recipe of docs/spark.md: a venv from the base Python, pip install, pack."""
+    env = where / "kafkalite_env"
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base_python), "-m", "venv", str(env)], check=True)
+    subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT),
+                    "pyarrow>=16", "numpy"], check=True, timeout=600)
+    archive = where / "kafkalite_env.zip"
+    subprocess.run([sys.executable, "-m", "pyspark_kafkalite.pack", str(env), str(archive)], check=True)
+    return archive
+
+
+def test_executors_run_kafkalite_from_a_shipped_venv(spark_cluster: SparkStandaloneCluster, kafka_broker: Any,
+                                                    topic_factory: Any, tmp_path: Path) -> None:
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    probe = subprocess.run([str(base_python), "-c", "import kafkalite"], capture_output=True)
+    assert probe.returncode != 0, "the base Python must lack kafkalite for this test to prove anything"
+
+    archive = build_archive(tmp_path)
+    driver_dir = tmp_path / "driver"
+    subprocess.run([sys.executable, "-m", "pyspark_kafkalite.pack", "--unpack", str(archive),
+                    str(driver_dir / "environment")], check=True)
+    bootstrap = kafka_broker.bootstrap
+    source, sink = topic_factory(partitions=4), topic_factory(partitions=1)
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for i in range(2000):
+            producer.send(source, f"s{i}".encode(), partition=i % 4)
+    env = dict(spark_cluster.env, PYSPARK_PYTHON="./environment/bin/python")
+    [summary] = run_job(spark_cluster, "batch", spark_cluster.master_url, bootstrap, source, sink,
+                        "--conf", f"spark.archives={archive}#environment", *BOTH_EXECUTORS,
+                        log=tmp_path / "driver.log", env=env, cwd=driver_dir)
+    assert summary["rows"] == 2000
+    # Every Python worker ran the archive's interpreter, unpacked in the executor's directory.
+    assert summary["pythons"] and all(p.endswith("/environment/bin/python") and str(spark_cluster.work_dir) in p
+                                      for p in summary["pythons"]), summary["pythons"]
+    assert Counter(r.value for r in read_all(bootstrap, sink, 1)) == Counter(f"s{i}".encode() for i in range(2000))
+    assert not os.path.exists(spark_cluster.work_dir / "environment")  # nothing shared by accident
