@@ -321,6 +321,9 @@ class SparkConnectServer:
         self.conf = dict(conf or {})
         self.java = spark_java()
         self.env = spark_environment(self.work_dir, self.java, env)
+        # The server is the driver: Python data sources run the interpreter its
+        # PYSPARK_PYTHON names (docs/spark.md, "Running on a cluster").
+        self.env["PYSPARK_PYTHON"] = self.python
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
