@@ -41,14 +41,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalite import __version__
+from kafkalite.config import ADMIN, CONSUMER, PRODUCER, SHARE_CONSUMER
 from kafkalite.errors import ConfigError
 from kafkalite.metrics import SUM, MetricName, Metrics
 from kafkalite.otel.semconv import Conventions
 
 __all__ = ["MetricsBridge", "instrument_name"]
 
-_PREFIX = {"producer": "kafka.producer", "consumer": "kafka.consumer", "share_consumer": "kafka.consumer",
-           "admin": "kafka.admin"}
+_PREFIX = {PRODUCER: "kafka.producer", CONSUMER: "kafka.consumer", SHARE_CONSUMER: "kafka.consumer",
+           ADMIN: "kafka.admin"}
 
 
 def instrument_name(client_kind: str, java_name: str) -> str:
@@ -113,7 +114,7 @@ class MetricsBridge:
             self._sources[name] = metric.name
             callback = self._callback(name)
             description = metric.description or metric.name
-            if self.registry.kind(metric) == SUM:
+            if self.registry.kind(metric) is SUM:
                 self._instruments[name] = self.meter.create_observable_counter(name, [callback],
                                                                                description=description)
             else:
@@ -140,11 +141,11 @@ class MetricsBridge:
 
     def _conventions_instruments(self) -> None:
         counters = self.conventions.message_counters()
-        if self.kind == "producer":
+        if self.kind == PRODUCER:
             names, source, attrs = counters["sent"], "record-send-total", {"messaging.system": "kafka"}
             if self.conventions.new:
                 attrs["messaging.operation.name"] = "send"
-        elif self.kind in ("consumer", "share_consumer"):
+        elif self.kind in (CONSUMER, SHARE_CONSUMER):
             names, source, attrs = counters["consumed"], "records-consumed-total", {"messaging.system": "kafka"}
             if self.conventions.new:
                 attrs["messaging.operation.name"] = "poll"
