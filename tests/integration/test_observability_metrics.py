@@ -140,5 +140,5 @@ def test_bad_reporters_and_providers_are_config_errors(kafka_broker) -> None:
         Producer(base, metric_reporters=["org.apache.kafka.common.metrics.JmxReporter"])
     with pytest.raises(ConfigError, match="otel.meter.provider.*MeterProvider"):
         Producer(base, otel_meter_provider=object())
-    with pytest.raises(ConfigError, match="otel.tracer.provider.*TracerProvider or 'global', got 'globl'"):
+    with pytest.raises(ConfigError, match="otel.tracer.provider' must be a TracerProvider, 'global' or 'module:attr' naming one, got 'globl'"):
         Consumer(base, otel_tracer_provider="globl")

@@ -44,6 +44,7 @@ from kafkalite import __version__
 from kafkalite.config import ADMIN, CONSUMER, PRODUCER, SHARE_CONSUMER
 from kafkalite.errors import ConfigError
 from kafkalite.metrics import SUM, MetricName, Metrics
+from kafkalite.otel.providers import resolve_provider
 from kafkalite.otel.semconv import Conventions
 
 __all__ = ["MetricsBridge", "instrument_name"]
@@ -58,19 +59,13 @@ def instrument_name(client_kind: str, java_name: str) -> str:
 
 
 def resolve_meter_provider(setting: Any) -> Any:
+    """``otel.meter.provider``: a MeterProvider, ``"global"`` or ``"module:attr"``."""
     try:
         from opentelemetry import metrics
     except ImportError:  # pragma: no cover - exercised without the extra installed
         raise ConfigError("setting 'otel.meter.provider' needs the OpenTelemetry API: "
                           "pip install 'kafkalite[otel]'") from None
-    if isinstance(setting, str):
-        if setting.strip().lower() != "global":
-            raise ConfigError(f"setting 'otel.meter.provider' must be a MeterProvider or 'global', got {setting!r}")
-        return metrics.get_meter_provider()
-    if not callable(getattr(setting, "get_meter", None)):
-        raise ConfigError("setting 'otel.meter.provider' must be a MeterProvider (with get_meter()) or 'global', "
-                          f"got {type(setting).__name__}")
-    return setting
+    return resolve_provider("otel.meter.provider", setting, "get_meter", metrics.get_meter_provider)
 
 
 class MetricsBridge:
