@@ -228,9 +228,11 @@ def write_all(opts: WriteOptions, iterator: Iterator[Any]) -> KafkaCommitMessage
         error = exc
         raise
     finally:
-        sender.close()
-        if sender.span is not None:
-            sender.span.end(error)
+        try:
+            sender.close()
+        finally:
+            if sender.span is not None:
+                sender.span.end(error)
 
 
 class KafkaLiteBatchWriter(DataSourceArrowWriter):
