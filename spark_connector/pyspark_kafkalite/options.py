@@ -30,6 +30,7 @@ from typing import Any
 
 from kafkalite.config import lookup
 from kafkalite.errors import ConfigError
+from pyspark_kafkalite.tracing import check_tracer_option
 
 EARLIEST = -2
 LATEST = -1
@@ -323,6 +324,7 @@ class ReadOptions:
             raise ConfigError(f"option 'minOffsetsPerTrigger' ({opts.min_offsets_per_trigger}) is larger than "
                               f"'maxOffsetsPerTrigger' ({opts.max_offsets_per_trigger})")
         opts.consumer_settings()  # unknown or forbidden kafka.* settings fail now, at analysis
+        check_tracer_option(raw)
         return opts
 
     def consumer_settings(self) -> dict[str, Any]:
@@ -354,6 +356,7 @@ class WriteOptions:
             raise ConfigError("option 'topic' is empty")
         opts = cls(raw=raw, topic=topic.strip() if topic else None)
         opts.producer_settings()
+        check_tracer_option(raw)
         return opts
 
     def producer_settings(self) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import pyarrow as pa
 from kafkalite import Consumer, TopicPartition
 from kafkalite.errors import KafkaTimeoutError, OffsetOutOfRangeError
 from pyspark_kafkalite.arrow import ArrowBuilder
+from pyspark_kafkalite.tracing import TaskSpan
 
 log = logging.getLogger("pyspark_kafkalite")
 
@@ -37,13 +38,40 @@ TASK_CONSUMER_DEFAULTS = {"max.partition.fetch.bytes": 8 * 1024 * 1024, "fetch.m
 def read_range(settings: dict[str, Any], topic: str, partition: int, start: int, end: int, *,
                include_headers: bool, fail_on_data_loss: bool, poll_timeout_ms: int
                ) -> Iterator[pa.RecordBatch]:
-    """Yield Arrow record batches with the records ``start <= offset < end`` of one partition."""
+    """Yield Arrow record batches with the records ``start <= offset < end`` of one partition.
+
+    With ``otel.tracer.provider`` in ``settings`` the task records one receive span
+    (:mod:`pyspark_kafkalite.tracing`); its consumer is not traced.
+    """
     if start >= end:
         return
-    builder = ArrowBuilder(include_headers)
     tp = TopicPartition(topic, partition)
     config = dict(TASK_CONSUMER_DEFAULTS)
     config.update(settings)
+    span = TaskSpan.take(config, "receive", topic, partition, (start, end))
+    if span is None:
+        yield from _read(config, tp, start, end, include_headers, fail_on_data_loss, poll_timeout_ms)
+        return
+    error: BaseException | None = None
+    try:
+        # The headers column is built to find the links, and dropped when not asked for.
+        for rb in _read(config, tp, start, end, True, fail_on_data_loss, poll_timeout_ms):
+            span.count += rb.num_rows
+            span.link_arrow(rb.column("headers"))
+            yield rb if include_headers else rb.drop_columns(["headers"])
+    except GeneratorExit:  # Spark stopped reading (a limit): not a failure
+        raise
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        span.end(error)
+
+
+def _read(config: dict[str, Any], tp: TopicPartition, start: int, end: int, include_headers: bool,
+          fail_on_data_loss: bool, poll_timeout_ms: int) -> Iterator[pa.RecordBatch]:
+    topic, partition = tp.topic, tp.partition
+    builder = ArrowBuilder(include_headers)
     consumer = Consumer(config)
     try:
         consumer.assign([tp])

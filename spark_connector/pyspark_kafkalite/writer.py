@@ -34,6 +34,7 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, St
 from kafkalite import Producer
 from kafkalite.errors import ConfigError, KafkaError
 from pyspark_kafkalite.options import WriteOptions
+from pyspark_kafkalite.tracing import TaskSpan
 
 try:  # PySpark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
@@ -85,12 +86,15 @@ class KafkaCommitMessage(WriterCommitMessage):
 
 
 class _Sender:
-    """One task's producer and its pending sends."""
+    """One task's producer and its pending sends (and, when traced, the task's span)."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
         settings = dict(TASK_PRODUCER_DEFAULTS)
         settings.update(opts.producer_settings())
+        # Tracing is per task, never per record: the producer stays untraced, so the
+        # rows' traceparent headers are written as they are (pyspark_kafkalite.tracing).
+        self.span = TaskSpan.take(settings, "send", opts.topic)
         self.producer = Producer(settings)
         self.pending: deque[Any] = deque()
         self.rows = 0
@@ -183,6 +187,13 @@ class _Sender:
             for t, k, v, p, h in zip(ts, ks, values, ps, hs):
                 append(send(t, v, k, p, None, h))
         self.rows += n
+        span = self.span
+        if span is not None:
+            span.count = self.rows
+            if topics is not None:
+                span.topics.update(topics)
+            if headers is not None:
+                span.link_rows(headers)
         if len(pending) >= _CHECK_EVERY:
             self.check_done()
 
@@ -199,6 +210,7 @@ class _Sender:
 def write_all(opts: WriteOptions, iterator: Iterator[Any]) -> KafkaCommitMessage:
     """Write everything ``iterator`` yields (Arrow record batches or Rows)."""
     sender = _Sender(opts)
+    error: BaseException | None = None
     try:
         rows: list[Any] = []
         for item in iterator:
@@ -212,8 +224,15 @@ def write_all(opts: WriteOptions, iterator: Iterator[Any]) -> KafkaCommitMessage
         if rows:
             sender.send_rows(rows)
         return sender.finish()
+    except BaseException as exc:
+        error = exc
+        raise
     finally:
-        sender.close()
+        try:
+            sender.close()
+        finally:
+            if sender.span is not None:
+                sender.span.end(error)
 
 
 class KafkaLiteBatchWriter(DataSourceArrowWriter):

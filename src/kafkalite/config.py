@@ -102,7 +102,8 @@ SETTINGS: tuple[Setting, ...] = (
        "Push client metrics to the broker when it has a matching client-metrics subscription (KIP-714).",
        defaults_by_client={ADMIN: False}),
     _s("otel.meter.provider", "object", None,
-       "Export metrics() through OpenTelemetry: a MeterProvider, or 'global' (needs kafkalite[otel])."),
+       "Export metrics() through OpenTelemetry: a MeterProvider, 'global' or 'module:attr' naming one "
+       "(needs kafkalite[otel])."),
     _s("security.protocol", "choice", "PLAINTEXT", "How to talk to brokers.",
        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
     _s("sasl.mechanism", "choice", "GSSAPI",
@@ -225,7 +226,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("interceptor.classes", "list", [], "Interceptors (objects or classes) called on send/ack.", PC),
     _s("otel.tracer.provider", "object", None,
        "OpenTelemetry tracing of send()/poll() with W3C trace context in record headers: a "
-       "TracerProvider, or 'global' (needs kafkalite[otel]; off, at no cost, when None).", PC),
+       "TracerProvider, 'global' or 'module:attr' naming one (needs kafkalite[otel]; off, at no cost, "
+       "when None).", PC),
     _s("metadata.max.idle.ms", "int", 300000, "Forget metadata of topics not produced to this long.", P,
        min=5000),
     # ------------------------------------------------------------ consumer

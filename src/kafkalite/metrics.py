@@ -18,17 +18,25 @@ Example::
 
 from __future__ import annotations
 
+import enum
 import math
 import threading
 import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-#: What a metric is, for exporters (OpenTelemetry, KIP-714): a cumulative, monotonic
-#: ``SUM`` (the ``*-total`` metrics: Java's CumulativeSum / CumulativeCount) or a
-#: ``GAUGE`` (rates, averages, maxima, current values).
-SUM = "sum"
-GAUGE = "gauge"
+
+class MetricKind(enum.Enum):
+    """What a metric is, for exporters (OpenTelemetry, KIP-714): a cumulative, monotonic
+    ``SUM`` (the ``*-total`` metrics: Java's CumulativeSum / CumulativeCount) or a
+    ``GAUGE`` (rates, averages, maxima, current values)."""
+
+    SUM = "sum"
+    GAUGE = "gauge"
+
+
+SUM = MetricKind.SUM
+GAUGE = MetricKind.GAUGE
 
 
 class MetricName(NamedTuple):
@@ -119,10 +127,10 @@ class Sensor:
             self._cumulative_count += 1
 
     def _add(self, name: str, group: str, description: str, tags: dict[str, str] | None,
-             fn: Callable[[float], float], kind: str = GAUGE) -> Sensor:
+             fn: Callable[[float], float], kind: MetricKind = GAUGE) -> Sensor:
         metric = MetricName(name, group, tuple(sorted((tags or {}).items())), description)
         self._registry._metrics[metric] = fn
-        if kind != GAUGE:
+        if kind is not GAUGE:
             self._registry._kinds[metric] = kind
         return self
 
@@ -211,7 +219,7 @@ class Metrics:
         self.samples = samples
         self._sensors: dict[str, Sensor] = {}
         self._metrics: dict[MetricName, Callable[[float], float]] = {}
-        self._kinds: dict[MetricName, str] = {}
+        self._kinds: dict[MetricName, MetricKind] = {}
 
     def sensor(self, name: str) -> Sensor:
         """Get or create the sensor called ``name``."""
@@ -232,7 +240,7 @@ class Metrics:
             del self._metrics[metric]
             self._kinds.pop(metric, None)
 
-    def kind(self, metric: MetricName) -> str:
+    def kind(self, metric: MetricName) -> MetricKind:
         """:data:`SUM` for cumulative totals and counts, :data:`GAUGE` for everything else."""
         return self._kinds.get(metric, GAUGE)
 

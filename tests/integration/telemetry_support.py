@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkalite import AdminClient
+from kafkalite import AdminClient, Producer
 from kafkalite.admin.types import AlterConfigOp, ConfigResource
 from kafkalite.testing import KafkaDistribution, find_java
 
@@ -74,12 +74,30 @@ def read_pushes(path: Path) -> list[Push]:
     return pushes
 
 
-def subscribe_client_metrics(bootstrap: str, name: str, metrics: str, interval_ms: int, match: str) -> None:
-    """Create (or change) a client-metrics resource: which clients push what, how often."""
+def subscribe_client_metrics(bootstrap: str, name: str, metrics: str, interval_ms: int, match: str,
+                             probe_client_id: str) -> None:
+    """Create (or change) a client-metrics resource: which clients push what, how often.
+
+    Returns once the broker serves it: the controller accepts the change before the
+    broker applies it, and a client that asks in between is told "nothing wanted, ask
+    again in 5 minutes" (the broker's default interval). A probe client whose id matches
+    ``match`` asks until the answer requests metrics.
+    """
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         ops = [AlterConfigOp("metrics", metrics), AlterConfigOp("interval.ms", str(interval_ms)),
                AlterConfigOp("match", match)]
         admin.incremental_alter_configs({ConfigResource("client-metrics", name): ops}).all()
+    deadline = time.monotonic() + 30
+    while True:
+        # A fresh client asks at once; one that was told "nothing" would wait 5 minutes.
+        with Producer({"bootstrap.servers": bootstrap, "client.id": probe_client_id}) as probe:
+            state = probe._telemetry.pusher.state
+            wait_for(lambda s=state: s.subscription is not None or not s.enabled, 30, "the probe's subscription")
+            if state.subscription is not None and state.subscription.wants_anything:
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the broker did not serve client-metrics resource {name!r} within 30 s")
+        time.sleep(0.1)
 
 
 def wait_for(condition: Any, timeout: float, what: str) -> Any:

@@ -49,7 +49,7 @@ def test_subscribed_producer_pushes_what_the_subscription_asks(recording_broker)
     broker = recording_broker
     create_topic(broker.bootstrap, "kip714-orders", 1, 1, None)
     subscribe_client_metrics(broker.bootstrap, "kafkalite-producers", "org.apache.kafka.producer.", 500,
-                             "client_id=kip714-prod.*")
+                             "client_id=kip714-prod.*", "kip714-prod-probe")
     with Producer({"bootstrap.servers": broker.bootstrap, "client.id": "kip714-prod-1", "linger.ms": 0}) as producer:
         for i in range(25):
             producer.send("kip714-orders", b"v%d" % i)
@@ -86,7 +86,7 @@ def test_consumer_pushes_with_its_group_as_resource(recording_broker) -> None:
     broker = recording_broker
     create_topic(broker.bootstrap, "kip714-events", 1, 1, None)
     subscribe_client_metrics(broker.bootstrap, "kafkalite-consumers", "org.apache.kafka.consumer.fetch.manager.",
-                             500, "client_id=kip714-cons.*")
+                             500, "client_id=kip714-cons.*", "kip714-cons-probe")
     tp = TopicPartition("kip714-events", 0)
     with Consumer({"bootstrap.servers": broker.bootstrap, "client.id": "kip714-cons-1",
                    "group.id": "kip714-group", "enable.auto.commit": False}) as consumer:
@@ -101,7 +101,8 @@ def test_consumer_pushes_with_its_group_as_resource(recording_broker) -> None:
 
 def test_nothing_is_pushed_without_a_matching_resource_or_when_turned_off(recording_broker) -> None:
     broker = recording_broker
-    subscribe_client_metrics(broker.bootstrap, "kafkalite-off", "org.apache.kafka.", 500, "client_id=kip714-off.*")
+    subscribe_client_metrics(broker.bootstrap, "kafkalite-off", "org.apache.kafka.", 500, "client_id=kip714-off.*",
+                             "kip714-off-probe")
     unmatched = {"bootstrap.servers": broker.bootstrap, "client.id": "kip714-nobody"}
     off = {"bootstrap.servers": broker.bootstrap, "client.id": "kip714-off-1", "enable.metrics.push": False}
     witness = {"bootstrap.servers": broker.bootstrap, "client.id": "kip714-off-2"}

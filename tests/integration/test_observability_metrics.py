@@ -58,7 +58,7 @@ def test_sdk_reader_sees_every_client_metric_with_the_values_of_metrics(kafka_br
         deadline = time.monotonic() + 30
         while len(got) < 10 and time.monotonic() < deadline:
             got += consumer.poll(0.5)
-        consumer._core.telemetry.bridge.refresh()  # per-partition metrics appeared since construction
+        consumer._core.observe.telemetry.bridge.refresh()  # per-partition metrics appeared since construction
         data = collected(reader)
         snapshot = consumer.metrics()
     assert data["kafka.consumer.records_consumed_total"] == [({"client-id": "otel-m"}, 10.0)]
@@ -140,5 +140,5 @@ def test_bad_reporters_and_providers_are_config_errors(kafka_broker) -> None:
         Producer(base, metric_reporters=["org.apache.kafka.common.metrics.JmxReporter"])
     with pytest.raises(ConfigError, match="otel.meter.provider.*MeterProvider"):
         Producer(base, otel_meter_provider=object())
-    with pytest.raises(ConfigError, match="otel.tracer.provider.*TracerProvider or 'global', got 'globl'"):
+    with pytest.raises(ConfigError, match="otel.tracer.provider' must be a TracerProvider, 'global' or 'module:attr' naming one, got 'globl'"):
         Consumer(base, otel_tracer_provider="globl")

@@ -11,17 +11,23 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+SPAN_DIR_ENV = "KAFKALITE_SPAN_DIR"  # kafkalite.testing.spans.SPAN_DIR_ENV (that module needs the OTel SDK)
+
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # Where kafkalite.testing.spans writes the spans of traced tasks: the Python workers
+    # inherit the environment of the JVM started below (tests/spark/test_spark_tracing.py).
+    os.environ.setdefault(SPAN_DIR_ENV, str(tmp_path_factory.mktemp("spark-spans")))
     session = (
         SparkSession.builder.master("local[2]")
         .appName("kafkalite-tests")
@@ -41,3 +47,9 @@ def spark() -> Iterator[Any]:
 @pytest.fixture()
 def kafka_options(kafka_broker: Any) -> dict[str, str]:
     return {"kafka.bootstrap.servers": kafka_broker.bootstrap}
+
+
+@pytest.fixture()
+def spark_span_dir(spark: Any) -> Path:
+    """The directory the Spark workers' traced tasks write their spans to."""
+    return Path(os.environ[SPAN_DIR_ENV])

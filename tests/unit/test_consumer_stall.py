@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafkalite.consumer.stall import PartitionView, StallDetector
+from kafkalite.consumer.stall import PartitionView, StallDetector, StallKind
 from kafkalite.errors import TopicAuthorizationError
 from kafkalite.types import TopicPartition
 
@@ -113,7 +113,7 @@ def test_slow_application_warns_once_per_missed_interval() -> None:
     assert d.check({A: PartitionView(lag=0)}) is None
     clock.now += 0.2
     warning = d.check({A: PartitionView(lag=0)})
-    assert warning is not None and warning.kind == "slow application"
+    assert warning is not None and warning.kind is StallKind.SLOW_APPLICATION
     assert "max.poll.interval.ms (5000 ms)" in warning.message and "orders-0" in warning.message
     for _ in range(5):
         clock.now += 10

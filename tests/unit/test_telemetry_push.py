@@ -6,7 +6,7 @@ import uuid
 
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
-from kafkalite.metrics import Metrics
+from kafkalite.metrics import SUM, Metrics
 from kafkalite.telemetry.otlp import CUMULATIVE, DELTA, Point, encode_metric, encode_metrics_data
 from kafkalite.telemetry.state import (
     DEFAULT_PUSH_INTERVAL_S,
@@ -95,7 +95,7 @@ def test_delta_change_resets_and_deltas_are_differences() -> None:
 
 
 def test_otlp_bytes_decode_with_opentelemetry_proto() -> None:
-    metrics = [encode_metric(Point("a.sum", 3.0, {"topic": "t"}, "sum", "d", 10), CUMULATIVE, 20),
+    metrics = [encode_metric(Point("a.sum", 3.0, {"topic": "t"}, SUM, "d", 10), CUMULATIVE, 20),
                encode_metric(Point("a.gauge", 1.5), DELTA, 20)]
     data = MetricsData()
     data.ParseFromString(encode_metrics_data(metrics, {"client_rack": "r1"}, "kafkalite", "1.0"))

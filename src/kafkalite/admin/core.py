@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from kafkalite.admin.results import AdminResult, ItemResult
 from kafkalite.backoff import ExponentialBackoff
-from kafkalite.config import Config
+from kafkalite.config import ADMIN, Config
 from kafkalite.errors import (
     ApiError,
     ClientClosedError,
@@ -126,7 +126,7 @@ class AdminCore:
         self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
         self.client.stats.register(self.registry, METRICS_GROUP,
                                    {"client-id": cfg["client.id"]} if cfg["client.id"] else None)
-        self.telemetry = ClientTelemetry(cfg, "admin", self.client, self.registry,
+        self.telemetry = ClientTelemetry(cfg, ADMIN, self.client, self.registry,
                                          lambda: self.registry.snapshot(METRICS_GROUP),
                                          labels=lambda: {"client_rack": cfg["client.rack"] or None})
         self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])

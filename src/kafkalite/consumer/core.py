@@ -27,11 +27,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kafkalite.consumer import stall
 from kafkalite.consumer.app_calls import AppCallQueue
+from kafkalite.consumer.deserializing import RecordDeserializer
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetcher import Fetcher
 from kafkalite.consumer.metrics import ConsumerMetrics
+from kafkalite.consumer.observability import ConsumerObservability
 from kafkalite.consumer.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -51,15 +52,12 @@ from kafkalite.errors import (
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
     RebalanceInProgressError,
-    SerializationError,
 )
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.records import Batch
-from kafkalite.serialization.deserializers import resolve_deserializer
-from kafkalite.telemetry.hub import ClientTelemetry
-from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
+from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.consumer")
 
@@ -80,7 +78,6 @@ class ConsumerCore:
         notify_poll: wakes a waiting poll() (called on the engine; must be thread-safe
             for the blocking front end).
         call_soon: runs a callable on the engine (thread-safe), used by the poll side.
-        deserializers: (key_deserializer, value_deserializer) callables or None.
     """
 
     def __init__(self, cfg: Any, loop: asyncio.AbstractEventLoop, notify_poll: Callable[[], None],
@@ -104,8 +101,9 @@ class ConsumerCore:
                                self._on_out_of_range, self.request_metadata, self.metrics,
                                on_validation_needed=self._positions_wake.set, on_diverging=self.on_diverging)
         self.validator = PositionValidator(self)
-        self.stall = self.fetcher.stall = stall.StallDetector(cfg["stall.warning.ms"], cfg["max.poll.interval.ms"])
-        self.telemetry = ClientTelemetry(cfg, "consumer", self.client, self.registry, labels=self._telemetry_labels)
+        self.observe = ConsumerObservability(cfg, self.subs, self.fetcher, self.metrics, self.client, self.registry,
+                                             group=lambda: self.group, read_committed=self.read_committed,
+                                             last_poll=lambda: self.last_poll)
         self.offsets = OffsetsClient(self.client, cfg, self.group_id)
         self.group: Any = None
         self.max_poll_records: int = cfg["max.poll.records"]
@@ -122,14 +120,7 @@ class ConsumerCore:
         self._metadata_topics: set[str] = set()
         self._commit_lock = asyncio.Lock()
         self._commits_in_flight: set[asyncio.Future[Any]] = set()
-        # Built-in names ("str", "json" ...), classes, objects and plain callables, as
-        # for the producer's serializers; configure(config, is_key) like Java's.
-        self.key_deserializer: Any = resolve_deserializer(cfg["key.deserializer"], "key.deserializer")
-        self.value_deserializer: Any = resolve_deserializer(cfg["value.deserializer"], "value.deserializer")
-        for deserializer, is_key in ((self.key_deserializer, True), (self.value_deserializer, False)):
-            configure = getattr(deserializer, "configure", None)
-            if callable(configure):
-                configure(cfg, is_key)
+        self.deserializer = RecordDeserializer(cfg)
         self._api_timeout = cfg["default.api.timeout.ms"] / 1000.0
 
     # ------------------------------------------------------------ lifecycle (engine)
@@ -142,8 +133,7 @@ class ConsumerCore:
         self._spawn(self.fetcher.run(), "fetcher")
         self._spawn(self._positions_loop(), "positions")
         self._spawn(self._metadata_loop(), "metadata")
-        self._spawn(stall.watch(self.stall, self._stall_views), "stall-watch")
-        self.telemetry.start(self.loop)
+        self.observe.start(self.loop, self._spawn)
         if self.group is not None:
             self.group.start()
 
@@ -167,18 +157,6 @@ class ConsumerCore:
         if not any(type(queued) is type(exc) for queued in self.errors):
             self.errors.append(exc)
             self.notify_poll()
-
-    def _telemetry_labels(self) -> dict[str, str | None]:
-        """KIP-714 resource attributes, as Java's ClientTelemetryProvider sets them."""
-        member = self.generation().member_id if self.group is not None else None
-        return {"group_id": self.group_id, "group_instance_id": self.cfg["group.instance.id"],
-                "group_member_id": member or None, "client_rack": self.cfg["client.rack"] or None}
-
-    def _stall_views(self) -> tuple[dict[TopicPartition, stall.PartitionView], bool]:
-        group = self.group
-        rebalancing = group is not None and self.subs.has_auto_assignment and group.state.value != "stable"
-        self.stall.still_polling(self.last_poll)
-        return stall.partition_views(self.subs, self.read_committed), rebalancing
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
@@ -208,8 +186,7 @@ class ConsumerCore:
         """Commit (if asked), leave the group, stop everything; bounded by ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         try:
-            # KIP-714: the terminating push goes first, while the connections are up.
-            await self.telemetry.close(min(1.0, max(0.0, timeout_s / 4)))
+            await self.observe.close(timeout_s)  # KIP-714: the terminating push first, while connected
             if commit and self.auto_commit and self.subs.assignment and self.group_id:
                 try:
                     await self.commit(self.subs.all_consumed(), timeout_s=max(0.01, deadline - time.monotonic()))
@@ -274,7 +251,7 @@ class ConsumerCore:
             self.subs.remove_partitions(partitions)
             self.buffer.drop(lambda f: f.tp not in partitions)
             self.metrics.forget_partitions(partitions)
-            self.stall.forget(partitions)
+            self.observe.forget(partitions)
         try:
             result = self._listener_call(method, partitions)
         except BaseException:
@@ -668,7 +645,7 @@ class ConsumerCore:
         now = time.monotonic()
         self.metrics.record_poll(now)
         self.last_poll = now
-        self.stall.polled(now)
+        self.observe.poll_began(now)
         if self.group is not None:
             self.group.on_poll(now)
         if self.auto_commit and now >= self._next_auto_commit:
@@ -723,6 +700,7 @@ class ConsumerCore:
         remaining = max_records
         drained_any = False
         consumed_bytes = 0
+        last_timestamps: dict[TopicPartition, int] = {}  # of the records handed out (records-time-lag)
         while remaining > 0:
             fetch = self._next_fetch(bool(out))
             if fetch is None:
@@ -738,7 +716,7 @@ class ConsumerCore:
             if n:
                 out._add_range(tp, start, len(out))
                 remaining -= n
-                self.metrics.last_timestamp[tp] = out[-1][1]
+                last_timestamps[tp] = out[-1][1]
             with subs.lock:
                 subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
             if fetch.exhausted:
@@ -750,9 +728,9 @@ class ConsumerCore:
             self.call_soon(self.fetcher.wake)
         if out or consumed_bytes:
             self.metrics.record_consumed(len(out), consumed_bytes)
-            self.stall.returned(out.partitions())
-        if out and (self.key_deserializer is not None or self.value_deserializer is not None):
-            out = self._deserialize(out)
+        self.observe.returned(last_timestamps)
+        if out and self.deserializer.active:
+            out = self.deserializer.apply(out)
         return out
 
     def collect_batches(self, max_bytes: int) -> list[tuple[TopicPartition, list[Batch]]]:
@@ -770,6 +748,7 @@ class ConsumerCore:
         subs = self.subs
         taken_bytes = 0
         drained_any = False
+        last_timestamps: dict[TopicPartition, int] = {}
         while taken_bytes < max_bytes:
             fetch = self._next_fetch(bool(out))
             if fetch is None:
@@ -784,7 +763,7 @@ class ConsumerCore:
                 raise
             if batches:
                 out.append((tp, batches))
-                self.metrics.last_timestamp[tp] = batches[-1].max_timestamp
+                last_timestamps[tp] = batches[-1].max_timestamp
             with subs.lock:
                 subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
             if fetch.exhausted:
@@ -799,43 +778,9 @@ class ConsumerCore:
         if taken_bytes:
             self.metrics.record_consumed(
                 sum(int(getattr(b, "record_count", 1)) for _, bs in out for b in bs), taken_bytes)
-        if out:
-            self.stall.returned([tp for tp, _ in out])
-        return out
-
-    def _deserialize(self, records: ConsumerRecords) -> ConsumerRecords:
-        kd = _deserializer(self.key_deserializer)
-        vd = _deserializer(self.value_deserializer)
-        out = ConsumerRecords()
-        out._ranges = records._ranges
-        for r in records:
-            key, value = r[2], r[3]
-            try:
-                new_key = kd(r[6], key, r[4]) if kd is not None and key is not None else key
-                new_value = vd(r[6], value, r[4]) if vd is not None and value is not None else value
-            except SerializationError as exc:  # keep its type (schema id unknown, bad bytes ...)
-                exc.message = (f"cannot deserialize the record at offset {r[0]} of {r[6]}-{r[7]}: {exc.message}; "
-                               f"seek() past offset {r[0]} to skip it")
-                raise exc.with_context(topic=r[6], partition=r[7]) from None
-            except Exception as exc:
-                raise SerializationError(
-                    f"cannot deserialize the record at offset {r[0]} of {r[6]}-{r[7]}: {exc}; "
-                    f"seek() past offset {r[0]} to skip it", topic=r[6], partition=r[7]) from exc
-            out.append(ConsumerRecord._make((r[0], r[1], new_key, new_value, r[4], r[5], r[6], r[7], r[8],
-                                             len(key) if key is not None else -1,
-                                             len(value) if value is not None else -1)))
+        self.observe.returned(last_timestamps)
         return out
 
     def has_buffered_data(self) -> bool:
         return len(self.buffer) > 0
 
-
-def _deserializer(obj: Any) -> Callable[[str, bytes, Any], Any] | None:
-    if obj is None:
-        return None
-    method = getattr(obj, "deserialize", None)
-    if method is not None:
-        return lambda topic, data, headers: method(topic, data, headers)
-    if callable(obj):
-        return lambda topic, data, headers: obj(data)
-    raise TypeError(f"a deserializer must be callable or have deserialize(): {obj!r}")

@@ -33,6 +33,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -41,7 +42,7 @@ from typing import Any
 
 from kafkalite.types import TopicPartition
 
-__all__ = ["PartitionView", "StallDetector", "StallWarning", "partition_views", "watch"]
+__all__ = ["PartitionView", "StallDetector", "StallKind", "StallWarning", "partition_views", "watch"]
 
 log = logging.getLogger("kafkalite.consumer.stall")
 
@@ -51,6 +52,13 @@ FETCH_ERRORS = "fetch errors"
 NO_LEADER = "no leader"
 NOT_FETCHED = "not fetched"
 SLOW_APPLICATION = "slow application"
+
+
+class StallKind(enum.Enum):
+    """Why a warning was raised: no poll() in time, or records waiting without progress."""
+
+    SLOW_APPLICATION = SLOW_APPLICATION
+    RECORDS_WAITING = "records waiting"
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ class PartitionView:
 class StallWarning:
     """One stall: the reason per partition, and the message to log."""
 
-    kind: str  # SLOW_APPLICATION or "records waiting"
+    kind: StallKind
     partitions: Mapping[TopicPartition, str] = field(default_factory=dict)
     message: str = ""
 
@@ -176,7 +184,7 @@ class StallDetector:
                    f"longer than max.poll.interval.ms ({self.max_poll_s * 1000:.0f} ms){owned}; the "
                    "group will move its partitions to other members. Process records faster, poll more "
                    "often, lower max.poll.records or raise max.poll.interval.ms")
-        return StallWarning(SLOW_APPLICATION, reasons, message)
+        return StallWarning(StallKind.SLOW_APPLICATION, reasons, message)
 
     def _check_records_waiting(self, partitions: Mapping[TopicPartition, PartitionView], rebalancing: bool,
                                now: float) -> StallWarning | None:
@@ -213,7 +221,7 @@ class StallDetector:
         parts = "; ".join(f"{_names(dict.fromkeys(tps, r))}: {r}" for r, tps in sorted(by_reason.items()))
         message = (f"consumer stalled: no records returned by poll() for {self.stall_s * 1000:.0f} ms "
                    f"(stall.warning.ms) from partitions with records waiting or fetches failing: {parts}")
-        return StallWarning("records waiting", stalled, message)
+        return StallWarning(StallKind.RECORDS_WAITING, stalled, message)
 
     @staticmethod
     def _reason(view: PartitionView, rebalancing: bool, failing: tuple[float, str] | None,

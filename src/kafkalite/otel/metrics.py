@@ -41,14 +41,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalite import __version__
+from kafkalite.config import ADMIN, CONSUMER, PRODUCER, SHARE_CONSUMER
 from kafkalite.errors import ConfigError
 from kafkalite.metrics import SUM, MetricName, Metrics
+from kafkalite.otel.providers import resolve_provider
 from kafkalite.otel.semconv import Conventions
 
 __all__ = ["MetricsBridge", "instrument_name"]
 
-_PREFIX = {"producer": "kafka.producer", "consumer": "kafka.consumer", "share_consumer": "kafka.consumer",
-           "admin": "kafka.admin"}
+_PREFIX = {PRODUCER: "kafka.producer", CONSUMER: "kafka.consumer", SHARE_CONSUMER: "kafka.consumer",
+           ADMIN: "kafka.admin"}
 
 
 def instrument_name(client_kind: str, java_name: str) -> str:
@@ -57,19 +59,13 @@ def instrument_name(client_kind: str, java_name: str) -> str:
 
 
 def resolve_meter_provider(setting: Any) -> Any:
+    """``otel.meter.provider``: a MeterProvider, ``"global"`` or ``"module:attr"``."""
     try:
         from opentelemetry import metrics
     except ImportError:  # pragma: no cover - exercised without the extra installed
         raise ConfigError("setting 'otel.meter.provider' needs the OpenTelemetry API: "
                           "pip install 'kafkalite[otel]'") from None
-    if isinstance(setting, str):
-        if setting.strip().lower() != "global":
-            raise ConfigError(f"setting 'otel.meter.provider' must be a MeterProvider or 'global', got {setting!r}")
-        return metrics.get_meter_provider()
-    if not callable(getattr(setting, "get_meter", None)):
-        raise ConfigError("setting 'otel.meter.provider' must be a MeterProvider (with get_meter()) or 'global', "
-                          f"got {type(setting).__name__}")
-    return setting
+    return resolve_provider("otel.meter.provider", setting, "get_meter", metrics.get_meter_provider)
 
 
 class MetricsBridge:
@@ -113,7 +109,7 @@ class MetricsBridge:
             self._sources[name] = metric.name
             callback = self._callback(name)
             description = metric.description or metric.name
-            if self.registry.kind(metric) == SUM:
+            if self.registry.kind(metric) is SUM:
                 self._instruments[name] = self.meter.create_observable_counter(name, [callback],
                                                                                description=description)
             else:
@@ -140,11 +136,11 @@ class MetricsBridge:
 
     def _conventions_instruments(self) -> None:
         counters = self.conventions.message_counters()
-        if self.kind == "producer":
+        if self.kind == PRODUCER:
             names, source, attrs = counters["sent"], "record-send-total", {"messaging.system": "kafka"}
             if self.conventions.new:
                 attrs["messaging.operation.name"] = "send"
-        elif self.kind in ("consumer", "share_consumer"):
+        elif self.kind in (CONSUMER, SHARE_CONSUMER):
             names, source, attrs = counters["consumed"], "records-consumed-total", {"messaging.system": "kafka"}
             if self.conventions.new:
                 attrs["messaging.operation.name"] = "poll"

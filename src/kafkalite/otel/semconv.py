@@ -32,29 +32,46 @@ Old (default): span names ``"<topic> publish"`` / ``"<topic> receive"`` /
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["BOTH", "NEW", "OLD", "Conventions", "error_type", "parse_opt_in"]
+__all__ = ["BOTH", "NEW", "OLD", "Conventions", "Operation", "SemconvMode", "error_type", "parse_opt_in"]
 
-OLD = 1
-NEW = 2
-BOTH = OLD | NEW
+
+class SemconvMode(enum.Flag):
+    """Which conventions to emit: the v1.24 set (OLD), the current one (NEW), or both."""
+
+    OLD = 1
+    NEW = 2
+
+
+OLD = SemconvMode.OLD
+NEW = SemconvMode.NEW
+BOTH = SemconvMode.OLD | SemconvMode.NEW
+
+#: What a span or attribute set is about: ``send`` (publish), ``receive`` (poll) or ``process``.
+Operation = Literal["send", "receive", "process"]
 
 OLD_SCHEMA_URL = "https://opentelemetry.io/schemas/1.24.0"
 NEW_SCHEMA_URL = "https://opentelemetry.io/schemas/1.44.0"
 
 # operation -> (old messaging.operation, new messaging.operation.name, new messaging.operation.type)
-_OPERATIONS = {
+_OPERATIONS: dict[Operation, tuple[str, str, str]] = {
     "send": ("publish", "send", "send"),
     "receive": ("receive", "poll", "receive"),
     "process": ("process", "process", "process"),
 }
 
 
-def parse_opt_in(value: str | None) -> int:
-    """``OTEL_SEMCONV_STABILITY_OPT_IN`` -> OLD, NEW or BOTH (for the messaging category)."""
+def parse_opt_in(value: str | None) -> SemconvMode:
+    """``OTEL_SEMCONV_STABILITY_OPT_IN`` -> OLD, NEW or BOTH (for the messaging category).
+
+    Values of other categories (``http``, ``database/dup``) and unknown ones leave the
+    default (OLD). Compared without case, as the OpenTelemetry SDK configuration spec asks
+    of enum-like environment variables.
+    """
     entries = {v.strip().lower() for v in (value or "").split(",") if v.strip()}
     if "messaging/dup" in entries:
         return BOTH
@@ -73,7 +90,7 @@ def error_type(exc: BaseException) -> str:
 class Conventions:
     """Span names, kinds and attributes for one mode (OLD, NEW or BOTH)."""
 
-    def __init__(self, mode: int | None = None) -> None:
+    def __init__(self, mode: SemconvMode | None = None) -> None:
         self.mode = parse_opt_in(os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN")) if mode is None else mode
         self.old = bool(self.mode & OLD)
         self.new = bool(self.mode & NEW)
@@ -82,7 +99,7 @@ class Conventions:
     def schema_url(self) -> str:
         return NEW_SCHEMA_URL if self.new else OLD_SCHEMA_URL
 
-    def span_name(self, operation: str, topic: str | None) -> str:
+    def span_name(self, operation: Operation, topic: str | None) -> str:
         old_op, new_op, _ = _OPERATIONS[operation]
         if self.new:  # with messaging/dup the single-valued things are the new ones
             return f"{new_op} {topic}" if topic else new_op
@@ -92,7 +109,7 @@ class Conventions:
         """The receive (poll) span's kind: CLIENT now, CONSUMER in v1.24."""
         return self.new
 
-    def attributes(self, operation: str, topic: str | None = None, *, partition: int | None = None,
+    def attributes(self, operation: Operation, topic: str | None = None, *, partition: int | None = None,
                    offset: int | None = None, group: str | None = None, client_id: str | None = None,
                    count: int | None = None, tombstone: bool = False) -> dict[str, Any]:
         old_op, new_op, new_type = _OPERATIONS[operation]

@@ -53,6 +53,7 @@ from typing import Any
 
 from kafkalite import __version__
 from kafkalite.errors import ConfigError
+from kafkalite.otel.providers import resolve_provider
 from kafkalite.otel.semconv import Conventions, error_type
 
 __all__ = ["Tracing", "install_consumer_tracing", "install_producer_tracing", "process_span", "tracing_for"]
@@ -99,7 +100,8 @@ class Tracing:
     """The tracer and naming of one client (built only when tracing is on).
 
     Args:
-        provider: a ``TracerProvider`` or ``"global"``.
+        provider: a ``TracerProvider``, ``"global"`` or ``"module:attr"``
+            (:mod:`kafkalite.otel.providers`).
         client_id: ``client.id`` (``messaging.client_id``).
         group_id: the consumer group (consumers), or None.
     """
@@ -108,14 +110,8 @@ class Tracing:
         trace, propagate = _otel()
         self._trace = trace
         self._propagate = propagate
-        if isinstance(provider, str):
-            if provider.strip().lower() != "global":
-                raise ConfigError(f"setting 'otel.tracer.provider' must be a TracerProvider or 'global', "
-                                  f"got {provider!r}")
-            provider = trace.get_tracer_provider()
-        if not callable(getattr(provider, "get_tracer", None)):
-            raise ConfigError("setting 'otel.tracer.provider' must be a TracerProvider (with get_tracer()) "
-                              f"or 'global', got {type(provider).__name__}")
+        self.provider = provider = resolve_provider("otel.tracer.provider", provider, "get_tracer",
+                                                    trace.get_tracer_provider)
         self.conventions = conv = Conventions()
         self.tracer = provider.get_tracer("kafkalite", __version__, schema_url=conv.schema_url)
         self.client_id = client_id

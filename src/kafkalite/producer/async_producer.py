@@ -38,7 +38,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from kafkalite.config import Config, resolve
+from kafkalite.config import PRODUCER, Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.otel.tracing import install_producer_tracing, tracing_for
@@ -69,7 +69,7 @@ class AsyncProducer:
         self._core = core = ProducerCore(cfg, blocking=False)
         self._started = False
         self._finalizer = weakref.finalize(self, _finalize, core)
-        self._telemetry = ClientTelemetry(cfg, "producer", core.client, core.metrics.registry, core.metrics.snapshot,
+        self._telemetry = ClientTelemetry(cfg, PRODUCER, core.client, core.metrics.registry, core.metrics.snapshot,
                                           labels=lambda: {"transactional_id": cfg["transactional.id"],
                                                           "client_rack": cfg["client.rack"] or None})
         tracing = tracing_for(cfg)

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from time import time as _time
 from typing import Any
 
-from kafkalite.config import Config, resolve
+from kafkalite.config import PRODUCER, Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
@@ -81,7 +81,7 @@ class Producer:
         self._appender = core.appender
         self._append = core.appender.append
         self._raw = core.raw
-        self._telemetry = ClientTelemetry(cfg, "producer", core.client, core.metrics.registry, core.metrics.snapshot,
+        self._telemetry = ClientTelemetry(cfg, PRODUCER, core.client, core.metrics.registry, core.metrics.snapshot,
                                           labels=lambda: {"transactional_id": cfg["transactional.id"],
                                                           "client_rack": cfg["client.rack"] or None})
         self._engine = EngineThread(name=f"kafkalite-{core.client_id}").start()

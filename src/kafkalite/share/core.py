@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from kafkalite.config import SHARE_CONSUMER
 from kafkalite.errors import IllegalStateError, KafkaError, SerializationError
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
@@ -70,7 +71,7 @@ class ShareConsumerCore:
         self.metrics = ShareConsumerMetrics(self.registry, cfg["client.id"])
         self.client.stats.register(self.registry, "consumer-share-metrics",
                                    {"client-id": cfg["client.id"]} if cfg["client.id"] else None)
-        self.telemetry = ClientTelemetry(cfg, "share_consumer", self.client, self.registry,
+        self.telemetry = ClientTelemetry(cfg, SHARE_CONSUMER, self.client, self.registry,
                                          labels=lambda: {"group_id": self.cfg["group.id"],
                                                          "client_rack": self.cfg["client.rack"] or None})
         self.subscription: frozenset[str] = frozenset()

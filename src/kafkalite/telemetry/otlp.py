@@ -23,7 +23,7 @@ Field numbers (metrics.proto / common.proto / resource.proto, v1)::
 
 Example::
 
-    metric = encode_metric(Point("org.apache.kafka.producer.record.send.total", 5.0, kind="sum"),
+    metric = encode_metric(Point("org.apache.kafka.producer.record.send.total", 5.0, kind=SUM),
                            CUMULATIVE, time.time_ns())
     payload = encode_metrics_data([metric], {"client_rack": "r1"}, "kafkalite", "0.1.0")
 """
@@ -33,6 +33,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from kafkalite.metrics import GAUGE, SUM, MetricKind
 
 __all__ = ["CUMULATIVE", "DELTA", "Point", "encode_metric", "encode_metrics_data"]
 
@@ -47,7 +49,7 @@ class Point:
     name: str
     value: float
     attributes: Mapping[str, str] = field(default_factory=dict)
-    kind: str = "gauge"  # or "sum" (monotonic)
+    kind: MetricKind = GAUGE  # or SUM (monotonic)
     description: str = ""
     start_ns: int = 0
 
@@ -95,13 +97,13 @@ def _attributes(field_number: int, attributes: Mapping[str, str]) -> bytes:
 def encode_metric(point: Point, temporality: int, now_ns: int) -> bytes:
     """One ``Metric`` message (bytes, without its field key in ScopeMetrics)."""
     data_point = _attributes(7, point.attributes)
-    if point.kind == "sum" and point.start_ns:
+    if point.kind is SUM and point.start_ns:
         data_point += _fixed64(2, point.start_ns)
     data_point += _fixed64(3, now_ns) + _double(4, float(point.value))
     body = _string(1, point.name)
     if point.description:
         body += _string(2, point.description)
-    if point.kind == "sum":
+    if point.kind is SUM:
         body += _bytes(7, _bytes(1, data_point) + _key(2, 0) + _varint(temporality) + _key(3, 0) + _varint(1))
     else:
         body += _bytes(5, _bytes(1, data_point))

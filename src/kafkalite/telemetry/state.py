@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kafkalite.metrics import SUM, Metrics
+from kafkalite.metrics import GAUGE, SUM, Metrics
 from kafkalite.telemetry.otlp import CUMULATIVE, DELTA, Point
 
 __all__ = ["MetricCollector", "Subscription", "TelemetryState", "telemetry_name"]
@@ -273,7 +273,7 @@ class MetricCollector:
                 continue
             attrs = {k.replace("-", "_"): v for k, v in metric.tags}
             attrs = {k: v for k, v in attrs.items() if k not in self.exclude}
-            if self.registry.kind(metric) == SUM:
+            if self.registry.kind(metric) is SUM:
                 start = self.started_ns
                 if delta:
                     key = (name, tuple(sorted(attrs.items())))
@@ -281,9 +281,9 @@ class MetricCollector:
                     self._last[key] = (now_ns, value)
                     if last is not None:
                         start, value = last[0], value - last[1]
-                points.append(Point(name, value, attrs, "sum", metric.description, start))
+                points.append(Point(name, value, attrs, SUM, metric.description, start))
             else:
-                points.append(Point(name, value, attrs, "gauge", metric.description))
+                points.append(Point(name, value, attrs, GAUGE, metric.description))
         return points, DELTA if delta else CUMULATIVE
 
 
