@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -65,7 +66,9 @@ CS = {CONSUMER, SHARE_CONSUMER}
 SETTINGS: tuple[Setting, ...] = (
     # ------------------------------------------------------------ every client
     _s("bootstrap.servers", "list", None, "host:port pairs used to discover the cluster."),
-    _s("client.id", "str", "", "A name for this client in broker logs, quotas and metrics."),
+    _s("client.id", "str", "",
+       "A name for this client in broker logs, quotas and metrics; empty: Java's default "
+       "(producer-N or producer-<transactional.id>, consumer-<group>-N, adminclient-N)."),
     _s("client.rack", "str", "", "The rack of this client (fetch from the nearest replica, KIP-392)."),
     _s("request.timeout.ms", "int", 30000, "How long to wait for a broker's response.", min=0),
     _s("default.api.timeout.ms", "int", 60000, "Timeout of blocking calls that take no timeout.",
@@ -466,7 +469,40 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
     _check_security(cfg)
     for check in _VALIDATORS[client]:
         cfg = check(cfg)
+    if not cfg["client.id"]:
+        cfg = cfg.replace(**{"client.id": default_client_id(cfg)})
     return cfg
+
+
+# Process-wide sequences, as Java's PRODUCER_CLIENT_ID_SEQUENCE (ProducerConfig),
+# CONSUMER_CLIENT_ID_SEQUENCE (ConsumerConfig, shared by the share consumer, which Java
+# configures through ConsumerConfig too) and ADMIN_CLIENT_ID_SEQUENCE (KafkaAdminClient).
+# next() on itertools.count is atomic under the GIL, so threads never share a number.
+_CLIENT_ID_SEQUENCES = {PRODUCER: itertools.count(1), CONSUMER: itertools.count(1), ADMIN: itertools.count(1)}
+
+
+def default_client_id(cfg: Config) -> str:
+    """Java's ``client.id`` for a client configured without one.
+
+    - producer: ``producer-<transactional.id>``, else ``producer-N``;
+    - consumer and share consumer: ``consumer-<group.id>-<group.instance.id or N>``
+      (``consumer-N`` without a group; Java would write ``consumer-null-N``);
+    - admin client: ``adminclient-N``.
+
+    ``N`` counts per kind from 1 in this process. Brokers show the id in
+    ``kafka-consumer-groups --describe`` (CLIENT-ID) and build member ids from it
+    (``<client.id>-<uuid>``), so an empty one gives member ids starting with "-".
+    """
+    kind = cfg.client
+    if kind == PRODUCER:
+        txn = cfg["transactional.id"]
+        return f"producer-{txn}" if txn else f"producer-{next(_CLIENT_ID_SEQUENCES[PRODUCER])}"
+    if kind == ADMIN:
+        return f"adminclient-{next(_CLIENT_ID_SEQUENCES[ADMIN])}"
+    group = cfg["group.id"]
+    instance = cfg.get("group.instance.id")
+    part = instance or str(next(_CLIENT_ID_SEQUENCES[CONSUMER]))
+    return f"consumer-{group}-{part}" if group else f"consumer-{part}"
 
 
 def _check_security(cfg: Config) -> None:

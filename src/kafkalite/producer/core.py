@@ -13,7 +13,6 @@ timeouts and Ctrl-C, or ``await``.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -53,7 +52,6 @@ log = logging.getLogger("kafkalite.producer")
 
 __all__ = ["ProducerCore"]
 
-_ids = itertools.count(1)
 _UNKNOWN_TOPIC = UnknownTopicOrPartitionError.code
 # Topic errors that will not go away by waiting (authorization, invalid name).
 _FINAL_TOPIC_ERRORS = {17, 29}
@@ -80,8 +78,6 @@ class ProducerCore:
     """One producer's engine (see the module doc)."""
 
     def __init__(self, cfg: Config, *, blocking: bool) -> None:
-        if not cfg["client.id"]:
-            cfg = cfg.replace(**{"client.id": f"kafkalite-producer-{next(_ids)}"})
         self.cfg = cfg
         self.client_id: str = cfg["client.id"]
         self.blocking = blocking
