@@ -69,7 +69,7 @@ SETTINGS: tuple[Setting, ...] = (
     _s("client.id", "str", "",
        "A name for this client in broker logs, quotas and metrics; empty: Java's default "
        "(producer-N or producer-<transactional.id>, consumer-<group>-N, adminclient-N)."),
-    _s("client.rack", "str", "", "The rack of this client (fetch from the nearest replica, KIP-392)."),
+    _s("client.rack", "str", "", "The rack of this client (fetch from the nearest replica, KIP-392).", CS),
     _s("request.timeout.ms", "int", 30000, "How long to wait for a broker's response.", min=0),
     _s("default.api.timeout.ms", "int", 60000, "Timeout of blocking calls that take no timeout.",
        {CONSUMER, ADMIN, SHARE_CONSUMER}, min=0),
@@ -213,7 +213,7 @@ SETTINGS: tuple[Setting, ...] = (
     _s("max.request.size", "int", 1048576, "Largest produce request (and record) in bytes.", P, min=0),
     _s("delivery.timeout.ms", "int", 120000, "Bound on the time to report a send's outcome.", P, min=0),
     _s("max.in.flight.requests.per.connection", "int", 5, "Unacknowledged requests per broker.",
-       PC, min=1),
+       P, min=1),
     _s("enable.idempotence", "bool", True, "Exactly-once per partition within a producer session.", P),
     _s("transactional.id", "str", None, "Makes the producer transactional.", P),
     _s("transaction.timeout.ms", "int", 60000, "Broker aborts transactions open longer than this.", P, min=1),
@@ -226,7 +226,9 @@ SETTINGS: tuple[Setting, ...] = (
        "Skip partitions whose leader has not accepted data for this long (0: off).", P, min=0),
     _s("key.serializer", "object", None, "Serializer of keys (object, callable or built-in name).", P),
     _s("value.serializer", "object", None, "Serializer of values.", P),
-    _s("interceptor.classes", "list", [], "Interceptors (objects or classes) called on send/ack.", PC),
+    _s("interceptor.classes", "list", [],
+       "Interceptors (objects, classes or 'module:Class'): the producer's on_send/on_acknowledgement, "
+       "the consumer's on_consume/on_commit.", PC),
     _s("otel.tracer.provider", "object", None,
        "OpenTelemetry tracing of send()/poll() with W3C trace context in record headers: a "
        "TracerProvider, 'global' or 'module:attr' naming one (needs kafkalite[otel]; off, at no cost, "
@@ -272,6 +274,13 @@ SETTINGS: tuple[Setting, ...] = (
        "record_limit: at most max.poll.records records per fetch (KIP-1206, ShareFetch v2).",
        S, choices=("batch_optimized", "record_limit")),
 )
+
+# Why a setting another client takes is refused by this one, where the generic "it is a
+# producer setting" would leave the user guessing.
+_NOT_FOR: dict[tuple[str, str], str] = {
+    ("max.in.flight.requests.per.connection", CONSUMER):
+        "the consumer keeps one fetch in flight per broker; Java's consumer has no such setting either",
+}
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 _BY_ALIAS: dict[str, Setting] = {s.alias: s for s in SETTINGS}
@@ -445,9 +454,11 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
             if setting is None:
                 raise ConfigError(f"unknown setting '{key}'{_suggest(key, client)}")
             if client not in setting.clients:
+                why = _NOT_FOR.get((setting.name, client))
                 raise ConfigError(
                     f"setting '{setting.name}' does not apply to a {client} "
-                    f"(it is a {'/'.join(sorted(setting.clients))} setting)"
+                    f"(it is a {'/'.join(sorted(setting.clients))} setting"
+                    + (f"; {why})" if why else ")")
                 )
             if setting.name in given and given[setting.name] != value:
                 raise ConfigError(f"setting '{setting.name}' given twice with different values")

@@ -134,7 +134,7 @@ class AsyncProducer:
         else:
             value_bytes = core.serialize(topic, value, headers, False)
         state = core.acc.topics.get(topic)
-        if state is None or (partition is not None and type(partition) is int and partition >= state.num_partitions):
+        if state is None or state.expired or (partition is not None and type(partition) is int and partition >= state.num_partitions):
             state = await core.wait_for_topic(topic, partition, core.max_block_s)
         future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
                              callback)

@@ -248,7 +248,7 @@ class Producer:
             else:
                 value_bytes = core.serialize(topic, value, headers, False)
         state = core.topics.get(topic)
-        if state is None or (partition is not None and type(partition) is int and partition >= state.num_partitions):
+        if state is None or state.expired or (partition is not None and type(partition) is int and partition >= state.num_partitions):
             state = self._engine.run(core.wait_for_topic(topic, partition, core.max_block_s), None,
                                      f"waiting for metadata of topic '{topic}'")
         appended = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,

@@ -65,6 +65,7 @@ __all__ = ["Sender"]
 
 _INT32_MAX = 2**31 - 1
 _EXPIRY_CHECK_S = 0.05
+_IDLE_CHECK_S = 1.0  # how often topics are checked against metadata.max.idle.ms
 
 
 class Sender:
@@ -86,6 +87,8 @@ class Sender:
         self.batch_size = cfg["batch.size"]
         self.adaptive = core.partitioner is None and cfg["partitioner.adaptive.partitioning.enable"]
         self.availability_timeout_s = cfg["partitioner.availability.timeout.ms"] / 1000.0
+        self.metadata_idle_s = cfg["metadata.max.idle.ms"] / 1000.0
+        self._next_idle_check = 0.0
         self.guarantee_order = self.max_in_flight == 1
         self.backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -194,6 +197,9 @@ class Sender:
         if now >= self._next_expiry_check:
             self._expire(now)
             self._next_expiry_check = now + _EXPIRY_CHECK_S
+        if now >= self._next_idle_check or self.acc.revived:
+            self._next_idle_check = now + _IDLE_CHECK_S
+            self._forget_idle_topics(now)
         unavailable: set[int] | None = None
         if self.availability_timeout_s > 0:
             unavailable = {n for n, t in self._ready_since.items() if now - t > self.availability_timeout_s}
@@ -481,6 +487,23 @@ class Sender:
             child.in_retry = True
             self.acc.reenqueue(child, now, 0.0)
             child.attempts -= 1
+
+    def _forget_idle_topics(self, now: float) -> None:
+        """metadata.max.idle.ms: stop refreshing metadata of topics nothing was sent to
+        for that long, and forget it, so that the next send fetches it anew (Java's
+        ProducerMetadata); topics a send used again are tracked again."""
+        client = self.client
+        forgotten = self.acc.forget_idle_topics(now, self.metadata_idle_s)
+        if forgotten:
+            log.debug("forgetting the metadata of idle topics %s (metadata.max.idle.ms)", forgotten)
+            client.untrack_topics(forgotten)
+            for topic in forgotten:
+                client.metadata.forget(topic)
+        revived = self.acc.revived
+        if revived:
+            topics = {revived.pop() for _ in range(len(revived))}
+            client.track_topics(topics)
+            self.request_metadata(topics)
 
     def _expire(self, now: float) -> None:
         for batch in self.acc.expired(now):
