@@ -235,6 +235,10 @@ SETTINGS: tuple[Setting, ...] = (
        "when None).", PC),
     _s("metadata.max.idle.ms", "int", 300000, "Forget metadata of topics not produced to this long.", P,
        min=5000),
+    _s("exit.flush.timeout.ms", "int", 10000,
+       "kafkalite: a producer not closed when the interpreter exits (or its asyncio loop shuts down) "
+       "flushes for at most this long, then reports per topic what was not delivered; 0: no flush, "
+       "just the report.", P, min=0),
     # ------------------------------------------------------------ consumer
     _s("group.id", "str", None, "Consumer group; required for subscribe() and commits.", CS),
     _s("group.instance.id", "str", None, "Static membership id (KIP-345).", C),

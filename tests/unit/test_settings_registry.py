@@ -95,6 +95,7 @@ READERS: dict[str, dict[str, str]] = {
     "value.serializer": {PRODUCER: "producer/core.py"},
     "interceptor.classes": {PRODUCER: "producer/core.py", CONSUMER: "consumer/core.py"},
     "metadata.max.idle.ms": {PRODUCER: "producer/sender.py"},
+    "exit.flush.timeout.ms": {PRODUCER: "producer/exit_guard.py"},
     # consumer and share consumer
     "group.id": {CONSUMER: "consumer/core.py", SHARE_CONSUMER: "share/core.py"},
     "group.instance.id": {CONSUMER: "consumer/coordinator.py"},
@@ -144,6 +145,9 @@ PROOFS: dict[str, list[str]] = {
                             f"{_UNIT}::test_a_missing_interceptor_class_is_refused_by_consumer_and_producer_alike"],
     "transaction.two.phase.commit.enable": [f"{_UNIT}::test_two_phase_commit_is_refused_with_the_reason"],
     "max.in.flight.requests.per.connection": [f"{_UNIT}::test_consumer_refuses_max_in_flight_saying_why"],
+    "exit.flush.timeout.ms": ["tests/integration/test_producer_exit.py::"
+                              "test_unreachable_broker_exit_is_bounded_and_reports_per_topic",
+                              "tests/integration/test_producer_exit.py::test_the_off_switch_reports_at_once"],
     "client.id": ["tests/integration/test_client_ids.py::"
                   "test_kafka_consumer_groups_shows_java_style_client_and_member_ids"],
 }

@@ -170,7 +170,7 @@ class NetworkClient:
         state.connection = conn
         state.connecting.set_result(conn)
         state.connecting = None
-        if self._reaper is None and self._max_idle_s >= 0:
+        if (self._reaper is None or self._reaper.done()) and self._max_idle_s >= 0 and not self._closed:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle(), name="kafkalite-idle-reaper")
         return conn
 

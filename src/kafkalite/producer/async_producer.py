@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -42,6 +41,7 @@ from kafkalite.config import PRODUCER, Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.otel.tracing import install_producer_tracing, tracing_for
+from kafkalite.producer import exit_guard
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import AsyncRecordFuture
 from kafkalite.telemetry.hub import ClientTelemetry
@@ -75,6 +75,9 @@ class AsyncProducer:
         tracing = tracing_for(cfg)
         if tracing is not None:
             install_producer_tracing(self, tracing, asynchronous=True)
+        # At interpreter exit (or when the loop shuts down) the exit guard flushes and reports.
+        self._finalizer.atexit = False
+        exit_guard.register(core, None)
 
     @property
     def config(self) -> Config:
@@ -244,8 +247,7 @@ def _finalize(core: ProducerCore) -> None:
         return
     left = core.unacknowledged()
     if left:
-        text = (f"kafkalite aio Producer (client.id={core.client_id}) was not closed and {left} record(s) were "
-                "not yet acknowledged and are lost; await producer.flush() / producer.close() "
-                "(or use 'async with Producer(...)').")
-        log.error(text)
-        warnings.warn(text, RuntimeWarning, stacklevel=2)
+        text = (f"kafkalite aio Producer (client.id={core.client_id}) was garbage-collected without close() "
+                f"with {left} record(s) not yet acknowledged; its sender keeps sending them while the event "
+                "loop runs. Await producer.close() (or use 'async with Producer(...)').")
+        log.warning(text)

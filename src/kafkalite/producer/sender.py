@@ -47,6 +47,7 @@ from kafkalite.errors import (
 )
 from kafkalite.net.cluster import BrokerNode
 from kafkalite.net.engine import cancel_and_wait
+from kafkalite.producer import exit_guard
 from kafkalite.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafkalite.protocol.messages.produce import (
     ProduceRequest,
@@ -142,7 +143,7 @@ class Sender:
         self.wakeup()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout_s)
-        if self.task is not None and not self.task.done():
+        if self.task is not None and not self.task.done() and self.task is not asyncio.current_task():
             # Woken with _stopping set, the loop ends at its next pass by itself.
             await asyncio.wait({self.task}, timeout=max(0.0, min(0.5, timeout_s / 2)))
         tasks: list[asyncio.Future[Any]] = [t for t in (self.task, self._metadata_task, self._pid_task)
@@ -153,6 +154,25 @@ class Sender:
         await cancel_and_wait(tasks, max(0.05, deadline - loop.time()))
 
     async def _run(self) -> None:
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            core = self.core
+            if self._stopping or core.closed or core.blocking:
+                raise
+            # Cancelled while the producer is open: its event loop is shutting down
+            # (asyncio.run() cancels every task when the main coroutine returns). Deliver
+            # what can be delivered first, bounded by exit.flush.timeout.ms.
+            task = asyncio.current_task()
+            uncancel = getattr(task, "uncancel", None)  # Python >= 3.11
+            if uncancel is not None:
+                uncancel()
+            # The sending goes on in a new task (the shutdown cancelled the tasks it knew
+            # of, not this one); this one waits for the flush, so the shutdown does too.
+            self.task = asyncio.get_running_loop().create_task(self._loop(), name="kafkalite-producer-sender")
+            await exit_guard.flush_at_loop_shutdown(core)
+
+    async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         while not self._stopping:
             self._wake_pending = False
