@@ -170,3 +170,29 @@ def test_stream_corruption_gives_typed_errors_then_recovery(kafka_cluster, netwo
         while len(got) < len(values) and time.monotonic() < deadline:
             got += [r.value for r in consumer.poll(1.0)]
     assert got == values
+
+
+def test_the_documented_example_runs(kafka_cluster, network_faults, unique_topic) -> None:
+    """docs/testing.md "Network faults": a user's consumer under latency and a partition."""
+    topic = kafka_cluster.create_topic(unique_topic, partitions=1)
+    with Producer({"bootstrap.servers": kafka_cluster.bootstrap}) as producer:
+        for i in range(1000):
+            producer.send(topic, b"%d" % i)
+    seen: list[bytes] = []
+    with Consumer({"bootstrap.servers": network_faults.bootstrap,  # behind the proxies
+                   "group.id": "my-app-" + topic, "auto.offset.reset": "earliest",
+                   "request.timeout.ms": 5000}) as consumer:
+        consumer.subscribe([topic])
+        with network_faults.latency(100, jitter_ms=50):
+            seen += [r.value for r in consumer.poll(5)]
+        with network_faults.black_hole():
+            started = time.monotonic()
+            try:
+                seen += [r.value for r in consumer.poll(3)]  # must not hang
+            except KafkaError:
+                pass  # typed errors only
+            assert time.monotonic() - started < 10
+        deadline = time.monotonic() + 60  # and it recovers by itself
+        while len(seen) < 1000 and time.monotonic() < deadline:
+            seen += [r.value for r in consumer.poll(1)]
+    assert seen == [b"%d" % i for i in range(1000)]

@@ -12,6 +12,8 @@ wheel ships, in KRaft combined mode on loopback ports.
 pytest users get the fixtures of :mod:`kafkalite.testing.pytest_plugin`
 (``kafka_broker``, ``kafka_cluster``, ``topic_factory`` ...) automatically; the
 command line ``python -m kafkalite.testing up|status|down`` runs one in the background.
+A delivery checker (lost, duplicated, reordered, aborted-but-visible records):
+:mod:`kafkalite.testing.checker`.
 Network faults (latency, bandwidth, black holes, resets, partial writes, corruption)
 between clients and brokers: ``LocalBroker(network_faults=True).faults``, the
 ``network_faults`` fixture, :mod:`kafkalite.testing.netfaults`.
@@ -27,6 +29,7 @@ from kafkalite.testing.broker import (
     random_cluster_id,
 )
 from kafkalite.testing.certs import TestPki, make_test_pki
+from kafkalite.testing.checker import Checker, CheckReport
 from kafkalite.testing.cluster import LocalCluster
 from kafkalite.testing.containers import DockerKafka, DockerUnavailableError
 from kafkalite.testing.distribution import (
@@ -74,6 +77,8 @@ __all__ = [
     "Backend",
     "BrokerListener",
     "BrokerStartError",
+    "CheckReport",
+    "Checker",
     "ChecksumMismatchError",
     "Direction",
     "DistributionError",
