@@ -52,7 +52,7 @@ READERS: dict[str, dict[str, str]] = {
     "sasl.mechanism": {ANY: "net/sasl.py"},
     "sasl.username": {ANY: "net/sasl.py"},
     "sasl.password": {ANY: "net/sasl.py"},
-    "sasl.jaas.config": {ANY: "net/sasl.py"},
+    "sasl.jaas.config": {ANY: "net/jaas.py"},
     "sasl.oauthbearer.token.provider": {ANY: "net/sasl.py"},
     "ssl.ca.location": {ANY: "net/tls.py"},
     "ssl.truststore.location": {ANY: "net/tls.py"},
@@ -70,6 +70,46 @@ READERS: dict[str, dict[str, str]] = {
     "ssl.enabled.protocols": {ANY: "net/tls.py"},
     "ssl.cipher.suites": {ANY: "net/tls.py"},
     "ssl.context": {ANY: "net/tls.py"},
+    "ssl.truststore.password": {ANY: "net/tls.py"},
+    "sasl.kerberos.service.name": {ANY: "net/kerberos.py"},
+    "sasl.kerberos.kinit.cmd": {ANY: "net/kerberos.py"},
+    "sasl.kerberos.ticket.renew.window.factor": {ANY: "net/kerberos.py"},
+    "sasl.kerberos.ticket.renew.jitter": {ANY: "net/kerberos.py"},
+    "sasl.kerberos.min.time.before.relogin": {ANY: "net/kerberos.py"},
+    "sasl.login.callback.handler.class": {ANY: "net/sasl.py"},
+    "sasl.oauthbearer.token.endpoint.url": {ANY: "net/oauth.py"},
+    "sasl.oauthbearer.client.credentials.client.id": {ANY: "net/oauth.py"},
+    "sasl.oauthbearer.client.credentials.client.secret": {ANY: "net/oauth.py"},
+    "sasl.oauthbearer.scope": {ANY: "net/oauth.py"},
+    "sasl.oauthbearer.jwt.retriever.class": {ANY: "net/oauth.py"},
+    "sasl.oauthbearer.scope.claim.name": {ANY: "net/oauth.py"},
+    "sasl.oauthbearer.sub.claim.name": {ANY: "net/oauth.py"},
+    "sasl.oauthbearer.header.urlencode": {ANY: "net/oauth.py"},
+    "sasl.oauthbearer.assertion.algorithm": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.claim.aud": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.claim.exp.seconds": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.claim.iss": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.claim.jti.include": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.claim.nbf.seconds": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.claim.sub": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.file": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.private.key.file": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.private.key.passphrase": {ANY: "net/oauth_assertion.py"},
+    "sasl.oauthbearer.assertion.template.file": {ANY: "net/oauth_assertion.py"},
+    "sasl.login.refresh.window.factor": {ANY: "net/oauth.py"},
+    "sasl.login.refresh.window.jitter": {ANY: "net/oauth.py"},
+    "sasl.login.refresh.min.period.seconds": {ANY: "net/oauth.py"},
+    "sasl.login.refresh.buffer.seconds": {ANY: "net/oauth.py"},
+    "sasl.login.connect.timeout.ms": {ANY: "net/oauth.py"},
+    "sasl.login.read.timeout.ms": {ANY: "net/oauth.py"},
+    "sasl.login.retry.backoff.ms": {ANY: "net/oauth.py"},
+    "sasl.login.retry.backoff.max.ms": {ANY: "net/oauth.py"},
+    # metrics and telemetry
+    "metric.reporters": {ANY: "telemetry/hub.py"},
+    "metrics.report.interval.ms": {ANY: "telemetry/hub.py"},
+    "enable.metrics.push": {ANY: "telemetry/hub.py"},
+    "otel.meter.provider": {ANY: "telemetry/hub.py"},
+    "otel.tracer.provider": {ANY: "otel/tracing.py"},
     # producer
     "acks": {PRODUCER: "producer/core.py"},
     "linger.ms": {PRODUCER: "producer/core.py"},
@@ -116,6 +156,7 @@ READERS: dict[str, dict[str, str]] = {
     "isolation.level": {CONSUMER: "consumer/core.py"},
     "check.crcs": {CONSUMER: "consumer/fetcher.py", SHARE_CONSUMER: "share/fetcher.py"},
     "exclude.internal.topics": {CONSUMER: "consumer/core.py"},
+    "stall.warning.ms": {CONSUMER: "consumer/core.py"},
     "allow.auto.create.topics": {CONSUMER: "net/client.py"},
     "key.deserializer": {CONSUMER: "consumer/core.py", SHARE_CONSUMER: "share/core.py"},
     "value.deserializer": {CONSUMER: "consumer/core.py", SHARE_CONSUMER: "share/core.py"},
@@ -125,9 +166,8 @@ READERS: dict[str, dict[str, str]] = {
 
 # Accepted but not honoured yet, each implemented by another piece of work: may only shrink.
 PENDING: dict[str, str] = {
-    "sasl.kerberos.service.name": "issue 16 (GSSAPI / Kerberos)",
-    "ssl.truststore.password": "issue 16 (TLS stores)",
-    "ssl.protocol": "issue 16 (TLS settings)",
+    "ssl.protocol": "issue 16 (TLS settings: ssl.enabled.protocols decides today)",
+    "metrics.recording.level": "issue 17 (every metric is INFO-level: DEBUG / TRACE change nothing yet)",
 }
 
 _EFFECTS = "tests/integration/test_settings_effects.py"
@@ -199,12 +239,13 @@ def test_registered_readers_really_read_their_settings() -> None:
 
 
 def test_pending_settings_are_few_accepted_and_owned() -> None:
-    assert len(PENDING) <= 3
+    assert len(PENDING) <= 2
+    modules = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
+               if "protocol/messages" not in str(p) and p.name != "config.py"]
     for name, owner in PENDING.items():
         setting = lookup(name)
         assert setting is not None and owner.startswith("issue ")
-        reading = [m for m in ("net/tls.py", "net/sasl.py", "net/transport.py", "net/client.py")
-                   if name in _names_in_code(m)[0]]
+        reading = [m for m in modules if name in _names_in_code(m)[0] or setting.alias in _names_in_code(m)[1]]
         assert not reading, f"'{name}' is read in {reading} now: move it from PENDING to READERS"
 
 
