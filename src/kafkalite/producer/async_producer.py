@@ -245,6 +245,9 @@ class AsyncProducer:
 def _finalize(core: ProducerCore) -> None:
     if core.closed:
         return
+    if core.loop is None:  # never started: nothing was sent, nothing to flush at exit
+        exit_guard.unregister(core)
+        return
     left = core.unacknowledged()
     if left:
         text = (f"kafkalite aio Producer (client.id={core.client_id}) was garbage-collected without close() "
