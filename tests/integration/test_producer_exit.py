@@ -5,6 +5,7 @@ exit.flush.timeout.ms and reports per topic what was not delivered."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -98,7 +99,11 @@ def test_unreachable_broker_exit_is_bounded_and_reports_per_topic(kafka_cluster,
     assert f"{a}: 100" in done.stderr and f"{b}: 30" in done.stderr
     assert "exit.flush.timeout.ms=2000" in done.stderr and "ERROR" not in done.stdout
     assert 1.5 <= took < 15  # waited for the flush, and no longer than its bound (+ start-up)
-    assert _values(kafka_cluster.bootstrap, a) == [b"first"]
+    # The flush sent them into the hole: unacknowledged, but the broker may get them once
+    # the proxy forwards again; the report says so, and they are there once or not at all.
+    sent = re.search(r"(\d+) of them sent without an acknowledgement \(the broker may have them\)", done.stderr)
+    assert sent is not None and 100 <= int(sent.group(1)) <= 130  # topic a's leader was connected
+    assert _values(kafka_cluster.bootstrap, a) in ([b"first"], [b"first"] + [b"a%d" % i for i in range(100)])
 
 
 def test_the_off_switch_reports_at_once(kafka_broker, topic_factory) -> None:
