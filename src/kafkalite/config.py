@@ -69,7 +69,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("client.id", "str", "",
        "A name for this client in broker logs, quotas and metrics; empty: Java's default "
        "(producer-N or producer-<transactional.id>, consumer-<group>-N, adminclient-N)."),
-    _s("client.rack", "str", "", "The rack of this client (fetch from the nearest replica, KIP-392).", CS),
+    _s("client.rack", "str", "",
+       "The rack of this client: consumers fetch from the nearest replica (KIP-392); every client "
+       "reports it as the client_rack label of its pushed metrics (KIP-714)."),
     _s("request.timeout.ms", "int", 30000, "How long to wait for a broker's response.", min=0),
     _s("default.api.timeout.ms", "int", 60000, "Timeout of blocking calls that take no timeout.",
        {CONSUMER, ADMIN, SHARE_CONSUMER}, min=0),

@@ -28,7 +28,8 @@ ANY = "*"
 READERS: dict[str, dict[str, str]] = {
     "bootstrap.servers": {ANY: "net/client.py"},
     "client.id": {ANY: "net/transport.py"},
-    "client.rack": {CONSUMER: "consumer/fetcher.py", SHARE_CONSUMER: "share/heartbeat.py"},
+    "client.rack": {CONSUMER: "consumer/fetcher.py", SHARE_CONSUMER: "share/heartbeat.py",
+                    PRODUCER: "producer/producer.py", ADMIN: "admin/core.py"},  # KIP-714 label
     "request.timeout.ms": {ANY: "net/transport.py"},
     "default.api.timeout.ms": {CONSUMER: "consumer/core.py", ADMIN: "admin/core.py", SHARE_CONSUMER: "share/core.py"},
     "retries": {PRODUCER: "producer/sender.py", ADMIN: "admin/core.py"},
@@ -156,10 +157,10 @@ READERS: dict[str, dict[str, str]] = {
     "isolation.level": {CONSUMER: "consumer/core.py"},
     "check.crcs": {CONSUMER: "consumer/fetcher.py", SHARE_CONSUMER: "share/fetcher.py"},
     "exclude.internal.topics": {CONSUMER: "consumer/core.py"},
-    "stall.warning.ms": {CONSUMER: "consumer/core.py"},
+    "stall.warning.ms": {CONSUMER: "consumer/observability.py"},
     "allow.auto.create.topics": {CONSUMER: "net/client.py"},
-    "key.deserializer": {CONSUMER: "consumer/core.py", SHARE_CONSUMER: "share/core.py"},
-    "value.deserializer": {CONSUMER: "consumer/core.py", SHARE_CONSUMER: "share/core.py"},
+    "key.deserializer": {CONSUMER: "consumer/deserializing.py", SHARE_CONSUMER: "share/core.py"},
+    "value.deserializer": {CONSUMER: "consumer/deserializing.py", SHARE_CONSUMER: "share/core.py"},
     "share.acknowledgement.mode": {SHARE_CONSUMER: "share/core.py"},
     "share.acquire.mode": {SHARE_CONSUMER: "share/fetcher.py"},
 }
