@@ -461,13 +461,46 @@ def gen_decode_struct(em: Emitter, owner: str, st_name: str, fields: list[Field]
     return em.add(f"_dec_{st_name}", version, lines)
 
 
+def _min_scalar_size(t: str, flexible: bool) -> int:
+    if t in FIXED:
+        return FIXED[t][1]
+    if t == "uuid":
+        return 16
+    if t == "string":
+        return 1 if flexible else 2
+    return 1 if flexible else 4  # bytes, records
+
+
+def min_encoded_size(fields: list[Field], version: int, flexible: bool) -> int:
+    """The fewest bytes one struct of ``fields`` takes at ``version``.
+
+    Array counts are checked against it (``read_array_length``), so a count that the
+    remaining bytes cannot hold fails at once instead of after decoding elements one by
+    one (with 1, a 40-byte element type let a count of a million through the check).
+    """
+    regular, _, _ = layout(fields, version, flexible)
+    size = 1 if flexible else 0  # the tagged-field count
+    for f in regular:
+        fx = field_flexible(f, version, flexible)
+        if f.is_array:
+            size += 1 if fx else 4
+        elif f.struct is not None:
+            size += 1 if version in f.nullable else min_encoded_size(f.struct.fields, version, fx)
+        else:
+            size += _min_scalar_size(f.type, fx)
+    return max(1, size)
+
+
 def decode_value_lines(em: Emitter, owner: str, f: Field, target: str, version: int, flexible: bool,
                        ind: str) -> list[str]:
     nullable = version in f.nullable
     t = f.elem
     lines: list[str] = []
     if f.is_array:
-        min_size = FIXED[t][1] if t in FIXED else (16 if t == "uuid" else 1)
+        if f.struct is not None:
+            min_size = min_encoded_size(f.struct.fields, version, flexible)
+        else:
+            min_size = _min_scalar_size(t, flexible)
         reader = "read_compact_array_length" if flexible else "read_array_length"
         lines.append(f"{ind}n, pos = {reader}(buf, pos, {min_size})")
         lines.append(f"{ind}if n < 0:")
@@ -486,7 +519,7 @@ def decode_value_lines(em: Emitter, owner: str, f: Field, target: str, version: 
             lines.append(f"{ind}    {target} = items")
         elif t in FIXED:
             fmt, size = FIXED[t]
-            lines.append(f"{ind}    {target} = list(_s('>%d{fmt}' % n).unpack_from(buf, pos))")
+            lines.append(f"{ind}    {target} = unpack_array('{fmt}', n, buf, pos)")
             lines.append(f"{ind}    pos += n * {size}")
         else:
             lines.append(f"{ind}    items = []")
@@ -650,6 +683,7 @@ def generate_module(specs: list[MessageSpec]) -> str:
         "    read_uuid,",
         "    read_uvarint,",
         "    skip_tagged_fields,",
+        "    unpack_array,",
         "    write_bytes,",
         "    write_compact_bytes,",
         "    write_compact_string,",

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -65,8 +66,12 @@ CS = {CONSUMER, SHARE_CONSUMER}
 SETTINGS: tuple[Setting, ...] = (
     # ------------------------------------------------------------ every client
     _s("bootstrap.servers", "list", None, "host:port pairs used to discover the cluster."),
-    _s("client.id", "str", "", "A name for this client in broker logs, quotas and metrics."),
-    _s("client.rack", "str", "", "The rack of this client (fetch from the nearest replica, KIP-392)."),
+    _s("client.id", "str", "",
+       "A name for this client in broker logs, quotas and metrics; empty: Java's default "
+       "(producer-N or producer-<transactional.id>, consumer-<group>-N, adminclient-N)."),
+    _s("client.rack", "str", "",
+       "The rack of this client: consumers fetch from the nearest replica (KIP-392); every client "
+       "reports it as the client_rack label of its pushed metrics (KIP-714)."),
     _s("request.timeout.ms", "int", 30000, "How long to wait for a broker's response.", min=0),
     _s("default.api.timeout.ms", "int", 60000, "Timeout of blocking calls that take no timeout.",
        {CONSUMER, ADMIN, SHARE_CONSUMER}, min=0),
@@ -210,7 +215,7 @@ SETTINGS: tuple[Setting, ...] = (
     _s("max.request.size", "int", 1048576, "Largest produce request (and record) in bytes.", P, min=0),
     _s("delivery.timeout.ms", "int", 120000, "Bound on the time to report a send's outcome.", P, min=0),
     _s("max.in.flight.requests.per.connection", "int", 5, "Unacknowledged requests per broker.",
-       PC, min=1),
+       P, min=1),
     _s("enable.idempotence", "bool", True, "Exactly-once per partition within a producer session.", P),
     _s("transactional.id", "str", None, "Makes the producer transactional.", P),
     _s("transaction.timeout.ms", "int", 60000, "Broker aborts transactions open longer than this.", P, min=1),
@@ -223,13 +228,19 @@ SETTINGS: tuple[Setting, ...] = (
        "Skip partitions whose leader has not accepted data for this long (0: off).", P, min=0),
     _s("key.serializer", "object", None, "Serializer of keys (object, callable or built-in name).", P),
     _s("value.serializer", "object", None, "Serializer of values.", P),
-    _s("interceptor.classes", "list", [], "Interceptors (objects or classes) called on send/ack.", PC),
+    _s("interceptor.classes", "list", [],
+       "Interceptors (objects, classes or 'module:Class'): the producer's on_send/on_acknowledgement, "
+       "the consumer's on_consume/on_commit.", PC),
     _s("otel.tracer.provider", "object", None,
        "OpenTelemetry tracing of send()/poll() with W3C trace context in record headers: a "
        "TracerProvider, 'global' or 'module:attr' naming one (needs kafkalite[otel]; off, at no cost, "
        "when None).", PC),
     _s("metadata.max.idle.ms", "int", 300000, "Forget metadata of topics not produced to this long.", P,
        min=5000),
+    _s("exit.flush.timeout.ms", "int", 10000,
+       "kafkalite: a producer not closed when the interpreter exits (or its asyncio loop shuts down) "
+       "flushes for at most this long, then reports per topic what was not delivered; 0: no flush, "
+       "just the report.", P, min=0),
     # ------------------------------------------------------------ consumer
     _s("group.id", "str", None, "Consumer group; required for subscribe() and commits.", CS),
     _s("group.instance.id", "str", None, "Static membership id (KIP-345).", C),
@@ -269,6 +280,13 @@ SETTINGS: tuple[Setting, ...] = (
        "record_limit: at most max.poll.records records per fetch (KIP-1206, ShareFetch v2).",
        S, choices=("batch_optimized", "record_limit")),
 )
+
+# Why a setting another client takes is refused by this one, where the generic "it is a
+# producer setting" would leave the user guessing.
+_NOT_FOR: dict[tuple[str, str], str] = {
+    ("max.in.flight.requests.per.connection", CONSUMER):
+        "the consumer keeps one fetch in flight per broker; Java's consumer has no such setting either",
+}
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 _BY_ALIAS: dict[str, Setting] = {s.alias: s for s in SETTINGS}
@@ -442,9 +460,11 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
             if setting is None:
                 raise ConfigError(f"unknown setting '{key}'{_suggest(key, client)}")
             if client not in setting.clients:
+                why = _NOT_FOR.get((setting.name, client))
                 raise ConfigError(
                     f"setting '{setting.name}' does not apply to a {client} "
-                    f"(it is a {'/'.join(sorted(setting.clients))} setting)"
+                    f"(it is a {'/'.join(sorted(setting.clients))} setting"
+                    + (f"; {why})" if why else ")")
                 )
             if setting.name in given and given[setting.name] != value:
                 raise ConfigError(f"setting '{setting.name}' given twice with different values")
@@ -466,7 +486,40 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
     _check_security(cfg)
     for check in _VALIDATORS[client]:
         cfg = check(cfg)
+    if not cfg["client.id"]:
+        cfg = cfg.replace(**{"client.id": default_client_id(cfg)})
     return cfg
+
+
+# Process-wide sequences, as Java's PRODUCER_CLIENT_ID_SEQUENCE (ProducerConfig),
+# CONSUMER_CLIENT_ID_SEQUENCE (ConsumerConfig, shared by the share consumer, which Java
+# configures through ConsumerConfig too) and ADMIN_CLIENT_ID_SEQUENCE (KafkaAdminClient).
+# next() on itertools.count is atomic under the GIL, so threads never share a number.
+_CLIENT_ID_SEQUENCES = {PRODUCER: itertools.count(1), CONSUMER: itertools.count(1), ADMIN: itertools.count(1)}
+
+
+def default_client_id(cfg: Config) -> str:
+    """Java's ``client.id`` for a client configured without one.
+
+    - producer: ``producer-<transactional.id>``, else ``producer-N``;
+    - consumer and share consumer: ``consumer-<group.id>-<group.instance.id or N>``
+      (``consumer-N`` without a group; Java would write ``consumer-null-N``);
+    - admin client: ``adminclient-N``.
+
+    ``N`` counts per kind from 1 in this process. Brokers show the id in
+    ``kafka-consumer-groups --describe`` (CLIENT-ID) and build member ids from it
+    (``<client.id>-<uuid>``), so an empty one gives member ids starting with "-".
+    """
+    kind = cfg.client
+    if kind == PRODUCER:
+        txn = cfg["transactional.id"]
+        return f"producer-{txn}" if txn else f"producer-{next(_CLIENT_ID_SEQUENCES[PRODUCER])}"
+    if kind == ADMIN:
+        return f"adminclient-{next(_CLIENT_ID_SEQUENCES[ADMIN])}"
+    group = cfg["group.id"]
+    instance = cfg.get("group.instance.id")
+    part = instance or str(next(_CLIENT_ID_SEQUENCES[CONSUMER]))
+    return f"consumer-{group}-{part}" if group else f"consumer-{part}"
 
 
 def _check_security(cfg: Config) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkalite import Consumer
 from kafkalite.testing import (
     COMPAT_KAFKA_VERSION,
     DEFAULT_KAFKA_VERSION,
@@ -311,6 +312,22 @@ def test_cli_up_status_down_round_trip(tmp_path: Path) -> None:
         assert again.returncode == 0 and again.stdout.strip() == up.stdout.strip()
         status = run("status")
         assert status.returncode == 0 and "ready" in status.stdout, status.stdout
+        assert "auto.create.topics.enable=true" in status.stdout
+        # A new user's first try: a foreign client (Kafka's console producer) writes to a
+        # topic nobody created; Kafka's default creates it, and the records are there.
+        topic = "created-by-use"
+        tools = LocalBroker(run_dir=tmp_path / "tools")
+        produced = tools.run_tool("kafka-console-producer", ["--bootstrap-server", up.stdout.strip(),
+                                                             "--topic", topic], input="one\ntwo\nthree\n")
+        assert produced.returncode == 0, produced.stderr
+        with Consumer({"bootstrap.servers": up.stdout.strip(), "group.id": "first-try",
+                       "auto.offset.reset": "earliest"}) as consumer:
+            consumer.subscribe([topic])
+            values: list[bytes] = []
+            deadline = time.monotonic() + 60
+            while len(values) < 3 and time.monotonic() < deadline:
+                values += [r.value for r in consumer.poll(0.5)]
+        assert values == [b"one", b"two", b"three"]
     finally:
         down = run("down")
     assert down.returncode == 0, down.stderr

@@ -289,27 +289,6 @@ def test_partitions_for_metrics_and_new_partitions_after_metadata_refresh(kafka_
         assert [md.partition for md in mds] == [partition_for_key(k, 7) for k in keys]
 
 
-def test_interpreter_exit_with_buffered_records_warns_loudly(kafka_broker, topic_factory) -> None:
-    import subprocess
-    import sys
-
-    topic = topic_factory(partitions=1)
-    script = (
-        "from kafkalite import Producer\n"
-        f"p = Producer({{'bootstrap.servers': '{kafka_broker.bootstrap}', 'linger.ms': 600000, "
-        "'batch.size': 1000000})\n"
-        f"p.send('{topic}', b'first')\n"
-        "p.flush(30)\n"
-        f"for i in range(10): p.send('{topic}', b'buffered')\n"
-        "print('exiting without close', flush=True)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "exiting without close" in done.stdout
-    assert "was not closed and 10 record(s) were not yet acknowledged" in done.stderr
-    assert "RuntimeWarning" in done.stderr or "WARNING:" in done.stderr
-
-
 def test_many_threads_share_one_producer(kafka_broker, topic_factory) -> None:
     topic = topic_factory(partitions=4)
     per_thread = 5000

@@ -188,3 +188,34 @@ def test_direct_reads_go_into_the_frame_buffer() -> None:
     rest[:] = data[1000:]
     [(pending, response)] = conn.received(len(rest))
     assert pending.correlation_id == 0 and response.brokers[0].host == "x" * 100_000
+
+
+def test_frame_buffer_grows_with_what_arrives_not_with_what_is_announced() -> None:
+    """A size prefix is checked against the limit but not trusted: a peer announcing
+    500 MB and sending 20 bytes costs the first 256 KiB, not 500 MB (found by tools/fuzz)."""
+    import tracemalloc
+
+    conn = ConnectionState(max_frame_size=1 << 30)
+    conn.build_request(MetadataRequest(topics=None), 12)
+    tracemalloc.start()
+    try:
+        conn.feed(struct.pack(">i", 500_000_000) + b"\x00" * 20)
+        conn.recv_buffer()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+@pytest.mark.parametrize("chunks", [[7000, 300_000, 1 << 20], [1 << 22], [65_536]])
+def test_large_frames_grow_in_place_and_decode(chunks: list[int]) -> None:
+    """A 3 MB response arriving through the offered buffers (growing from 256 KiB) and
+    through feed() decodes to the same response."""
+    body = MetadataResponse(brokers=[MetadataResponseBroker(node_id=1, host="y" * 3_000_000, port=1)]).encode(12)
+    data = _frame(0, body, flexible_header=True)
+    fed, read = ConnectionState(), ConnectionState()
+    for conn in (fed, read):
+        conn.build_request(MetadataRequest(topics=None), 12)
+    [(_, expected)] = fed.feed(data)
+    [(_, got)] = _read_through_buffers(read, data, chunks)
+    assert got == expected and got.brokers[0].host == "y" * 3_000_000

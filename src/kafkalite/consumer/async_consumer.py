@@ -145,6 +145,8 @@ class AsyncConsumer:
             core.raise_errors()
             records = core.collect(limit)
             if records:
+                if core.interceptors is not None:
+                    records = core.interceptors.on_consume(records)
                 return records
             now = time.monotonic()
             core.last_poll = now
@@ -289,6 +291,8 @@ class AsyncConsumer:
         if values:
             t = self._timeout(timeout)
             await self._run(core.commit(values, t), t, "commit")
+            if core.app_calls:  # interceptors' on_commit: right after the commit, as Java
+                await self._drain_callbacks()
 
     commit_sync = commit
 
@@ -341,6 +345,8 @@ class AsyncConsumer:
                 pass
         finally:
             self._closed = True
+            if core.interceptors is not None:
+                core.interceptors.close()
 
     async def __aenter__(self) -> AsyncConsumer:
         _ = self.core

@@ -159,7 +159,11 @@ class Consumer(EngineCalls):
         OffsetOutOfRangeError with auto.offset.reset=none, CorruptRecordsError).
         """
         limit = max_records or self._core.max_poll_records
-        return self._poll(lambda core: core.collect(limit), timeout, "poll()")
+        records = self._poll(lambda core: core.collect(limit), timeout, "poll()")
+        interceptors = self._core.interceptors
+        if records and interceptors is not None:
+            records = interceptors.on_consume(records)
+        return records
 
     def poll_batches(self, timeout: float | None = None, max_bytes: int = 8 * 1024 * 1024
                      ) -> list[tuple[TopicPartition, list[Batch]]]:
@@ -429,6 +433,8 @@ class Consumer(EngineCalls):
         finally:
             self._closed = True
             self._engine.stop(timeout=max(0.0, deadline - time.monotonic()))
+            if core.interceptors is not None:
+                core.interceptors.close()
 
     def __enter__(self) -> Consumer:
         return self

@@ -31,6 +31,7 @@ from kafkalite.consumer.app_calls import AppCallQueue
 from kafkalite.consumer.deserializing import RecordDeserializer
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetcher import Fetcher
+from kafkalite.consumer.interceptors import load_consumer_interceptors
 from kafkalite.consumer.metrics import ConsumerMetrics
 from kafkalite.consumer.observability import ConsumerObservability
 from kafkalite.consumer.offsets import (
@@ -122,6 +123,7 @@ class ConsumerCore:
         self._commits_in_flight: set[asyncio.Future[Any]] = set()
         self.deserializer = RecordDeserializer(cfg)
         self._api_timeout = cfg["default.api.timeout.ms"] / 1000.0
+        self.interceptors = load_consumer_interceptors(cfg["interceptor.classes"], cfg)
 
     # ------------------------------------------------------------ lifecycle (engine)
 
@@ -584,6 +586,8 @@ class ConsumerCore:
             self.metrics.commit_latency.record((time.monotonic() - started) * 1000.0)
         if self.group is not None:
             self.group.on_commit_result(None)
+        if self.interceptors is not None and self.interceptors.wants_commits:
+            self.app_calls.post(self.interceptors.on_commit, offsets)  # in the polling thread, as Java
 
     def _commit_error(self, exc: KafkaError | asyncio.TimeoutError, gen: Generation, member: Any) -> KafkaError:
         """What a failed commit raises: the group member classes group codes; without

@@ -52,6 +52,7 @@ _OFFSET_LENGTH = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _ABORT = int(ControlRecordType.ABORT)
 _LOG_OVERHEAD = 12
+_MIN_ENTRY = 14  # crc + magic + attributes + key and value lengths of a v0 message
 
 
 def scan_end_offset(data: Any, fetch_offset: int) -> tuple[int, int, int]:
@@ -65,7 +66,9 @@ def scan_end_offset(data: Any, fetch_offset: int) -> tuple[int, int, int]:
     pos, end, next_offset, epoch = 0, len(data), fetch_offset, -1
     while end - pos >= _LOG_OVERHEAD:
         base, length = _OFFSET_LENGTH.unpack_from(data, pos)
-        if length <= 0 or pos + _LOG_OVERHEAD + length > end:
+        # Shorter than the smallest legacy message cannot even hold its magic byte: a
+        # corrupt length (decoding names it); the scan just stops (found by tools/fuzz).
+        if length < _MIN_ENTRY or pos + _LOG_OVERHEAD + length > end:
             break
         if data[pos + 16] == 2 and length >= BATCH_OVERHEAD - _LOG_OVERHEAD:
             (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + 23)

@@ -74,6 +74,16 @@ class NetworkClient:
         self._nodes: dict[tuple[int, str], _NodeState] = {}
         self._reconnect_backoff = ExponentialBackoff(cfg["reconnect.backoff.ms"], cfg["reconnect.backoff.max.ms"])
         self._retry_backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
+        # Each failed attempt to a node doubles the next attempt's setup timeout, up to
+        # socket.connection.setup.timeout.max.ms (Java's ClusterConnectionStates, KIP-601).
+        self._setup_timeout = ExponentialBackoff(cfg["socket.connection.setup.timeout.ms"],
+                                                 cfg["socket.connection.setup.timeout.max.ms"])
+        self._max_idle_s = cfg["connections.max.idle.ms"] / 1000.0
+        self._reaper: asyncio.Task[None] | None = None
+        # Whether Metadata requests for named topics may create them on a broker with
+        # auto.create.topics.enable: Java's producer always lets them (ProducerMetadata),
+        # its consumer as allow.auto.create.topics says (ConsumerMetadata), admin never.
+        self.allow_auto_create: bool = cfg.client == "producer" or bool(cfg.get("allow.auto.create.topics", False))
         self._tracked_topics: set[str] = set()
         self._track_all_topics = False
         self._metadata_refresh: asyncio.Future[ClusterMetadata] | None = None
@@ -122,6 +132,8 @@ class NetworkClient:
         if state is None:
             state = self._nodes[key] = _NodeState()
         if state.connection is not None and state.connection.connected:
+            # Handed out to be used: not idle (the reaper must not close it meanwhile).
+            state.connection.last_used = time.monotonic()
             return state.connection
         if state.connecting is not None:
             return await asyncio.shield(state.connecting)
@@ -140,7 +152,7 @@ class NetworkClient:
                 raise KafkaConnectionError(f"node {node_id} is not in the cluster metadata")
             conn = BrokerConnection(node.host, node.port, self.cfg, node_id=node_id, on_close=self._on_close,
                                     stats=self.stats)
-            await conn.connect()
+            await conn.connect(self.setup_timeout_s(state.attempts))
         except BaseException as exc:
             state.auth_error = exc if isinstance(exc, AuthenticationError) else None
             state.attempts += 1
@@ -158,7 +170,37 @@ class NetworkClient:
         state.connection = conn
         state.connecting.set_result(conn)
         state.connecting = None
+        if (self._reaper is None or self._reaper.done()) and self._max_idle_s >= 0 and not self._closed:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_idle(), name="kafkalite-idle-reaper")
         return conn
+
+    def setup_timeout_s(self, failed_attempts: int) -> float:
+        """Timeout of the next connection attempt after ``failed_attempts`` failures in a
+        row: socket.connection.setup.timeout.ms doubling per failure (+-20 % jitter) up to
+        socket.connection.setup.timeout.max.ms, as Java's ClusterConnectionStates."""
+        return self._setup_timeout.delay_s(failed_attempts)
+
+    async def _reap_idle(self) -> None:
+        """Close connections with nothing in flight and no traffic for
+        connections.max.idle.ms (Java's Selector does this in every poll); the next
+        request to that node connects again. Brokers close idle connections too (their
+        own connections.max.idle.ms, 10 minutes): closing first avoids writing into a
+        connection the broker is tearing down."""
+        idle = self._max_idle_s
+        while not self._closed:
+            now = time.monotonic()
+            wait = idle
+            for state in list(self._nodes.values()):
+                conn = state.connection
+                if conn is None or not conn.connected:
+                    continue
+                quiet = now - conn.last_used
+                if conn.in_flight == 0 and not conn.reauthenticating and quiet >= idle:
+                    log.debug("closing %r: idle for %.0f ms (connections.max.idle.ms)", conn, quiet * 1000)
+                    conn.close()
+                else:
+                    wait = min(wait, max(0.0, idle - quiet))
+            await asyncio.sleep(max(wait, 0.01))
 
     def _on_close(self, conn: BrokerConnection, reason: BaseException | None) -> None:
         for state in self._nodes.values():
@@ -234,13 +276,18 @@ class NetworkClient:
         return age * 1000 >= self.cfg["metadata.max.age.ms"]
 
     async def refresh_metadata(self, topics: Iterable[str] | None = None, *, all_topics: bool = False,
-                               allow_auto_create: bool = False, timeout_s: float | None = None) -> ClusterMetadata:
+                               allow_auto_create: bool | None = None, timeout_s: float | None = None
+                               ) -> ClusterMetadata:
         """Refresh metadata for the tracked topics plus ``topics`` (or all topics).
 
         Concurrent calls share one request when their topic sets are covered by it.
         Retries across nodes until ``timeout_s`` (default: default.api.timeout.ms or
         max.block.ms) and raises :class:`KafkaTimeoutError` naming the last error.
+        ``allow_auto_create`` (default: :attr:`allow_auto_create`) lets a broker with
+        ``auto.create.topics.enable`` create the named topics.
         """
+        if allow_auto_create is None:
+            allow_auto_create = self.allow_auto_create
         wanted: set[str] | None
         if all_topics or self._track_all_topics:
             wanted = None
@@ -287,7 +334,7 @@ class NetworkClient:
                 version = conn.api_version(MetadataRequest)
                 request = MetadataRequest(
                     topics=None if wanted is None else [MetadataRequestTopic(name=t) for t in sorted(wanted)],
-                    allow_auto_topic_creation=allow_auto_create,
+                    allow_auto_topic_creation=allow_auto_create and wanted is not None,
                 )
                 response = await asyncio.wait_for(conn.request(request, api_version=version),
                                                   max(deadline - time.monotonic(), 0.001))
@@ -396,6 +443,8 @@ class NetworkClient:
 
     async def close(self) -> None:
         self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
         for state in self._nodes.values():
             if state.connection is not None:
                 state.connection.close(ClientClosedError("the client is closed"))

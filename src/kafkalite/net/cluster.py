@@ -132,6 +132,11 @@ class ClusterMetadata:
         self.version += 1
         self.last_update = now
 
+    def forget(self, name: str) -> None:
+        """Drop what is known of topic ``name`` (the producer's metadata.max.idle.ms)."""
+        self._drop(name)
+        self.topic_errors.pop(name, None)
+
     def _drop(self, name: str) -> None:
         topic = self.topics.pop(name, None)
         if topic is not None:

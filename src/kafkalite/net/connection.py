@@ -36,6 +36,13 @@ _SIZE = struct.Struct(">i")
 # into its own buffer instead (see recv_buffer): no intermediate bytes object, no copy.
 _SCRATCH_SIZE = 256 * 1024
 _DIRECT_MIN = 16 * 1024
+# A frame's size prefix is checked against max_frame_size but not trusted beyond that:
+# its buffer starts at _FIRST_FRAME_ALLOC and grows as bytes arrive, to at most _GROWTH
+# times what has arrived, so a peer announcing 500 MB and sending 20 bytes costs 256 KiB
+# rather than 500 MB (found by tools/fuzz). A large fetch response still lands in place;
+# each growth copies what has arrived (a fraction of the frame in all).
+_FIRST_FRAME_ALLOC = 256 * 1024
+_GROWTH = 8
 _HEADER = struct.Struct(">ihhi")  # size, api_key, api_version, correlation_id
 _CORRELATION = struct.Struct(">i")
 
@@ -77,6 +84,7 @@ class ConnectionState:
         self._size_buf = bytearray()
         self._frame: bytearray | None = None
         self._frame_view: memoryview | None = None
+        self._frame_size = 0  # what the size prefix announced (the buffer may be smaller yet)
         self._filled = 0
         self._scratch: memoryview | None = None
         self._direct = False
@@ -142,20 +150,34 @@ class ConnectionState:
                     raise ProtocolError(
                         f"response frame size {size} is outside 4..{self.max_frame_size} bytes"
                     )
-                self._frame = bytearray(size)
+                self._frame_size = size
+                self._frame = bytearray(min(size, _FIRST_FRAME_ALLOC))
                 self._frame_view = memoryview(self._frame)
                 self._filled = 0
+            if self._filled == len(self._frame):
+                self._grow()
             assert self._frame_view is not None
             take = min(len(self._frame) - self._filled, end - pos)
             self._frame_view[self._filled : self._filled + take] = view[pos : pos + take]
             self._filled += take
             pos += take
-            if self._filled == len(self._frame):
+            if self._filled == self._frame_size:
                 frame = self._frame
                 self._frame = None
                 self._frame_view = None
                 done.append(self._complete(frame))
         return done
+
+    def _grow(self) -> None:
+        """Make room for more of the frame being received (it is full, not complete)."""
+        assert self._frame is not None
+        filled = self._filled
+        bigger = bytearray(min(self._frame_size, max(_FIRST_FRAME_ALLOC, _GROWTH * filled)))
+        bigger[:filled] = self._frame
+        # Not released: the transport may still hold a slice of the old buffer until its
+        # read returns; the old bytearray goes when that slice does.
+        self._frame = bigger
+        self._frame_view = memoryview(bigger)
 
     def recv_buffer(self) -> memoryview:
         """Where the next read from the socket should go (asyncio's BufferedProtocol).
@@ -164,6 +186,8 @@ class ConnectionState:
         fetch response: read into place, no copy); otherwise a scratch buffer. Call
         :meth:`received` with the number of bytes read into it.
         """
+        if self._frame is not None and self._filled == len(self._frame):
+            self._grow()
         frame_view = self._frame_view
         if frame_view is not None and len(frame_view) - self._filled >= _DIRECT_MIN:
             self._direct = True
@@ -183,7 +207,7 @@ class ConnectionState:
         frame = self._frame
         assert frame is not None
         self._filled += nbytes
-        if self._filled < len(frame):
+        if self._filled < self._frame_size:
             return []
         self._frame = None
         self._frame_view = None

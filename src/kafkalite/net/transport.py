@@ -235,6 +235,7 @@ class BrokerConnection:
 
     async def _connect(self, timeout_s: float | None) -> None:
         loop = asyncio.get_running_loop()
+        # NetworkClient passes the attempt's timeout (growing with failures, KIP-601).
         timeout_s = timeout_s or self.cfg["socket.connection.setup.timeout.ms"] / 1000.0
         ssl_ctx = ssl_context(self.cfg)
         try:
@@ -509,6 +510,7 @@ class BrokerConnection:
     # ------------------------------------------------------------ callbacks
 
     def _on_received(self, nbytes: int) -> None:
+        self.last_used = time.monotonic()  # traffic either way keeps a connection from idling out
         try:
             completed = self.state.received(nbytes)
         except ProtocolError as exc:

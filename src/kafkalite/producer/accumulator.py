@@ -21,6 +21,7 @@ someone waits for memory (so that memory comes back). Like the Java client's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -324,10 +325,15 @@ class PartitionQueue(QueueBase):
 
 
 class TopicState(TopicBase):
-    """What send() needs per topic: partition count, available partitions, queues, sticky state."""
+    """What send() needs per topic: partition count, available partitions, queues, sticky state.
+
+    ``last_used`` is when the topic last started a batch; ``expired`` is set once it has
+    been idle for ``metadata.max.idle.ms`` and its metadata was forgotten: the next send
+    fetches metadata again (see :meth:`RecordAccumulator.forget_idle_topics`).
+    """
 
     # available, num_partitions, queues and sticky are TopicBase's (the append path's fields).
-    __slots__ = ("topic",)
+    __slots__ = ("expired", "last_used", "topic")
 
     def __init__(self, topic: str, num_partitions: int, available: list[int], batch_size: int) -> None:
         self.topic = topic
@@ -335,6 +341,8 @@ class TopicState(TopicBase):
         self.available = available
         self.queues = [PartitionQueue(topic, p) for p in range(num_partitions)]
         self.sticky = StickyPartitioner(batch_size)
+        self.last_used = time.monotonic()
+        self.expired = False
 
 
 class RecordAccumulator:
@@ -358,6 +366,8 @@ class RecordAccumulator:
         self._ratio: dict[str, float] = {}
         self._drain_index: dict[int, int] = {}
         self._topics_lock = threading.Lock()
+        #: Expired topics a send used again (the sender tracks their metadata again).
+        self.revived: set[str] = set()
 
     # -------------------------------------------------------------- topics
 
@@ -375,7 +385,34 @@ class RecordAccumulator:
                 # Partitions are only ever added; a smaller count is a stale answer.
                 state.num_partitions = num_partitions
             state.available = available
+            state.expired = False
             return state
+
+    def forget_idle_topics(self, now: float, idle_s: float) -> list[str]:
+        """Topics that started no batch for ``idle_s`` seconds and have none queued or in
+        flight: marked expired, their names returned so that their metadata is forgotten
+        (Java's ``metadata.max.idle.ms``, ProducerMetadata.retainTopic). The state object
+        stays (send() may hold it); a send to it later fetches metadata first."""
+        busy = {b.topic for b in list(self.incomplete)}
+        forgotten = []
+        for state in list(self.topics.values()):
+            if state.expired or now - state.last_used < idle_s or state.topic in busy:
+                continue
+            with contextlib.ExitStack() as locked:  # no append may start a batch meanwhile
+                for pq in state.queues:
+                    locked.enter_context(pq.lock)
+                if now - state.last_used < idle_s or any(pq.batches for pq in state.queues):
+                    continue
+                state.expired = True
+            forgotten.append(state.topic)
+        return forgotten
+
+    def _touch(self, state: TopicState) -> None:
+        """A batch starts for ``state``'s topic (called under one of its partition locks)."""
+        state.last_used = time.monotonic()
+        if state.expired:  # a send that raced with the expiry: use the topic again
+            state.expired = False
+            self.revived.add(state.topic)
 
     # -------------------------------------------------------------- appending
 
@@ -403,6 +440,7 @@ class RecordAccumulator:
                             last.add_callback(future, callback, CB_SEND)
                         return future
                     last.closed = True  # full: the next batch starts now
+            self._touch(state)
             created = self._new_batch(pq, timestamp, key, value, headers, key_size, value_size, future_cls,
                                       size_hint)
             if created is None:
@@ -452,6 +490,7 @@ class RecordAccumulator:
                             sticky.update(partition, 0, True, state.available, n)
                             continue
                 if future is None:
+                    self._touch(state)
                     future = self._new_batch(pq, timestamp, key, value, headers, key_size, value_size,
                                              future_cls, size_hint)
                     if future is None:

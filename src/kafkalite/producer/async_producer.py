@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -42,6 +41,7 @@ from kafkalite.config import PRODUCER, Config, resolve
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.otel.tracing import install_producer_tracing, tracing_for
+from kafkalite.producer import exit_guard
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import AsyncRecordFuture
 from kafkalite.telemetry.hub import ClientTelemetry
@@ -75,6 +75,9 @@ class AsyncProducer:
         tracing = tracing_for(cfg)
         if tracing is not None:
             install_producer_tracing(self, tracing, asynchronous=True)
+        # At interpreter exit (or when the loop shuts down) the exit guard flushes and reports.
+        self._finalizer.atexit = False
+        exit_guard.register(core, None)
 
     @property
     def config(self) -> Config:
@@ -134,7 +137,7 @@ class AsyncProducer:
         else:
             value_bytes = core.serialize(topic, value, headers, False)
         state = core.acc.topics.get(topic)
-        if state is None or (partition is not None and type(partition) is int and partition >= state.num_partitions):
+        if state is None or state.expired or (partition is not None and type(partition) is int and partition >= state.num_partitions):
             state = await core.wait_for_topic(topic, partition, core.max_block_s)
         future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
                              callback)
@@ -242,10 +245,12 @@ class AsyncProducer:
 def _finalize(core: ProducerCore) -> None:
     if core.closed:
         return
+    if core.loop is None:  # never started: nothing was sent, nothing to flush at exit
+        exit_guard.unregister(core)
+        return
     left = core.unacknowledged()
     if left:
-        text = (f"kafkalite aio Producer (client.id={core.client_id}) was not closed and {left} record(s) were "
-                "not yet acknowledged and are lost; await producer.flush() / producer.close() "
-                "(or use 'async with Producer(...)').")
-        log.error(text)
-        warnings.warn(text, RuntimeWarning, stacklevel=2)
+        text = (f"kafkalite aio Producer (client.id={core.client_id}) was garbage-collected without close() "
+                f"with {left} record(s) not yet acknowledged; its sender keeps sending them while the event "
+                "loop runs. Await producer.close() (or use 'async with Producer(...)').")
+        log.warning(text)

@@ -13,7 +13,6 @@ timeouts and Ctrl-C, or ``await``.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -33,6 +32,7 @@ from kafkalite.errors import (
     error_for_code,
 )
 from kafkalite.net.client import NetworkClient
+from kafkalite.producer import exit_guard
 from kafkalite.producer.accumulator import BufferPool, ProducerBatch, RecordAccumulator, TopicState
 from kafkalite.producer.append_kernel import Appender
 from kafkalite.producer.futures import AsyncRecordFuture, DoneSignal, RecordFuture
@@ -53,7 +53,6 @@ log = logging.getLogger("kafkalite.producer")
 
 __all__ = ["ProducerCore"]
 
-_ids = itertools.count(1)
 _UNKNOWN_TOPIC = UnknownTopicOrPartitionError.code
 # Topic errors that will not go away by waiting (authorization, invalid name).
 _FINAL_TOPIC_ERRORS = {17, 29}
@@ -80,8 +79,6 @@ class ProducerCore:
     """One producer's engine (see the module doc)."""
 
     def __init__(self, cfg: Config, *, blocking: bool) -> None:
-        if not cfg["client.id"]:
-            cfg = cfg.replace(**{"client.id": f"kafkalite-producer-{next(_ids)}"})
         self.cfg = cfg
         self.client_id: str = cfg["client.id"]
         self.blocking = blocking
@@ -434,6 +431,7 @@ class ProducerCore:
         await asyncio.shield(self.close_task)
 
     async def _close(self, timeout_s: float | None) -> None:
+        exit_guard.unregister(self)
         self.closed = True
         self.plain = False
         self.acc.closed = True
@@ -447,12 +445,13 @@ class ProducerCore:
                     await self.abort_transaction(None if deadline is None else max(0.0, deadline - time.monotonic()))
                 except KafkaError as exc:
                     log.warning("aborting the open transaction on close failed: %s", exc)
-            self.sender.wakeup()
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                await self.flush(remaining)
-            except KafkaTimeoutError:
-                pass
+            if timeout_s != 0:  # close(0) sends nothing more: Java's forced close
+                self.sender.wakeup()
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    await self.flush(remaining)
+                except KafkaTimeoutError:
+                    pass
             left = [b for b in self.acc.incomplete if not b.done]
             if left:
                 records = sum(b.record_count for b in left)

@@ -28,17 +28,16 @@ keep them quick (a slow callback delays every acknowledgement; kafkalite logs a
 warning when one batch's callbacks take over a second).
 
 Every blocking call honours its timeout and Ctrl-C. Leaving a ``with`` block flushes
-and closes. A producer dropped or left at interpreter exit with unacknowledged
-records logs and warns loudly.
+and closes. A producer left open at interpreter exit is flushed for at most
+``exit.flush.timeout.ms`` and what could not be delivered is reported per topic (see
+:mod:`kafkalite.producer.exit_guard`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import time
-import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from time import time as _time
@@ -49,6 +48,7 @@ from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
 from kafkalite.otel.tracing import install_producer_tracing, tracing_for
+from kafkalite.producer import exit_guard
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture, SendManyResult
@@ -91,6 +91,9 @@ class Producer:
             self._engine.stop()
             raise
         self._finalizer = weakref.finalize(self, _finalize, core, self._engine)
+        # At interpreter exit the exit guard flushes (bounded) and reports instead.
+        self._finalizer.atexit = False
+        exit_guard.register(core, self._engine)
         if SendFunction is not None and core.raw and type(self).send is Producer.send:
             # send() as one C call in the common case; it hands everything else to the
             # method below unchanged (see append_kernel).
@@ -248,7 +251,7 @@ class Producer:
             else:
                 value_bytes = core.serialize(topic, value, headers, False)
         state = core.topics.get(topic)
-        if state is None or (partition is not None and type(partition) is int and partition >= state.num_partitions):
+        if state is None or state.expired or (partition is not None and type(partition) is int and partition >= state.num_partitions):
             state = self._engine.run(core.wait_for_topic(topic, partition, core.max_block_s), None,
                                      f"waiting for metadata of topic '{topic}'")
         appended = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
@@ -400,22 +403,17 @@ class Producer:
 
 
 def _finalize(core: ProducerCore, engine: EngineThread) -> None:
-    """The Producer was garbage-collected or the interpreter exits without close()."""
+    """The Producer was garbage-collected without close() (at interpreter exit,
+    :mod:`~kafkalite.producer.exit_guard` handles unclosed producers instead)."""
     if core.closed:
         engine.stop(0.5)
         return
     left = core.unacknowledged()
     if left:
-        text = (f"kafkalite Producer (client.id={core.client_id}) was not closed and {left} record(s) were "
-                "not yet acknowledged; records still buffered at interpreter exit are lost. "
-                "Call producer.flush() or producer.close(), or use 'with Producer(...)'.")
-        log.error(text)
-        warnings.warn(text, RuntimeWarning, stacklevel=2)
-        if sys.stderr is not None:
-            try:
-                print(f"WARNING: {text}", file=sys.stderr)
-            except Exception:
-                pass
+        text = (f"kafkalite Producer (client.id={core.client_id}) was garbage-collected without close() "
+                f"with {left} record(s) not yet acknowledged; they are sent in the background "
+                "(delivery.timeout.ms). Call producer.close(), or use 'with Producer(...)'.")
+        log.warning(text)
     try:
         # Deliver what can be delivered in the background, then stop the engine.
         future = engine.submit(core.close(core.cfg["delivery.timeout.ms"] / 1000.0))

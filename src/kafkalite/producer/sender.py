@@ -47,6 +47,7 @@ from kafkalite.errors import (
 )
 from kafkalite.net.cluster import BrokerNode
 from kafkalite.net.engine import cancel_and_wait
+from kafkalite.producer import exit_guard
 from kafkalite.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafkalite.protocol.messages.produce import (
     ProduceRequest,
@@ -65,6 +66,7 @@ __all__ = ["Sender"]
 
 _INT32_MAX = 2**31 - 1
 _EXPIRY_CHECK_S = 0.05
+_IDLE_CHECK_S = 1.0  # how often topics are checked against metadata.max.idle.ms
 
 
 class Sender:
@@ -86,6 +88,8 @@ class Sender:
         self.batch_size = cfg["batch.size"]
         self.adaptive = core.partitioner is None and cfg["partitioner.adaptive.partitioning.enable"]
         self.availability_timeout_s = cfg["partitioner.availability.timeout.ms"] / 1000.0
+        self.metadata_idle_s = cfg["metadata.max.idle.ms"] / 1000.0
+        self._next_idle_check = 0.0
         self.guarantee_order = self.max_in_flight == 1
         self.backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -139,7 +143,7 @@ class Sender:
         self.wakeup()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout_s)
-        if self.task is not None and not self.task.done():
+        if self.task is not None and not self.task.done() and self.task is not asyncio.current_task():
             # Woken with _stopping set, the loop ends at its next pass by itself.
             await asyncio.wait({self.task}, timeout=max(0.0, min(0.5, timeout_s / 2)))
         tasks: list[asyncio.Future[Any]] = [t for t in (self.task, self._metadata_task, self._pid_task)
@@ -150,6 +154,25 @@ class Sender:
         await cancel_and_wait(tasks, max(0.05, deadline - loop.time()))
 
     async def _run(self) -> None:
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            core = self.core
+            if self._stopping or core.closed or core.blocking:
+                raise
+            # Cancelled while the producer is open: its event loop is shutting down
+            # (asyncio.run() cancels every task when the main coroutine returns). Deliver
+            # what can be delivered first, bounded by exit.flush.timeout.ms.
+            task = asyncio.current_task()
+            uncancel = getattr(task, "uncancel", None)  # Python >= 3.11
+            if uncancel is not None:
+                uncancel()
+            # The sending goes on in a new task (the shutdown cancelled the tasks it knew
+            # of, not this one); this one waits for the flush, so the shutdown does too.
+            self.task = asyncio.get_running_loop().create_task(self._loop(), name="kafkalite-producer-sender")
+            await exit_guard.flush_at_loop_shutdown(core)
+
+    async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         while not self._stopping:
             self._wake_pending = False
@@ -194,6 +217,9 @@ class Sender:
         if now >= self._next_expiry_check:
             self._expire(now)
             self._next_expiry_check = now + _EXPIRY_CHECK_S
+        if now >= self._next_idle_check or self.acc.revived:
+            self._next_idle_check = now + _IDLE_CHECK_S
+            self._forget_idle_topics(now)
         unavailable: set[int] | None = None
         if self.availability_timeout_s > 0:
             unavailable = {n for n, t in self._ready_since.items() if now - t > self.availability_timeout_s}
@@ -481,6 +507,23 @@ class Sender:
             child.in_retry = True
             self.acc.reenqueue(child, now, 0.0)
             child.attempts -= 1
+
+    def _forget_idle_topics(self, now: float) -> None:
+        """metadata.max.idle.ms: stop refreshing metadata of topics nothing was sent to
+        for that long, and forget it, so that the next send fetches it anew (Java's
+        ProducerMetadata); topics a send used again are tracked again."""
+        client = self.client
+        forgotten = self.acc.forget_idle_topics(now, self.metadata_idle_s)
+        if forgotten:
+            log.debug("forgetting the metadata of idle topics %s (metadata.max.idle.ms)", forgotten)
+            client.untrack_topics(forgotten)
+            for topic in forgotten:
+                client.metadata.forget(topic)
+        revived = self.acc.revived
+        if revived:
+            topics = {revived.pop() for _ in range(len(revived))}
+            client.track_topics(topics)
+            self.request_metadata(topics)
 
     def _expire(self, now: float) -> None:
         for batch in self.acc.expired(now):

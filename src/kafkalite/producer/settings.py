@@ -9,7 +9,10 @@ registers them) and follow the Java client's ``ProducerConfig``:
   setting; when idempotence was only the default, it is silently turned off;
 * ``transactional.id`` needs idempotence;
 * ``delivery.timeout.ms`` must be at least ``linger.ms + request.timeout.ms``: an
-  error when the user set it, raised to that sum (as Java does) when defaulted.
+  error when the user set it, raised to that sum (as Java does) when defaulted;
+* ``transaction.two.phase.commit.enable=true`` (KIP-939) is refused: kafkalite does not
+  implement two-phase commit, and accepting the setting would silently give ordinary
+  transactions that the broker aborts after ``transaction.timeout.ms``.
 """
 
 from __future__ import annotations
@@ -71,4 +74,16 @@ def check_delivery_timeout(cfg: Config) -> Config:
             )
         log.warning("delivery.timeout.ms raised to linger.ms + request.timeout.ms = %d", minimum)
         cfg = cfg.replace(**{"delivery.timeout.ms": minimum})
+    return cfg
+
+
+@cross_check("producer")
+def check_two_phase_commit(cfg: Config) -> Config:
+    if cfg["transaction.two.phase.commit.enable"]:
+        raise ConfigError(
+            "setting 'transaction.two.phase.commit.enable' = true is not supported: kafkalite does not "
+            "implement KIP-939 two-phase commit (prepareTransaction / completeTransaction with an "
+            "external transaction coordinator); without it the broker would abort prepared "
+            "transactions after transaction.timeout.ms. Leave it false"
+        )
     return cfg

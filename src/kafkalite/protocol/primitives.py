@@ -222,6 +222,16 @@ def _short(buf: Any, pos: int, need: int, what: str) -> Any:
     raise truncated(what, pos, need, max(0, len(buf) - pos))
 
 
+def unpack_array(code: str, n: int, buf: Any, pos: int) -> list[Any]:
+    """``n`` big-endian values of struct ``code`` (an array of a fixed-width type).
+
+    The format goes through :func:`struct.unpack_from`, whose cache of compiled formats
+    is bounded; :func:`fixed` caches forever, which for a format per distinct ``n`` was
+    a slow leak (found by tools/fuzz).
+    """
+    return list(struct.unpack_from(f">{n}{code}", buf, pos))
+
+
 def read_array_length(buf: Any, pos: int, min_item_size: int = 1) -> tuple[int, int]:
     """Read an int32 array length (-1 = null); reject counts the remaining bytes can't hold."""
     (n,) = INT32.unpack_from(buf, pos) if pos + 4 <= len(buf) else _short(buf, pos, 4, "array length")

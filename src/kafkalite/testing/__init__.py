@@ -12,6 +12,11 @@ wheel ships, in KRaft combined mode on loopback ports.
 pytest users get the fixtures of :mod:`kafkalite.testing.pytest_plugin`
 (``kafka_broker``, ``kafka_cluster``, ``topic_factory`` ...) automatically; the
 command line ``python -m kafkalite.testing up|status|down`` runs one in the background.
+A delivery checker (lost, duplicated, reordered, aborted-but-visible records):
+:mod:`kafkalite.testing.checker`.
+Network faults (latency, bandwidth, black holes, resets, partial writes, corruption)
+between clients and brokers: ``LocalBroker(network_faults=True).faults``, the
+``network_faults`` fixture, :mod:`kafkalite.testing.netfaults`.
 A Schema Registry (Apicurio Registry, Confluent-compatible API) comes the same way:
 :class:`ApicurioRegistry`, the ``schema_registry`` fixture, ``... registry up``.
 """
@@ -24,6 +29,7 @@ from kafkalite.testing.broker import (
     random_cluster_id,
 )
 from kafkalite.testing.certs import TestPki, make_test_pki
+from kafkalite.testing.checker import Checker, CheckReport
 from kafkalite.testing.cluster import LocalCluster
 from kafkalite.testing.containers import DockerKafka, DockerUnavailableError
 from kafkalite.testing.distribution import (
@@ -37,6 +43,14 @@ from kafkalite.testing.distribution import (
     available_versions,
 )
 from kafkalite.testing.java import JavaNotFoundError, JavaRuntime, find_java
+from kafkalite.testing.netfaults import (
+    BOTH,
+    TO_BROKER,
+    TO_CLIENT,
+    Direction,
+    FaultyProxy,
+    NetworkFaults,
+)
 from kafkalite.testing.processes import reap_orphans, tied_popen_kwargs
 from kafkalite.testing.properties import SASL_PRESET, SECURE_PRESET, NodeConfig, SecurityPreset
 from kafkalite.testing.registry import (
@@ -50,22 +64,29 @@ from kafkalite.testing.tools import JavaTools, ToolError
 from kafkalite.testing.topics import create_topic, unique_topic_name, wait_for_topic
 
 __all__ = [
+    "BOTH",
     "COMPAT_KAFKA_VERSION",
     "DEFAULT_KAFKA_VERSION",
     "DEFAULT_REGISTRY_VERSION",
     "SASL_PRESET",
     "SECURE_PRESET",
+    "TO_BROKER",
+    "TO_CLIENT",
     "ApicurioRegistry",
     "Artifact",
     "Backend",
     "BrokerListener",
     "BrokerStartError",
+    "CheckReport",
+    "Checker",
     "ChecksumMismatchError",
+    "Direction",
     "DistributionError",
     "DockerKafka",
     "DockerUnavailableError",
     "ExternalKafka",
     "ExternalSchemaRegistry",
+    "FaultyProxy",
     "JavaNotFoundError",
     "JavaRuntime",
     "JavaTools",
@@ -74,6 +95,7 @@ __all__ = [
     "KafkaService",
     "LocalBroker",
     "LocalCluster",
+    "NetworkFaults",
     "NodeConfig",
     "PortInUseError",
     "RegistryStartError",

@@ -17,6 +17,11 @@ Example::
     $ python -m kafkalite.testing down
     stopped Kafka 4.3.1 at 127.0.0.1:9092
 
+``up`` runs Kafka with its own default ``auto.create.topics.enable=true`` (a producer or
+consumer of any client creates a topic by using it), as a broker for people should;
+``up --no-auto-create-topics`` turns that off (the test suite's fixtures always do, so
+a test that forgets to create its topic fails loudly).
+
 ``up --sasl`` adds a SASL_PLAINTEXT listener (PLAIN, SCRAM users, ACLs); ``up --ssl``
 adds the TLS listeners of :data:`SECURE_PRESET` with a test CA, and ``status`` prints
 their addresses and the CA / client certificate files.
@@ -113,7 +118,6 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"kafkalite: port {port} is taken; using a free port", file=sys.stderr)
         port = None
     run_dir = cli_dir() / f"run-{time.strftime('%Y%m%d-%H%M%S')}"
-    security = SECURE_PRESET if args.ssl else SASL_PRESET if args.sasl else None
     brokers: list[LocalBroker]
     target: LocalBroker | LocalCluster
     signin: dict[str, Any] = {}
@@ -123,19 +127,15 @@ def cmd_up(args: argparse.Namespace) -> int:
                   "leave out --ssl, --sasl and --nodes", file=sys.stderr)
             return 2
         services = SignInServices(run_dir, kerberos=args.kerberos, oauth=args.oauth, version=args.version,
-                                  port=port, token_lifetime_s=args.token_lifetime, tied=False)
+                                  port=port, token_lifetime_s=args.token_lifetime, tied=False,
+                                  auto_create_topics=args.auto_create_topics)
         services.start(timeout=args.timeout)
         assert services.broker is not None
         target, brokers = services.broker, [services.broker]
         signin = detached_state(services)
-    elif args.nodes == 1:
-        target = LocalBroker(args.version, run_dir=run_dir, port=port, security=security, tied=False)
-        brokers = [target]
     else:
-        target = LocalCluster(
-            args.nodes, args.version, run_dir=run_dir, first_port=port, security=security, tied=False
-        )
-        brokers = target.brokers
+        target = build_target(args, run_dir, port)
+        brokers = target.brokers if isinstance(target, LocalCluster) else [target]
     try:
         if not signin:
             target.start(timeout=args.timeout)
@@ -147,6 +147,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     state = {
         "version": args.version,
         "bootstrap": target.bootstrap,
+        "auto_create_topics": args.auto_create_topics,
         "listeners": listeners,
         "run_dir": str(run_dir),
         "tls_dir": str(brokers[0].tls_dir) if brokers[0].tls is not None else None,
@@ -166,6 +167,16 @@ def cmd_up(args: argparse.Namespace) -> int:
     state_file().write_text(json.dumps(state, indent=1))
     print(target.bootstrap)
     return 0
+
+
+def build_target(args: argparse.Namespace, run_dir: Path, port: int | None) -> LocalBroker | LocalCluster:
+    """The broker (or cluster) ``up`` starts, detached (``tied=False``), from its options."""
+    security = SECURE_PRESET if args.ssl else SASL_PRESET if args.sasl else None
+    if args.nodes == 1:
+        return LocalBroker(args.version, run_dir=run_dir, port=port, security=security, tied=False,
+                           auto_create_topics=args.auto_create_topics)
+    return LocalCluster(args.nodes, args.version, run_dir=run_dir, first_port=port, security=security,
+                        tied=False, auto_create_topics=args.auto_create_topics)
 
 
 def _stop(state: dict[str, Any], timeout: float = 30.0) -> None:
@@ -211,6 +222,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     running = 0
     if state is not None:
         print(f"Kafka {state['version']}, {len(state['nodes'])} node(s), bootstrap {state['bootstrap']}")
+        if "auto_create_topics" in state:
+            print(f"  auto.create.topics.enable={str(state['auto_create_topics']).lower()}")
         for name, address in state.get("listeners", {}).items():
             if name != "PLAINTEXT":
                 print(f"  {name}: {address}")
@@ -273,7 +286,8 @@ def _pids(state: dict[str, Any] | None) -> set[int]:
     return {n["pid"] for n in state["nodes"]} | {s["pid"] for s in (state.get("signin") or {}).values()}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m kafkalite.testing``."""
     parser = argparse.ArgumentParser(
         prog="python -m kafkalite.testing",
         description="Start, inspect and stop a local Apache Kafka (no Docker, no install).",
@@ -292,6 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="start an OIDC provider (mock-oauth2-server) and add an OAUTHBEARER listener (OAUTH)")
     up.add_argument("--token-lifetime", type=int, default=3600, metavar="SECONDS",
                     help="lifetime of the OIDC provider's tokens (with --oauth)")
+    up.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction, default=True,
+                    help="auto.create.topics.enable (Kafka's default: on); --no-auto-create-topics "
+                         "makes producing to or subscribing to a missing topic an error")
     up.add_argument("--timeout", type=float, default=120.0)
     up.set_defaults(func=cmd_up)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=cmd_down)
@@ -306,7 +323,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     registry.add_argument("--compatibility", default="BACKWARD", help="global compatibility rule")
     registry.add_argument("--timeout", type=float, default=120.0)
     registry.set_defaults(func=cmd_registry)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return int(args.func(args))
 
 

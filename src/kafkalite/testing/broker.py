@@ -37,9 +37,11 @@ from kafkalite.testing import processes, topics
 from kafkalite.testing.certs import TestPki, make_test_pki
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
 from kafkalite.testing.java import JavaRuntime, find_java
+from kafkalite.testing.netfaults import FaultyProxy, NetworkFaults
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.properties import (
     CLIENT_LISTENER,
+    PROXIED_LISTENER,
     BrokerSignIn,
     NodeConfig,
     SecurityPreset,
@@ -114,6 +116,9 @@ class LocalBroker:
         heap: the JVM's ``-Xmx``.
         tied: die with the current process (tests); False leaves it running
             detached (the CLI's ``up``).
+        network_faults: add a ``PROXIED`` listener advertised at the port of a
+            TCP proxy whose faults tests switch (:attr:`faults`, see
+            :mod:`kafkalite.testing.netfaults`).
     """
 
     def __init__(
@@ -136,6 +141,7 @@ class LocalBroker:
         signin: BrokerSignIn | None = None,
         heap: str = "512m",
         tied: bool = True,
+        network_faults: bool = False,
         distribution: KafkaDistribution | None = None,
         java: JavaRuntime | None = None,
     ) -> None:
@@ -159,6 +165,12 @@ class LocalBroker:
         if security is not None:
             for name in security.listeners:
                 self.listeners[name] = free_port()
+        # The proxy's port is chosen now (it is advertised); the proxy starts on demand.
+        self.proxy_port: int | None = None
+        self._proxy: FaultyProxy | None = None
+        if network_faults:
+            self.listeners[PROXIED_LISTENER] = free_port()
+            self.proxy_port = free_port()
         self.tls_dir = Path(tls_dir) if tls_dir is not None else self.run_dir / "tls"
         self._pki: TestPki | None = None
         self.voters = dict(voters) if voters else {node_id: self.controller_port}
@@ -292,6 +304,7 @@ class LocalBroker:
             extra=self.extra_properties,
             tls=self.tls,
             signin=self.signin,
+            advertised_ports={PROXIED_LISTENER: self.proxy_port} if self.proxy_port is not None else {},
         )
 
     def write_config(self) -> Path:
@@ -483,8 +496,28 @@ class LocalBroker:
         if wait:
             self.wait_ready(timeout=timeout)
 
+    @property
+    def proxy(self) -> FaultyProxy:
+        """The network-fault proxy in front of this node's ``PROXIED`` listener (started
+        on first use); needs ``network_faults=True``."""
+        if self.proxy_port is None:
+            raise RuntimeError(f"node {self.node_id} was not created with network_faults=True")
+        if self._proxy is None:
+            self._proxy = FaultyProxy(self.host, self.listeners[PROXIED_LISTENER], self.proxy_port).start()
+        return self._proxy
+
+    @property
+    def faults(self) -> NetworkFaults:
+        """Network faults between clients and this broker: bootstrap clients with
+        ``faults.bootstrap`` and switch faults on ``faults`` (see
+        :mod:`kafkalite.testing.netfaults`)."""
+        return NetworkFaults({self.node_id: self.proxy})
+
     def close(self, *, remove: bool | None = None) -> None:
         """Stop quickly (the data is thrown away) and delete an owned run dir."""
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None
         self.stop(timeout=5.0)
         if remove if remove is not None else self._owns_run_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)

@@ -27,6 +27,7 @@ from kafkalite.testing import topics
 from kafkalite.testing.broker import LocalBroker, random_cluster_id
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
 from kafkalite.testing.java import JavaRuntime, find_java
+from kafkalite.testing.netfaults import NetworkFaults
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.properties import SecurityPreset
 from kafkalite.testing.wire import KafkaSocket, WireError
@@ -44,8 +45,9 @@ class LocalCluster:
             ``min(nodes, 3)`` and ``2`` (``1`` for fewer than three nodes).
         first_port: PLAINTEXT port of node 1 (the next nodes take free ports);
             default a free port.
-        security, auto_create_topics, extra_properties, heap, tied: as for
-            :class:`LocalBroker`, applied to every node.
+        security, auto_create_topics, extra_properties, heap, tied, network_faults: as
+            for :class:`LocalBroker`, applied to every node (``cluster.faults`` switches
+            the proxies of all nodes, ``cluster.faults[node_id]`` one).
         node_properties: more ``server.properties`` entries for single nodes, by node
             id; they win over ``extra_properties`` (e.g. a ``broker.rack`` per node
             for rack-aware tests: ``{1: {"broker.rack": "r1"}, 2: {...}}``).
@@ -66,6 +68,7 @@ class LocalCluster:
         node_properties: Mapping[int, Mapping[str, object]] | None = None,
         heap: str = "512m",
         tied: bool = True,
+        network_faults: bool = False,
         distribution: KafkaDistribution | None = None,
         java: JavaRuntime | None = None,
     ) -> None:
@@ -101,6 +104,7 @@ class LocalCluster:
                 extra_properties={**(extra_properties or {}), **(node_properties or {}).get(node, {})},
                 heap=heap,
                 tied=tied,
+                network_faults=network_faults,
                 distribution=self._distribution,
                 java=java,
             )
@@ -183,9 +187,19 @@ class LocalCluster:
         with ThreadPoolExecutor(len(self.brokers)) as pool:
             list(pool.map(lambda b: b.stop(timeout), self.brokers))
 
+    @property
+    def faults(self) -> NetworkFaults:
+        """The network-fault proxies of every node (needs ``network_faults=True``):
+        ``faults.bootstrap`` for clients, ``faults.latency(...)`` on all nodes,
+        ``faults[node_id]`` for one (see :mod:`kafkalite.testing.netfaults`)."""
+        return NetworkFaults({b.node_id: b.proxy for b in self.brokers})
+
     def close(self, *, remove: bool | None = None) -> None:
         """Stop every node quickly and delete an owned run dir."""
         for broker in self.brokers:
+            if broker._proxy is not None:
+                broker._proxy.close()
+                broker._proxy = None
             broker.kill()
         if remove if remove is not None else self._owns_run_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 CONTROLLER_LISTENER = "CONTROLLER"
 CLIENT_LISTENER = "PLAINTEXT"
+#: A second PLAINTEXT listener advertised at a network-fault proxy's port (netfaults).
+PROXIED_LISTENER = "PROXIED"
 
 
 def kafka_major(version: str) -> int:
@@ -310,6 +312,8 @@ class NodeConfig:
     extra: Mapping[str, str] = field(default_factory=dict)
     tls: TestPki | None = None
     signin: BrokerSignIn | None = None
+    #: listener name -> the port to advertise instead of the bound one (a proxy's)
+    advertised_ports: Mapping[str, int] = field(default_factory=dict)
 
 
 def server_properties(cfg: NodeConfig) -> dict[str, str]:
@@ -321,11 +325,12 @@ def server_properties(cfg: NodeConfig) -> dict[str, str]:
     """
     rf, isr = str(cfg.replication_factor), str(cfg.min_insync_replicas)
     internal = str(cfg.internal_topic_partitions)
-    protocols = {name: name for name in cfg.listeners}
+    protocols = {name: "PLAINTEXT" if name == PROXIED_LISTENER else name for name in cfg.listeners}
     if cfg.security is not None:
         protocols.update({n: p for n, p in cfg.security.listeners.items() if n in cfg.listeners})
     protocols[CONTROLLER_LISTENER] = "PLAINTEXT"
     client = [f"{name}://{cfg.host}:{port}" for name, port in cfg.listeners.items()]
+    advertised = [f"{name}://{cfg.host}:{cfg.advertised_ports.get(name, port)}" for name, port in cfg.listeners.items()]
     props = {
         "process.roles": "broker,controller",
         "node.id": str(cfg.node_id),
@@ -333,7 +338,7 @@ def server_properties(cfg: NodeConfig) -> dict[str, str]:
             f"{node}@{cfg.host}:{port}" for node, port in sorted(cfg.voters.items())
         ),
         "listeners": ",".join([*client, f"{CONTROLLER_LISTENER}://{cfg.host}:{cfg.controller_port}"]),
-        "advertised.listeners": ",".join(client),
+        "advertised.listeners": ",".join(advertised),
         "controller.listener.names": CONTROLLER_LISTENER,
         "inter.broker.listener.name": CLIENT_LISTENER,
         "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocols.items()),

@@ -12,6 +12,12 @@ Fixtures (every broker starts on first use only, once per session; the release i
     a 3-node :class:`LocalCluster` shared by the session; before each test it is
     healed (paused nodes resumed, stopped nodes restarted), so fault tests may kill
     and pause nodes freely.
+``network_faults``
+    the proxies in front of ``kafka_cluster``'s nodes
+    (:class:`~kafkalite.testing.netfaults.NetworkFaults`): ``.bootstrap`` for clients,
+    ``.latency(ms)``, ``.bandwidth(...)``, ``.black_hole()``, ``.reset()``,
+    ``.refuse_new()``, ``.partial_writes()``, ``.corrupt(rate)``, ``[node_id]`` for one
+    node; healed after each test.
 ``kafka_broker_39``
     a Kafka 3.9.x broker for compatibility tests.
 ``kafka_broker_sasl``
@@ -65,6 +71,7 @@ from kafkalite.testing.backends import Backend, ExternalKafka, KafkaService, sel
 from kafkalite.testing.broker import LocalBroker
 from kafkalite.testing.cluster import LocalCluster
 from kafkalite.testing.distribution import COMPAT_KAFKA_VERSION, DEFAULT_KAFKA_VERSION
+from kafkalite.testing.netfaults import NetworkFaults
 from kafkalite.testing.properties import SECURE_PRESET
 from kafkalite.testing.registry import (
     ApicurioRegistry,
@@ -171,14 +178,35 @@ def kafka_broker(kafkalite_session: KafkaTestSession) -> KafkaService:
     return kafkalite_session.service("broker", start_default_broker)  # type: ignore[no-any-return]
 
 
+def _session_cluster(kafkalite_session: KafkaTestSession) -> LocalCluster:
+    # Every node has a PROXIED listener (one more port, no cost until a proxy is used).
+    cluster: LocalCluster = kafkalite_session.service(
+        "cluster", lambda d: LocalCluster(3, _version(os.environ), run_dir=d, network_faults=True).start()
+    )
+    for broker in cluster:
+        if broker._proxy is not None:
+            broker._proxy.heal()
+    cluster.heal()
+    return cluster
+
+
 @pytest.fixture
 def kafka_cluster(kafkalite_session: KafkaTestSession) -> LocalCluster:
     """A healthy 3-node cluster (shared by the session, healed before each test)."""
-    cluster: LocalCluster = kafkalite_session.service(
-        "cluster", lambda d: LocalCluster(3, _version(os.environ), run_dir=d).start()
-    )
-    cluster.heal()
-    return cluster
+    return _session_cluster(kafkalite_session)
+
+
+@pytest.fixture
+def network_faults(kafkalite_session: KafkaTestSession) -> Iterator[NetworkFaults]:
+    """Network faults between clients and the session's 3-node cluster: bootstrap
+    clients with ``network_faults.bootstrap`` (their connections then all go through
+    one proxy per broker) and switch faults on it (see
+    :mod:`kafkalite.testing.netfaults`); every fault is cleared after the test."""
+    faults = _session_cluster(kafkalite_session).faults
+    try:
+        yield faults
+    finally:
+        faults.heal()
 
 
 @pytest.fixture(scope="session")

@@ -66,7 +66,7 @@ class SignInServices:
 
     def __init__(self, run_dir: Path, *, kerberos: bool = True, oauth: bool = True,
                  token_lifetime_s: int = TOKEN_LIFETIME_S, version: str = DEFAULT_KAFKA_VERSION,
-                 port: int | None = None, tied: bool = True) -> None:
+                 port: int | None = None, tied: bool = True, auto_create_topics: bool = False) -> None:
         if not (kerberos or oauth):
             raise ValueError("SignInServices needs kerberos and/or oauth")
         self.run_dir = Path(run_dir)
@@ -78,6 +78,7 @@ class SignInServices:
         self._version = version
         self._port = port
         self._tied = tied
+        self._auto_create_topics = auto_create_topics
         self.broker: LocalBroker | None = None
 
     def __repr__(self) -> str:
@@ -103,7 +104,8 @@ class SignInServices:
             for service in services:
                 service.wait_ready(timeout)
             self.broker = LocalBroker(self._version, run_dir=self.run_dir / "broker", port=self._port,
-                                      security=self._preset, signin=self.broker_signin(), tied=self._tied)
+                                      security=self._preset, signin=self.broker_signin(), tied=self._tied,
+                                      auto_create_topics=self._auto_create_topics)
             self.broker.start(timeout=timeout)
         except BaseException:
             self.kill()

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -255,7 +256,7 @@ def _dec_AddPartitionsToTxnRequestAddPartitionsToTxnTopic_v0(buf: Any, pos: int)
     if n < 0:
         raise _null('AddPartitionsToTxnRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
@@ -265,7 +266,7 @@ def _dec_AddPartitionsToTxnRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.v3_and_below_transactional_id, pos = read_string(buf, pos)
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _F_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AddPartitionsToTxnRequest', 'v3_and_below_topics')
     else:
@@ -311,7 +312,7 @@ def _dec_AddPartitionsToTxnRequestAddPartitionsToTxnTopic_v3(buf: Any, pos: int)
     if n < 0:
         raise _null('AddPartitionsToTxnRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -321,7 +322,7 @@ def _dec_AddPartitionsToTxnRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o.v3_and_below_transactional_id, pos = read_compact_string(buf, pos)
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _F_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AddPartitionsToTxnRequest', 'v3_and_below_topics')
     else:
@@ -370,7 +371,7 @@ def _dec_AddPartitionsToTxnRequestAddPartitionsToTxnTransaction_v4(buf: Any, pos
     o.transactional_id, pos = read_compact_string(buf, pos)
     o.producer_id, o.producer_epoch, o.verify_only = _F_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AddPartitionsToTxnRequest', 'topics')
     else:
@@ -385,7 +386,7 @@ def _dec_AddPartitionsToTxnRequestAddPartitionsToTxnTransaction_v4(buf: Any, pos
 
 def _dec_AddPartitionsToTxnRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AddPartitionsToTxnRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 14)
     if n < 0:
         raise _null('AddPartitionsToTxnRequest', 'transactions')
     else:
@@ -437,7 +438,7 @@ def _dec_AddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult_v0(buf: Any
 def _dec_AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AddPartitionsToTxnResponse', 'results_by_partition')
     else:
@@ -454,7 +455,7 @@ def _dec_AddPartitionsToTxnResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AddPartitionsToTxnResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AddPartitionsToTxnResponse', 'results_by_topic_v3_and_below')
     else:
@@ -507,7 +508,7 @@ def _dec_AddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult_v3(buf: Any
 def _dec_AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('AddPartitionsToTxnResponse', 'results_by_partition')
     else:
@@ -524,7 +525,7 @@ def _dec_AddPartitionsToTxnResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AddPartitionsToTxnResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AddPartitionsToTxnResponse', 'results_by_topic_v3_and_below')
     else:
@@ -566,7 +567,7 @@ def _enc_AddPartitionsToTxnResponse_v4(o: Any, out: bytearray) -> None:
 def _dec_AddPartitionsToTxnResponseAddPartitionsToTxnResult_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AddPartitionsToTxnResponseAddPartitionsToTxnResult)
     o.transactional_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AddPartitionsToTxnResponse', 'topic_results')
     else:
@@ -583,7 +584,7 @@ def _dec_AddPartitionsToTxnResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AddPartitionsToTxnResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AddPartitionsToTxnResponse', 'results_by_transaction')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -174,7 +175,7 @@ def _dec_AddRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.timeout_ms, o.voter_id = _F_ii.unpack_from(buf, pos)
     pos += 8
     o.voter_directory_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('AddRaftVoterRequest', 'listeners')
     else:
@@ -208,7 +209,7 @@ def _dec_AddRaftVoterRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.timeout_ms, o.voter_id = _F_ii.unpack_from(buf, pos)
     pos += 8
     o.voter_directory_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('AddRaftVoterRequest', 'listeners')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -256,7 +257,7 @@ def _dec_AlterClientQuotasRequestOpData_v0(buf: Any, pos: int) -> tuple[Any, int
 
 def _dec_AlterClientQuotasRequestEntryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterClientQuotasRequestEntryData)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('AlterClientQuotasRequest', 'entity')
     else:
@@ -266,7 +267,7 @@ def _dec_AlterClientQuotasRequestEntryData_v0(buf: Any, pos: int) -> tuple[Any, 
             item, pos = _dec_AlterClientQuotasRequestEntityData_v0(buf, pos)
             append(item)
         o.entity = items
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 11)
     if n < 0:
         raise _null('AlterClientQuotasRequest', 'ops')
     else:
@@ -281,7 +282,7 @@ def _dec_AlterClientQuotasRequestEntryData_v0(buf: Any, pos: int) -> tuple[Any, 
 
 def _dec_AlterClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterClientQuotasRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('AlterClientQuotasRequest', 'entries')
     else:
@@ -351,7 +352,7 @@ def _dec_AlterClientQuotasRequestOpData_v1(buf: Any, pos: int) -> tuple[Any, int
 
 def _dec_AlterClientQuotasRequestEntryData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterClientQuotasRequestEntryData)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterClientQuotasRequest', 'entity')
     else:
@@ -361,7 +362,7 @@ def _dec_AlterClientQuotasRequestEntryData_v1(buf: Any, pos: int) -> tuple[Any, 
             item, pos = _dec_AlterClientQuotasRequestEntityData_v1(buf, pos)
             append(item)
         o.entity = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('AlterClientQuotasRequest', 'ops')
     else:
@@ -376,7 +377,7 @@ def _dec_AlterClientQuotasRequestEntryData_v1(buf: Any, pos: int) -> tuple[Any, 
 
 def _dec_AlterClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterClientQuotasRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterClientQuotasRequest', 'entries')
     else:
@@ -424,7 +425,7 @@ def _dec_AlterClientQuotasResponseEntryData_v0(buf: Any, pos: int) -> tuple[Any,
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('AlterClientQuotasResponse', 'entity')
     else:
@@ -441,7 +442,7 @@ def _dec_AlterClientQuotasResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterClientQuotasResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('AlterClientQuotasResponse', 'entries')
     else:
@@ -489,7 +490,7 @@ def _dec_AlterClientQuotasResponseEntryData_v1(buf: Any, pos: int) -> tuple[Any,
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterClientQuotasResponse', 'entity')
     else:
@@ -506,7 +507,7 @@ def _dec_AlterClientQuotasResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterClientQuotasResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('AlterClientQuotasResponse', 'entries')
     else:

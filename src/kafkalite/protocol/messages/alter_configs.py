@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -204,7 +205,7 @@ def _dec_AlterConfigsRequestAlterConfigsResource_v0(buf: Any, pos: int) -> tuple
     o.resource_type, = _F_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('AlterConfigsRequest', 'configs')
     else:
@@ -219,7 +220,7 @@ def _dec_AlterConfigsRequestAlterConfigsResource_v0(buf: Any, pos: int) -> tuple
 
 def _dec_AlterConfigsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterConfigsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 7)
     if n < 0:
         raise _null('AlterConfigsRequest', 'resources')
     else:
@@ -274,7 +275,7 @@ def _dec_AlterConfigsRequestAlterConfigsResource_v2(buf: Any, pos: int) -> tuple
     o.resource_type, = _F_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterConfigsRequest', 'configs')
     else:
@@ -289,7 +290,7 @@ def _dec_AlterConfigsRequestAlterConfigsResource_v2(buf: Any, pos: int) -> tuple
 
 def _dec_AlterConfigsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterConfigsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('AlterConfigsRequest', 'resources')
     else:
@@ -335,7 +336,7 @@ def _dec_AlterConfigsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterConfigsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 7)
     if n < 0:
         raise _null('AlterConfigsResponse', 'responses')
     else:
@@ -381,7 +382,7 @@ def _dec_AlterConfigsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterConfigsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AlterConfigsResponse', 'responses')
     else:

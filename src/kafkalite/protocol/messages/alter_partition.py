@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -280,7 +281,7 @@ def _dec_AlterPartitionRequestPartitionData_v2(buf: Any, pos: int) -> tuple[Any,
     if n < 0:
         raise _null('AlterPartitionRequest', 'new_isr')
     else:
-        o.new_isr = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.new_isr = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.leader_recovery_state, o.partition_epoch = _F_bi.unpack_from(buf, pos)
     pos += 5
@@ -291,7 +292,7 @@ def _dec_AlterPartitionRequestPartitionData_v2(buf: Any, pos: int) -> tuple[Any,
 def _dec_AlterPartitionRequestTopicData_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterPartitionRequestTopicData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 15)
     if n < 0:
         raise _null('AlterPartitionRequest', 'partitions')
     else:
@@ -308,7 +309,7 @@ def _dec_AlterPartitionRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _F_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('AlterPartitionRequest', 'topics')
     else:
@@ -372,7 +373,7 @@ def _dec_AlterPartitionRequestPartitionData_v3(buf: Any, pos: int) -> tuple[Any,
     o = _new(AlterPartitionRequestPartitionData)
     o.partition_index, o.leader_epoch = _F_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 13)
     if n < 0:
         raise _null('AlterPartitionRequest', 'new_isr_with_epochs')
     else:
@@ -391,7 +392,7 @@ def _dec_AlterPartitionRequestPartitionData_v3(buf: Any, pos: int) -> tuple[Any,
 def _dec_AlterPartitionRequestTopicData_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterPartitionRequestTopicData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 15)
     if n < 0:
         raise _null('AlterPartitionRequest', 'partitions')
     else:
@@ -408,7 +409,7 @@ def _dec_AlterPartitionRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterPartitionRequest)
     o.broker_id, o.broker_epoch = _F_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('AlterPartitionRequest', 'topics')
     else:
@@ -463,7 +464,7 @@ def _dec_AlterPartitionResponsePartitionData_v2(buf: Any, pos: int) -> tuple[Any
     if n < 0:
         raise _null('AlterPartitionResponse', 'isr')
     else:
-        o.isr = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.isr = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.leader_recovery_state, o.partition_epoch = _F_bi.unpack_from(buf, pos)
     pos += 5
@@ -473,7 +474,7 @@ def _dec_AlterPartitionResponsePartitionData_v2(buf: Any, pos: int) -> tuple[Any
 def _dec_AlterPartitionResponseTopicData_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterPartitionResponseTopicData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 21)
     if n < 0:
         raise _null('AlterPartitionResponse', 'partitions')
     else:
@@ -490,7 +491,7 @@ def _dec_AlterPartitionResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterPartitionResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('AlterPartitionResponse', 'topics')
     else:

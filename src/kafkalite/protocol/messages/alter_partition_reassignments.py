@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -239,7 +240,7 @@ def _dec_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: Any, po
     if n < 0:
         o.replicas = None
     else:
-        o.replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -247,7 +248,7 @@ def _dec_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: Any, po
 def _dec_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterPartitionReassignmentsRequestReassignableTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AlterPartitionReassignmentsRequest', 'partitions')
     else:
@@ -264,7 +265,7 @@ def _dec_AlterPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any,
     o = _new(AlterPartitionReassignmentsRequest)
     o.timeout_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterPartitionReassignmentsRequest', 'topics')
     else:
@@ -293,7 +294,7 @@ def _dec_AlterPartitionReassignmentsRequest_v1(buf: Any, pos: int) -> tuple[Any,
     o = _new(AlterPartitionReassignmentsRequest)
     o.timeout_ms, o.allow_replication_factor_change = _F_io.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterPartitionReassignmentsRequest', 'topics')
     else:
@@ -345,7 +346,7 @@ def _dec_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(buf
 def _dec_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterPartitionReassignmentsResponseReassignableTopicResponse)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('AlterPartitionReassignmentsResponse', 'partitions')
     else:
@@ -363,7 +364,7 @@ def _dec_AlterPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[Any
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterPartitionReassignmentsResponse', 'responses')
     else:
@@ -394,7 +395,7 @@ def _dec_AlterPartitionReassignmentsResponse_v1(buf: Any, pos: int) -> tuple[Any
     o.throttle_time_ms, o.allow_replication_factor_change, o.error_code = _F_ioh.unpack_from(buf, pos)
     pos += 7
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterPartitionReassignmentsResponse', 'responses')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -212,7 +213,7 @@ def _dec_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v1(buf: Any, pos: int
     if n < 0:
         raise _null('AlterReplicaLogDirsRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
@@ -220,7 +221,7 @@ def _dec_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v1(buf: Any, pos: int
 def _dec_AlterReplicaLogDirsRequestAlterReplicaLogDir_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDir)
     o.path, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AlterReplicaLogDirsRequest', 'topics')
     else:
@@ -235,7 +236,7 @@ def _dec_AlterReplicaLogDirsRequestAlterReplicaLogDir_v1(buf: Any, pos: int) -> 
 
 def _dec_AlterReplicaLogDirsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterReplicaLogDirsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AlterReplicaLogDirsRequest', 'dirs')
     else:
@@ -287,7 +288,7 @@ def _dec_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: Any, pos: int
     if n < 0:
         raise _null('AlterReplicaLogDirsRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -295,7 +296,7 @@ def _dec_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: Any, pos: int
 def _dec_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterReplicaLogDirsRequestAlterReplicaLogDir)
     o.path, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterReplicaLogDirsRequest', 'topics')
     else:
@@ -310,7 +311,7 @@ def _dec_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: Any, pos: int) -> 
 
 def _dec_AlterReplicaLogDirsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterReplicaLogDirsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterReplicaLogDirsRequest', 'dirs')
     else:
@@ -356,7 +357,7 @@ def _dec_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v1(buf: An
 def _dec_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult)
     o.topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AlterReplicaLogDirsResponse', 'partitions')
     else:
@@ -373,7 +374,7 @@ def _dec_AlterReplicaLogDirsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterReplicaLogDirsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('AlterReplicaLogDirsResponse', 'results')
     else:
@@ -422,7 +423,7 @@ def _dec_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf: An
 def _dec_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('AlterReplicaLogDirsResponse', 'partitions')
     else:
@@ -439,7 +440,7 @@ def _dec_AlterReplicaLogDirsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterReplicaLogDirsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterReplicaLogDirsResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -228,7 +229,7 @@ def _dec_AlterShareGroupOffsetsRequestPartition_v0(buf: Any, pos: int) -> tuple[
 def _dec_AlterShareGroupOffsetsRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterShareGroupOffsetsRequestTopic)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 13)
     if n < 0:
         raise _null('AlterShareGroupOffsetsRequest', 'partitions')
     else:
@@ -244,7 +245,7 @@ def _dec_AlterShareGroupOffsetsRequestTopic_v0(buf: Any, pos: int) -> tuple[Any,
 def _dec_AlterShareGroupOffsetsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterShareGroupOffsetsRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterShareGroupOffsetsRequest', 'topics')
     else:
@@ -298,7 +299,7 @@ def _dec_AlterShareGroupOffsetsResponseTopic_v0(buf: Any, pos: int) -> tuple[Any
     o = _new(AlterShareGroupOffsetsResponseTopic)
     o.topic_name, pos = read_compact_string(buf, pos)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('AlterShareGroupOffsetsResponse', 'partitions')
     else:
@@ -316,7 +317,7 @@ def _dec_AlterShareGroupOffsetsResponse_v0(buf: Any, pos: int) -> tuple[Any, int
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 19)
     if n < 0:
         raise _null('AlterShareGroupOffsetsResponse', 'responses')
     else:

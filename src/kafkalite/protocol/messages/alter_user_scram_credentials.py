@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -220,7 +221,7 @@ def _dec_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: Any, p
 
 def _dec_AlterUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AlterUserScramCredentialsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('AlterUserScramCredentialsRequest', 'deletions')
     else:
@@ -230,7 +231,7 @@ def _dec_AlterUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any, i
             item, pos = _dec_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf, pos)
             append(item)
         o.deletions = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('AlterUserScramCredentialsRequest', 'upsertions')
     else:
@@ -273,7 +274,7 @@ def _dec_AlterUserScramCredentialsResponse_v0(buf: Any, pos: int) -> tuple[Any, 
     o = _new(AlterUserScramCredentialsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('AlterUserScramCredentialsResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -230,7 +231,7 @@ def _dec_ApiVersionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ApiVersionsResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ApiVersionsResponse', 'api_keys')
     else:
@@ -263,7 +264,7 @@ def _dec_ApiVersionsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ApiVersionsResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ApiVersionsResponse', 'api_keys')
     else:
@@ -380,7 +381,7 @@ def _dec_ApiVersionsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ApiVersionsResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('ApiVersionsResponse', 'api_keys')
     else:
@@ -403,7 +404,7 @@ def _dec_ApiVersionsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if tag == 0:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 6)
             if n < 0:
                 raise _null('ApiVersionsResponse', 'supported_features')
             else:
@@ -417,7 +418,7 @@ def _dec_ApiVersionsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
             o.finalized_features_epoch, = _F_q.unpack_from(buf, pos)
             pos += 8
         elif tag == 2:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 6)
             if n < 0:
                 raise _null('ApiVersionsResponse', 'finalized_features')
             else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -270,7 +271,7 @@ def _dec_AssignReplicasToDirsRequestPartitionData_v0(buf: Any, pos: int) -> tupl
 def _dec_AssignReplicasToDirsRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AssignReplicasToDirsRequestTopicData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('AssignReplicasToDirsRequest', 'partitions')
     else:
@@ -286,7 +287,7 @@ def _dec_AssignReplicasToDirsRequestTopicData_v0(buf: Any, pos: int) -> tuple[An
 def _dec_AssignReplicasToDirsRequestDirectoryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AssignReplicasToDirsRequestDirectoryData)
     o.id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('AssignReplicasToDirsRequest', 'topics')
     else:
@@ -303,7 +304,7 @@ def _dec_AssignReplicasToDirsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AssignReplicasToDirsRequest)
     o.broker_id, o.broker_epoch = _F_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('AssignReplicasToDirsRequest', 'directories')
     else:
@@ -363,7 +364,7 @@ def _dec_AssignReplicasToDirsResponsePartitionData_v0(buf: Any, pos: int) -> tup
 def _dec_AssignReplicasToDirsResponseTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AssignReplicasToDirsResponseTopicData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('AssignReplicasToDirsResponse', 'partitions')
     else:
@@ -379,7 +380,7 @@ def _dec_AssignReplicasToDirsResponseTopicData_v0(buf: Any, pos: int) -> tuple[A
 def _dec_AssignReplicasToDirsResponseDirectoryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AssignReplicasToDirsResponseDirectoryData)
     o.id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('AssignReplicasToDirsResponse', 'topics')
     else:
@@ -396,7 +397,7 @@ def _dec_AssignReplicasToDirsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(AssignReplicasToDirsResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('AssignReplicasToDirsResponse', 'directories')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -282,7 +283,7 @@ def _dec_BeginQuorumEpochRequestPartitionData_v0(buf: Any, pos: int) -> tuple[An
 def _dec_BeginQuorumEpochRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(BeginQuorumEpochRequestTopicData)
     o.topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('BeginQuorumEpochRequest', 'partitions')
     else:
@@ -298,7 +299,7 @@ def _dec_BeginQuorumEpochRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, i
 def _dec_BeginQuorumEpochRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(BeginQuorumEpochRequest)
     o.cluster_id, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('BeginQuorumEpochRequest', 'topics')
     else:
@@ -368,7 +369,7 @@ def _dec_BeginQuorumEpochRequestPartitionData_v1(buf: Any, pos: int) -> tuple[An
 def _dec_BeginQuorumEpochRequestTopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(BeginQuorumEpochRequestTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 29)
     if n < 0:
         raise _null('BeginQuorumEpochRequest', 'partitions')
     else:
@@ -395,7 +396,7 @@ def _dec_BeginQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
     o.voter_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('BeginQuorumEpochRequest', 'topics')
     else:
@@ -405,7 +406,7 @@ def _dec_BeginQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_BeginQuorumEpochRequestTopicData_v1(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('BeginQuorumEpochRequest', 'leader_endpoints')
     else:
@@ -453,7 +454,7 @@ def _dec_BeginQuorumEpochResponsePartitionData_v0(buf: Any, pos: int) -> tuple[A
 def _dec_BeginQuorumEpochResponseTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(BeginQuorumEpochResponseTopicData)
     o.topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('BeginQuorumEpochResponse', 'partitions')
     else:
@@ -470,7 +471,7 @@ def _dec_BeginQuorumEpochResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(BeginQuorumEpochResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('BeginQuorumEpochResponse', 'topics')
     else:
@@ -541,7 +542,7 @@ def _dec_BeginQuorumEpochResponsePartitionData_v1(buf: Any, pos: int) -> tuple[A
 def _dec_BeginQuorumEpochResponseTopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(BeginQuorumEpochResponseTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 15)
     if n < 0:
         raise _null('BeginQuorumEpochResponse', 'partitions')
     else:
@@ -568,7 +569,7 @@ def _dec_BeginQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(BeginQuorumEpochResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('BeginQuorumEpochResponse', 'topics')
     else:
@@ -586,7 +587,7 @@ def _dec_BeginQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if tag == 0:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 8)
             if n < 0:
                 raise _null('BeginQuorumEpochResponse', 'node_endpoints')
             else:

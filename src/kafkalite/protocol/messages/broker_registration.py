@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -231,7 +232,7 @@ def _dec_BrokerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.cluster_id, pos = read_compact_string(buf, pos)
     o.incarnation_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('BrokerRegistrationRequest', 'listeners')
     else:
@@ -241,7 +242,7 @@ def _dec_BrokerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_BrokerRegistrationRequestListener_v0(buf, pos)
             append(item)
         o.listeners = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('BrokerRegistrationRequest', 'features')
     else:
@@ -286,7 +287,7 @@ def _dec_BrokerRegistrationRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.cluster_id, pos = read_compact_string(buf, pos)
     o.incarnation_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('BrokerRegistrationRequest', 'listeners')
     else:
@@ -296,7 +297,7 @@ def _dec_BrokerRegistrationRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_BrokerRegistrationRequestListener_v0(buf, pos)
             append(item)
         o.listeners = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('BrokerRegistrationRequest', 'features')
     else:
@@ -349,7 +350,7 @@ def _dec_BrokerRegistrationRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.cluster_id, pos = read_compact_string(buf, pos)
     o.incarnation_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('BrokerRegistrationRequest', 'listeners')
     else:
@@ -359,7 +360,7 @@ def _dec_BrokerRegistrationRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_BrokerRegistrationRequestListener_v0(buf, pos)
             append(item)
         o.listeners = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('BrokerRegistrationRequest', 'features')
     else:
@@ -421,7 +422,7 @@ def _dec_BrokerRegistrationRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.cluster_id, pos = read_compact_string(buf, pos)
     o.incarnation_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('BrokerRegistrationRequest', 'listeners')
     else:
@@ -431,7 +432,7 @@ def _dec_BrokerRegistrationRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_BrokerRegistrationRequestListener_v0(buf, pos)
             append(item)
         o.listeners = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('BrokerRegistrationRequest', 'features')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -331,14 +332,14 @@ def _dec_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: Any, pos: int) -> 
     if n < 0:
         raise _null('ConsumerGroupDescribeResponse', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
 def _dec_ConsumerGroupDescribeResponseAssignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ConsumerGroupDescribeResponseAssignment)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 19)
     if n < 0:
         raise _null('ConsumerGroupDescribeResponse', 'topic_partitions')
     else:
@@ -386,7 +387,7 @@ def _dec_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: Any, pos: int) -> t
     o.group_epoch, o.assignment_epoch = _F_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 16)
     if n < 0:
         raise _null('ConsumerGroupDescribeResponse', 'members')
     else:
@@ -405,7 +406,7 @@ def _dec_ConsumerGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]
     o = _new(ConsumerGroupDescribeResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('ConsumerGroupDescribeResponse', 'groups')
     else:
@@ -502,7 +503,7 @@ def _dec_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: Any, pos: int) -> t
     o.group_epoch, o.assignment_epoch = _F_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 17)
     if n < 0:
         raise _null('ConsumerGroupDescribeResponse', 'members')
     else:
@@ -521,7 +522,7 @@ def _dec_ConsumerGroupDescribeResponse_v1(buf: Any, pos: int) -> tuple[Any, int]
     o = _new(ConsumerGroupDescribeResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('ConsumerGroupDescribeResponse', 'groups')
     else:

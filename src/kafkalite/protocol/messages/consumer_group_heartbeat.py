@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -240,7 +241,7 @@ def _dec_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: Any, pos: int) -> 
     if n < 0:
         raise _null('ConsumerGroupHeartbeatRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -265,7 +266,7 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
             items.append(item)
         o.subscribed_topic_names = items
     o.server_assignor, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -325,7 +326,7 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf: Any, pos: int) -> tuple[Any, int]
         o.subscribed_topic_names = items
     o.subscribed_topic_regex, pos = read_compact_nullable_string(buf, pos)
     o.server_assignor, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -378,14 +379,14 @@ def _dec_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: Any, pos: int) ->
     if n < 0:
         raise _null('ConsumerGroupHeartbeatResponse', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
 def _dec_ConsumerGroupHeartbeatResponseAssignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ConsumerGroupHeartbeatResponseAssignment)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ConsumerGroupHeartbeatResponse', 'topic_partitions')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -119,14 +120,14 @@ def _dec_ConsumerProtocolAssignmentTopicPartition_v0(buf: Any, pos: int) -> tupl
     if n < 0:
         raise _null('ConsumerProtocolAssignment', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
 
 def _dec_ConsumerProtocolAssignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ConsumerProtocolAssignment)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ConsumerProtocolAssignment', 'assigned_partitions')
     else:

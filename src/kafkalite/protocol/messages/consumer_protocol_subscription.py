@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -113,7 +114,7 @@ def _enc_ConsumerProtocolSubscription_v0(o: Any, out: bytearray) -> None:
 
 def _dec_ConsumerProtocolSubscription_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ConsumerProtocolSubscription)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('ConsumerProtocolSubscription', 'topics')
     else:
@@ -163,14 +164,14 @@ def _dec_ConsumerProtocolSubscriptionTopicPartition_v1(buf: Any, pos: int) -> tu
     if n < 0:
         raise _null('ConsumerProtocolSubscription', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
 
 def _dec_ConsumerProtocolSubscription_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ConsumerProtocolSubscription)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('ConsumerProtocolSubscription', 'topics')
     else:
@@ -180,7 +181,7 @@ def _dec_ConsumerProtocolSubscription_v1(buf: Any, pos: int) -> tuple[Any, int]:
             items.append(item)
         o.topics = items
     o.user_data, pos = read_nullable_bytes(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ConsumerProtocolSubscription', 'owned_partitions')
     else:
@@ -215,7 +216,7 @@ def _enc_ConsumerProtocolSubscription_v2(o: Any, out: bytearray) -> None:
 
 def _dec_ConsumerProtocolSubscription_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ConsumerProtocolSubscription)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('ConsumerProtocolSubscription', 'topics')
     else:
@@ -225,7 +226,7 @@ def _dec_ConsumerProtocolSubscription_v2(buf: Any, pos: int) -> tuple[Any, int]:
             items.append(item)
         o.topics = items
     o.user_data, pos = read_nullable_bytes(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ConsumerProtocolSubscription', 'owned_partitions')
     else:
@@ -262,7 +263,7 @@ def _enc_ConsumerProtocolSubscription_v3(o: Any, out: bytearray) -> None:
 
 def _dec_ConsumerProtocolSubscription_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ConsumerProtocolSubscription)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('ConsumerProtocolSubscription', 'topics')
     else:
@@ -272,7 +273,7 @@ def _dec_ConsumerProtocolSubscription_v3(buf: Any, pos: int) -> tuple[Any, int]:
             items.append(item)
         o.topics = items
     o.user_data, pos = read_nullable_bytes(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ConsumerProtocolSubscription', 'owned_partitions')
     else:

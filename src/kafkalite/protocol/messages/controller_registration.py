@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -217,7 +218,7 @@ def _dec_ControllerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
     o.incarnation_id, pos = read_uuid(buf, pos)
     o.zk_migration_ready, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('ControllerRegistrationRequest', 'listeners')
     else:
@@ -227,7 +228,7 @@ def _dec_ControllerRegistrationRequest_v0(buf: Any, pos: int) -> tuple[Any, int]
             item, pos = _dec_ControllerRegistrationRequestListener_v0(buf, pos)
             append(item)
         o.listeners = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ControllerRegistrationRequest', 'features')
     else:

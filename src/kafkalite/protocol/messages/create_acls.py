@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -184,7 +185,7 @@ def _dec_CreateAclsRequestAclCreation_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_CreateAclsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateAclsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 10)
     if n < 0:
         raise _null('CreateAclsRequest', 'creations')
     else:
@@ -232,7 +233,7 @@ def _dec_CreateAclsRequestAclCreation_v2(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_CreateAclsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateAclsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('CreateAclsRequest', 'creations')
     else:
@@ -271,7 +272,7 @@ def _dec_CreateAclsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateAclsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('CreateAclsResponse', 'results')
     else:
@@ -312,7 +313,7 @@ def _dec_CreateAclsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateAclsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('CreateAclsResponse', 'results')
     else:

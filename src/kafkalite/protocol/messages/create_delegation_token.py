@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -179,7 +180,7 @@ def _dec_CreateDelegationTokenRequestCreatableRenewers_v1(buf: Any, pos: int) ->
 
 def _dec_CreateDelegationTokenRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateDelegationTokenRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('CreateDelegationTokenRequest', 'renewers')
     else:
@@ -225,7 +226,7 @@ def _dec_CreateDelegationTokenRequestCreatableRenewers_v2(buf: Any, pos: int) ->
 
 def _dec_CreateDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateDelegationTokenRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('CreateDelegationTokenRequest', 'renewers')
     else:
@@ -259,7 +260,7 @@ def _dec_CreateDelegationTokenRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateDelegationTokenRequest)
     o.owner_principal_type, pos = read_compact_nullable_string(buf, pos)
     o.owner_principal_name, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('CreateDelegationTokenRequest', 'renewers')
     else:

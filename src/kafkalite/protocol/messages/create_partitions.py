@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -201,7 +202,7 @@ def _dec_CreatePartitionsRequestCreatePartitionsAssignment_v0(buf: Any, pos: int
     if n < 0:
         raise _null('CreatePartitionsRequest', 'broker_ids')
     else:
-        o.broker_ids = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.broker_ids = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
@@ -211,7 +212,7 @@ def _dec_CreatePartitionsRequestCreatePartitionsTopic_v0(buf: Any, pos: int) -> 
     o.name, pos = read_string(buf, pos)
     o.count, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         o.assignments = None
     else:
@@ -226,7 +227,7 @@ def _dec_CreatePartitionsRequestCreatePartitionsTopic_v0(buf: Any, pos: int) -> 
 
 def _dec_CreatePartitionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreatePartitionsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 10)
     if n < 0:
         raise _null('CreatePartitionsRequest', 'topics')
     else:
@@ -280,7 +281,7 @@ def _dec_CreatePartitionsRequestCreatePartitionsAssignment_v2(buf: Any, pos: int
     if n < 0:
         raise _null('CreatePartitionsRequest', 'broker_ids')
     else:
-        o.broker_ids = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.broker_ids = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -290,7 +291,7 @@ def _dec_CreatePartitionsRequestCreatePartitionsTopic_v2(buf: Any, pos: int) -> 
     o.name, pos = read_compact_string(buf, pos)
     o.count, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 2)
     if n < 0:
         o.assignments = None
     else:
@@ -305,7 +306,7 @@ def _dec_CreatePartitionsRequestCreatePartitionsTopic_v2(buf: Any, pos: int) -> 
 
 def _dec_CreatePartitionsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreatePartitionsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('CreatePartitionsRequest', 'topics')
     else:
@@ -348,7 +349,7 @@ def _dec_CreatePartitionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreatePartitionsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('CreatePartitionsResponse', 'results')
     else:
@@ -391,7 +392,7 @@ def _dec_CreatePartitionsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreatePartitionsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('CreatePartitionsResponse', 'results')
     else:

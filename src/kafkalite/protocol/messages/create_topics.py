@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -290,7 +291,7 @@ def _dec_CreateTopicsRequestCreatableReplicaAssignment_v2(buf: Any, pos: int) ->
     if n < 0:
         raise _null('CreateTopicsRequest', 'broker_ids')
     else:
-        o.broker_ids = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.broker_ids = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
@@ -307,7 +308,7 @@ def _dec_CreateTopicsRequestCreatableTopic_v2(buf: Any, pos: int) -> tuple[Any, 
     o.name, pos = read_string(buf, pos)
     o.num_partitions, o.replication_factor = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('CreateTopicsRequest', 'assignments')
     else:
@@ -317,7 +318,7 @@ def _dec_CreateTopicsRequestCreatableTopic_v2(buf: Any, pos: int) -> tuple[Any, 
             item, pos = _dec_CreateTopicsRequestCreatableReplicaAssignment_v2(buf, pos)
             append(item)
         o.assignments = items
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('CreateTopicsRequest', 'configs')
     else:
@@ -332,7 +333,7 @@ def _dec_CreateTopicsRequestCreatableTopic_v2(buf: Any, pos: int) -> tuple[Any, 
 
 def _dec_CreateTopicsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateTopicsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         raise _null('CreateTopicsRequest', 'topics')
     else:
@@ -401,7 +402,7 @@ def _dec_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: Any, pos: int) ->
     if n < 0:
         raise _null('CreateTopicsRequest', 'broker_ids')
     else:
-        o.broker_ids = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.broker_ids = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -418,7 +419,7 @@ def _dec_CreateTopicsRequestCreatableTopic_v5(buf: Any, pos: int) -> tuple[Any, 
     o.name, pos = read_compact_string(buf, pos)
     o.num_partitions, o.replication_factor = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('CreateTopicsRequest', 'assignments')
     else:
@@ -428,7 +429,7 @@ def _dec_CreateTopicsRequestCreatableTopic_v5(buf: Any, pos: int) -> tuple[Any, 
             item, pos = _dec_CreateTopicsRequestCreatableReplicaAssignment_v5(buf, pos)
             append(item)
         o.assignments = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('CreateTopicsRequest', 'configs')
     else:
@@ -443,7 +444,7 @@ def _dec_CreateTopicsRequestCreatableTopic_v5(buf: Any, pos: int) -> tuple[Any, 
 
 def _dec_CreateTopicsRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateTopicsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 10)
     if n < 0:
         raise _null('CreateTopicsRequest', 'topics')
     else:
@@ -491,7 +492,7 @@ def _dec_CreateTopicsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('CreateTopicsResponse', 'topics')
     else:
@@ -561,7 +562,7 @@ def _dec_CreateTopicsResponseCreatableTopicResult_v5(buf: Any, pos: int) -> tupl
     o.error_message, pos = read_compact_nullable_string(buf, pos)
     o.num_partitions, o.replication_factor = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         o.configs = None
     else:
@@ -595,7 +596,7 @@ def _dec_CreateTopicsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 12)
     if n < 0:
         raise _null('CreateTopicsResponse', 'topics')
     else:
@@ -652,7 +653,7 @@ def _dec_CreateTopicsResponseCreatableTopicResult_v7(buf: Any, pos: int) -> tupl
     o.error_message, pos = read_compact_nullable_string(buf, pos)
     o.num_partitions, o.replication_factor = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         o.configs = None
     else:
@@ -685,7 +686,7 @@ def _dec_CreateTopicsResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 28)
     if n < 0:
         raise _null('CreateTopicsResponse', 'topics')
     else:

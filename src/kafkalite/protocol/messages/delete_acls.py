@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -228,7 +229,7 @@ def _dec_DeleteAclsRequestDeleteAclsFilter_v1(buf: Any, pos: int) -> tuple[Any, 
 
 def _dec_DeleteAclsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteAclsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 10)
     if n < 0:
         raise _null('DeleteAclsRequest', 'filters')
     else:
@@ -276,7 +277,7 @@ def _dec_DeleteAclsRequestDeleteAclsFilter_v2(buf: Any, pos: int) -> tuple[Any, 
 
 def _dec_DeleteAclsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteAclsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('DeleteAclsRequest', 'filters')
     else:
@@ -342,7 +343,7 @@ def _dec_DeleteAclsResponseDeleteAclsFilterResult_v1(buf: Any, pos: int) -> tupl
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('DeleteAclsResponse', 'matching_acls')
     else:
@@ -359,7 +360,7 @@ def _dec_DeleteAclsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteAclsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('DeleteAclsResponse', 'filter_results')
     else:
@@ -428,7 +429,7 @@ def _dec_DeleteAclsResponseDeleteAclsFilterResult_v2(buf: Any, pos: int) -> tupl
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('DeleteAclsResponse', 'matching_acls')
     else:
@@ -445,7 +446,7 @@ def _dec_DeleteAclsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteAclsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DeleteAclsResponse', 'filter_results')
     else:

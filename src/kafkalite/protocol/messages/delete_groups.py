@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -126,7 +127,7 @@ def _enc_DeleteGroupsRequest_v0(o: Any, out: bytearray) -> None:
 
 def _dec_DeleteGroupsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteGroupsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('DeleteGroupsRequest', 'groups_names')
     else:
@@ -188,7 +189,7 @@ def _dec_DeleteGroupsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteGroupsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DeleteGroupsResponse', 'results')
     else:
@@ -229,7 +230,7 @@ def _dec_DeleteGroupsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteGroupsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DeleteGroupsResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -216,7 +217,7 @@ def _dec_DeleteRecordsRequestDeleteRecordsPartition_v0(buf: Any, pos: int) -> tu
 def _dec_DeleteRecordsRequestDeleteRecordsTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteRecordsRequestDeleteRecordsTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('DeleteRecordsRequest', 'partitions')
     else:
@@ -231,7 +232,7 @@ def _dec_DeleteRecordsRequestDeleteRecordsTopic_v0(buf: Any, pos: int) -> tuple[
 
 def _dec_DeleteRecordsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteRecordsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DeleteRecordsRequest', 'topics')
     else:
@@ -282,7 +283,7 @@ def _dec_DeleteRecordsRequestDeleteRecordsPartition_v2(buf: Any, pos: int) -> tu
 def _dec_DeleteRecordsRequestDeleteRecordsTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteRecordsRequestDeleteRecordsTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 13)
     if n < 0:
         raise _null('DeleteRecordsRequest', 'partitions')
     else:
@@ -297,7 +298,7 @@ def _dec_DeleteRecordsRequestDeleteRecordsTopic_v2(buf: Any, pos: int) -> tuple[
 
 def _dec_DeleteRecordsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteRecordsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DeleteRecordsRequest', 'topics')
     else:
@@ -345,7 +346,7 @@ def _dec_DeleteRecordsResponseDeleteRecordsPartitionResult_v0(buf: Any, pos: int
 def _dec_DeleteRecordsResponseDeleteRecordsTopicResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteRecordsResponseDeleteRecordsTopicResult)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('DeleteRecordsResponse', 'partitions')
     else:
@@ -362,7 +363,7 @@ def _dec_DeleteRecordsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteRecordsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DeleteRecordsResponse', 'topics')
     else:
@@ -411,7 +412,7 @@ def _dec_DeleteRecordsResponseDeleteRecordsPartitionResult_v2(buf: Any, pos: int
 def _dec_DeleteRecordsResponseDeleteRecordsTopicResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteRecordsResponseDeleteRecordsTopicResult)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 15)
     if n < 0:
         raise _null('DeleteRecordsResponse', 'partitions')
     else:
@@ -428,7 +429,7 @@ def _dec_DeleteRecordsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteRecordsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DeleteRecordsResponse', 'topics')
     else:

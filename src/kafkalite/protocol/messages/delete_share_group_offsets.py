@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -172,7 +173,7 @@ def _dec_DeleteShareGroupOffsetsRequestTopic_v0(buf: Any, pos: int) -> tuple[Any
 def _dec_DeleteShareGroupOffsetsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteShareGroupOffsetsRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 2)
     if n < 0:
         raise _null('DeleteShareGroupOffsetsRequest', 'topics')
     else:
@@ -219,7 +220,7 @@ def _dec_DeleteShareGroupOffsetsResponse_v0(buf: Any, pos: int) -> tuple[Any, in
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 21)
     if n < 0:
         raise _null('DeleteShareGroupOffsetsResponse', 'responses')
     else:

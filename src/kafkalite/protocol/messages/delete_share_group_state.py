@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -212,7 +213,7 @@ def _dec_DeleteShareGroupStateRequestPartitionData_v0(buf: Any, pos: int) -> tup
 def _dec_DeleteShareGroupStateRequestDeleteStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteShareGroupStateRequestDeleteStateData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DeleteShareGroupStateRequest', 'partitions')
     else:
@@ -228,7 +229,7 @@ def _dec_DeleteShareGroupStateRequestDeleteStateData_v0(buf: Any, pos: int) -> t
 def _dec_DeleteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('DeleteShareGroupStateRequest', 'topics')
     else:
@@ -278,7 +279,7 @@ def _dec_DeleteShareGroupStateResponsePartitionResult_v0(buf: Any, pos: int) -> 
 def _dec_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteShareGroupStateResponseDeleteStateResult)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('DeleteShareGroupStateResponse', 'partitions')
     else:
@@ -293,7 +294,7 @@ def _dec_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: Any, pos: int) -
 
 def _dec_DeleteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteShareGroupStateResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('DeleteShareGroupStateResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -161,7 +162,7 @@ def _enc_DeleteTopicsRequest_v1(o: Any, out: bytearray) -> None:
 
 def _dec_DeleteTopicsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteTopicsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('DeleteTopicsRequest', 'topic_names')
     else:
@@ -231,7 +232,7 @@ def _dec_DeleteTopicsRequestDeleteTopicState_v6(buf: Any, pos: int) -> tuple[Any
 
 def _dec_DeleteTopicsRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteTopicsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('DeleteTopicsRequest', 'topics')
     else:
@@ -275,7 +276,7 @@ def _dec_DeleteTopicsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DeleteTopicsResponse', 'responses')
     else:
@@ -318,7 +319,7 @@ def _dec_DeleteTopicsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DeleteTopicsResponse', 'responses')
     else:
@@ -362,7 +363,7 @@ def _dec_DeleteTopicsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DeleteTopicsResponse', 'responses')
     else:
@@ -407,7 +408,7 @@ def _dec_DeleteTopicsResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 21)
     if n < 0:
         raise _null('DeleteTopicsResponse', 'responses')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -262,7 +263,7 @@ def _dec_DescribeAclsResponseDescribeAclsResource_v1(buf: Any, pos: int) -> tupl
     o.resource_name, pos = read_string(buf, pos)
     o.pattern_type, = _F_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DescribeAclsResponse', 'acls')
     else:
@@ -280,7 +281,7 @@ def _dec_DescribeAclsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('DescribeAclsResponse', 'resources')
     else:
@@ -340,7 +341,7 @@ def _dec_DescribeAclsResponseDescribeAclsResource_v2(buf: Any, pos: int) -> tupl
     o.resource_name, pos = read_compact_string(buf, pos)
     o.pattern_type, = _F_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeAclsResponse', 'acls')
     else:
@@ -358,7 +359,7 @@ def _dec_DescribeAclsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeAclsResponse', 'resources')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -214,7 +215,7 @@ def _dec_DescribeClientQuotasRequestComponentData_v0(buf: Any, pos: int) -> tupl
 
 def _dec_DescribeClientQuotasRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeClientQuotasRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeClientQuotasRequest', 'components')
     else:
@@ -257,7 +258,7 @@ def _dec_DescribeClientQuotasRequestComponentData_v1(buf: Any, pos: int) -> tupl
 
 def _dec_DescribeClientQuotasRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeClientQuotasRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DescribeClientQuotasRequest', 'components')
     else:
@@ -324,7 +325,7 @@ def _dec_DescribeClientQuotasResponseValueData_v0(buf: Any, pos: int) -> tuple[A
 
 def _dec_DescribeClientQuotasResponseEntryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeClientQuotasResponseEntryData)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DescribeClientQuotasResponse', 'entity')
     else:
@@ -334,7 +335,7 @@ def _dec_DescribeClientQuotasResponseEntryData_v0(buf: Any, pos: int) -> tuple[A
             item, pos = _dec_DescribeClientQuotasResponseEntityData_v0(buf, pos)
             append(item)
         o.entity = items
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 10)
     if n < 0:
         raise _null('DescribeClientQuotasResponse', 'values')
     else:
@@ -352,7 +353,7 @@ def _dec_DescribeClientQuotasResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         o.entries = None
     else:
@@ -421,7 +422,7 @@ def _dec_DescribeClientQuotasResponseValueData_v1(buf: Any, pos: int) -> tuple[A
 
 def _dec_DescribeClientQuotasResponseEntryData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeClientQuotasResponseEntryData)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeClientQuotasResponse', 'entity')
     else:
@@ -431,7 +432,7 @@ def _dec_DescribeClientQuotasResponseEntryData_v1(buf: Any, pos: int) -> tuple[A
             item, pos = _dec_DescribeClientQuotasResponseEntityData_v1(buf, pos)
             append(item)
         o.entity = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 10)
     if n < 0:
         raise _null('DescribeClientQuotasResponse', 'values')
     else:
@@ -449,7 +450,7 @@ def _dec_DescribeClientQuotasResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.entries = None
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -239,7 +240,7 @@ def _dec_DescribeClusterResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('DescribeClusterResponse', 'brokers')
     else:
@@ -281,7 +282,7 @@ def _dec_DescribeClusterResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('DescribeClusterResponse', 'brokers')
     else:
@@ -343,7 +344,7 @@ def _dec_DescribeClusterResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 12)
     if n < 0:
         raise _null('DescribeClusterResponse', 'brokers')
     else:

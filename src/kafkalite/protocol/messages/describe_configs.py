@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -244,7 +245,7 @@ def _dec_DescribeConfigsRequestDescribeConfigsResource_v1(buf: Any, pos: int) ->
     o.resource_type, = _F_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         o.configuration_keys = None
     else:
@@ -258,7 +259,7 @@ def _dec_DescribeConfigsRequestDescribeConfigsResource_v1(buf: Any, pos: int) ->
 
 def _dec_DescribeConfigsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeConfigsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 7)
     if n < 0:
         raise _null('DescribeConfigsRequest', 'resources')
     else:
@@ -286,7 +287,7 @@ def _enc_DescribeConfigsRequest_v3(o: Any, out: bytearray) -> None:
 
 def _dec_DescribeConfigsRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeConfigsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 7)
     if n < 0:
         raise _null('DescribeConfigsRequest', 'resources')
     else:
@@ -343,7 +344,7 @@ def _dec_DescribeConfigsRequestDescribeConfigsResource_v4(buf: Any, pos: int) ->
 
 def _dec_DescribeConfigsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeConfigsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DescribeConfigsRequest', 'resources')
     else:
@@ -413,7 +414,7 @@ def _dec_DescribeConfigsResponseDescribeConfigsResourceResult_v1(buf: Any, pos: 
     o.value, pos = read_nullable_string(buf, pos)
     o.read_only, o.config_source, o.is_sensitive = _F_obo.unpack_from(buf, pos)
     pos += 3
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'synonyms')
     else:
@@ -436,7 +437,7 @@ def _dec_DescribeConfigsResponseDescribeConfigsResult_v1(buf: Any, pos: int) -> 
     o.resource_type, = _F_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 11)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'configs')
     else:
@@ -453,7 +454,7 @@ def _dec_DescribeConfigsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeConfigsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 11)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'results')
     else:
@@ -509,7 +510,7 @@ def _dec_DescribeConfigsResponseDescribeConfigsResourceResult_v3(buf: Any, pos: 
     o.value, pos = read_nullable_string(buf, pos)
     o.read_only, o.config_source, o.is_sensitive = _F_obo.unpack_from(buf, pos)
     pos += 3
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'synonyms')
     else:
@@ -533,7 +534,7 @@ def _dec_DescribeConfigsResponseDescribeConfigsResult_v3(buf: Any, pos: int) -> 
     o.resource_type, = _F_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'configs')
     else:
@@ -550,7 +551,7 @@ def _dec_DescribeConfigsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeConfigsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 11)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'results')
     else:
@@ -624,7 +625,7 @@ def _dec_DescribeConfigsResponseDescribeConfigsResourceResult_v4(buf: Any, pos: 
     o.value, pos = read_compact_nullable_string(buf, pos)
     o.read_only, o.config_source, o.is_sensitive = _F_obo.unpack_from(buf, pos)
     pos += 3
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'synonyms')
     else:
@@ -648,7 +649,7 @@ def _dec_DescribeConfigsResponseDescribeConfigsResult_v4(buf: Any, pos: int) -> 
     o.resource_type, = _F_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'configs')
     else:
@@ -665,7 +666,7 @@ def _dec_DescribeConfigsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeConfigsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('DescribeConfigsResponse', 'results')
     else:

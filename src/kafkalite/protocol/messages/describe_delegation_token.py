@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -205,7 +206,7 @@ def _dec_DescribeDelegationTokenRequestDescribeDelegationTokenOwner_v1(buf: Any,
 
 def _dec_DescribeDelegationTokenRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeDelegationTokenRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         o.owners = None
     else:
@@ -242,7 +243,7 @@ def _dec_DescribeDelegationTokenRequestDescribeDelegationTokenOwner_v2(buf: Any,
 
 def _dec_DescribeDelegationTokenRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeDelegationTokenRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.owners = None
     else:
@@ -299,7 +300,7 @@ def _dec_DescribeDelegationTokenResponseDescribedDelegationToken_v1(buf: Any, po
     pos += 24
     o.token_id, pos = read_string(buf, pos)
     o.hmac, pos = read_bytes(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DescribeDelegationTokenResponse', 'renewers')
     else:
@@ -318,7 +319,7 @@ def _dec_DescribeDelegationTokenResponse_v1(buf: Any, pos: int) -> tuple[Any, in
     o = _new(DescribeDelegationTokenResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 38)
     if n < 0:
         raise _null('DescribeDelegationTokenResponse', 'tokens')
     else:
@@ -379,7 +380,7 @@ def _dec_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: Any, po
     pos += 24
     o.token_id, pos = read_compact_string(buf, pos)
     o.hmac, pos = read_compact_bytes(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeDelegationTokenResponse', 'renewers')
     else:
@@ -398,7 +399,7 @@ def _dec_DescribeDelegationTokenResponse_v2(buf: Any, pos: int) -> tuple[Any, in
     o = _new(DescribeDelegationTokenResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 30)
     if n < 0:
         raise _null('DescribeDelegationTokenResponse', 'tokens')
     else:
@@ -452,7 +453,7 @@ def _dec_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: Any, po
     pos += 24
     o.token_id, pos = read_compact_string(buf, pos)
     o.hmac, pos = read_compact_bytes(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeDelegationTokenResponse', 'renewers')
     else:
@@ -469,7 +470,7 @@ def _dec_DescribeDelegationTokenResponse_v3(buf: Any, pos: int) -> tuple[Any, in
     o = _new(DescribeDelegationTokenResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 32)
     if n < 0:
         raise _null('DescribeDelegationTokenResponse', 'tokens')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -181,7 +182,7 @@ def _enc_DescribeGroupsRequest_v0(o: Any, out: bytearray) -> None:
 
 def _dec_DescribeGroupsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeGroupsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('DescribeGroupsRequest', 'groups')
     else:
@@ -206,7 +207,7 @@ def _enc_DescribeGroupsRequest_v3(o: Any, out: bytearray) -> None:
 
 def _dec_DescribeGroupsRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeGroupsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('DescribeGroupsRequest', 'groups')
     else:
@@ -300,7 +301,7 @@ def _dec_DescribeGroupsResponseDescribedGroup_v0(buf: Any, pos: int) -> tuple[An
     o.group_state, pos = read_string(buf, pos)
     o.protocol_type, pos = read_string(buf, pos)
     o.protocol_data, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'members')
     else:
@@ -317,7 +318,7 @@ def _dec_DescribeGroupsResponseDescribedGroup_v0(buf: Any, pos: int) -> tuple[An
 
 def _dec_DescribeGroupsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeGroupsResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'groups')
     else:
@@ -345,7 +346,7 @@ def _dec_DescribeGroupsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'groups')
     else:
@@ -393,7 +394,7 @@ def _dec_DescribeGroupsResponseDescribedGroup_v3(buf: Any, pos: int) -> tuple[An
     o.group_state, pos = read_string(buf, pos)
     o.protocol_type, pos = read_string(buf, pos)
     o.protocol_data, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'members')
     else:
@@ -413,7 +414,7 @@ def _dec_DescribeGroupsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 18)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'groups')
     else:
@@ -480,7 +481,7 @@ def _dec_DescribeGroupsResponseDescribedGroup_v4(buf: Any, pos: int) -> tuple[An
     o.group_state, pos = read_string(buf, pos)
     o.protocol_type, pos = read_string(buf, pos)
     o.protocol_data, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'members')
     else:
@@ -500,7 +501,7 @@ def _dec_DescribeGroupsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 18)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'groups')
     else:
@@ -570,7 +571,7 @@ def _dec_DescribeGroupsResponseDescribedGroup_v5(buf: Any, pos: int) -> tuple[An
     o.group_state, pos = read_compact_string(buf, pos)
     o.protocol_type, pos = read_compact_string(buf, pos)
     o.protocol_data, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'members')
     else:
@@ -590,7 +591,7 @@ def _dec_DescribeGroupsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 12)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'groups')
     else:
@@ -640,7 +641,7 @@ def _dec_DescribeGroupsResponseDescribedGroup_v6(buf: Any, pos: int) -> tuple[An
     o.group_state, pos = read_compact_string(buf, pos)
     o.protocol_type, pos = read_compact_string(buf, pos)
     o.protocol_data, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'members')
     else:
@@ -659,7 +660,7 @@ def _dec_DescribeGroupsResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 13)
     if n < 0:
         raise _null('DescribeGroupsResponse', 'groups')
     else:

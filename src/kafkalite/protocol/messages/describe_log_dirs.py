@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -226,14 +227,14 @@ def _dec_DescribeLogDirsRequestDescribableLogDirTopic_v1(buf: Any, pos: int) -> 
     if n < 0:
         raise _null('DescribeLogDirsRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
 
 def _dec_DescribeLogDirsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         o.topics = None
     else:
@@ -274,14 +275,14 @@ def _dec_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: Any, pos: int) -> 
     if n < 0:
         raise _null('DescribeLogDirsRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
 def _dec_DescribeLogDirsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.topics = None
     else:
@@ -338,7 +339,7 @@ def _dec_DescribeLogDirsResponseDescribeLogDirsPartition_v1(buf: Any, pos: int) 
 def _dec_DescribeLogDirsResponseDescribeLogDirsTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsResponseDescribeLogDirsTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 21)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'partitions')
     else:
@@ -356,7 +357,7 @@ def _dec_DescribeLogDirsResponseDescribeLogDirsResult_v1(buf: Any, pos: int) -> 
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.log_dir, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'topics')
     else:
@@ -376,7 +377,7 @@ def _dec_DescribeLogDirsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'results')
     else:
@@ -438,7 +439,7 @@ def _dec_DescribeLogDirsResponseDescribeLogDirsPartition_v2(buf: Any, pos: int) 
 def _dec_DescribeLogDirsResponseDescribeLogDirsTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsResponseDescribeLogDirsTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 22)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'partitions')
     else:
@@ -456,7 +457,7 @@ def _dec_DescribeLogDirsResponseDescribeLogDirsResult_v2(buf: Any, pos: int) -> 
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.log_dir, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'topics')
     else:
@@ -476,7 +477,7 @@ def _dec_DescribeLogDirsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'results')
     else:
@@ -505,7 +506,7 @@ def _dec_DescribeLogDirsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'results')
     else:
@@ -547,7 +548,7 @@ def _dec_DescribeLogDirsResponseDescribeLogDirsResult_v4(buf: Any, pos: int) -> 
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.log_dir, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'topics')
     else:
@@ -567,7 +568,7 @@ def _dec_DescribeLogDirsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 21)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'results')
     else:
@@ -609,7 +610,7 @@ def _dec_DescribeLogDirsResponseDescribeLogDirsResult_v5(buf: Any, pos: int) -> 
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.log_dir, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'topics')
     else:
@@ -628,7 +629,7 @@ def _dec_DescribeLogDirsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 22)
     if n < 0:
         raise _null('DescribeLogDirsResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -223,14 +224,14 @@ def _dec_DescribeProducersRequestTopicRequest_v0(buf: Any, pos: int) -> tuple[An
     if n < 0:
         raise _null('DescribeProducersRequest', 'partition_indexes')
     else:
-        o.partition_indexes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partition_indexes = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
 def _dec_DescribeProducersRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeProducersRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeProducersRequest', 'topics')
     else:
@@ -293,7 +294,7 @@ def _dec_DescribeProducersResponsePartitionResponse_v0(buf: Any, pos: int) -> tu
     o.partition_index, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 37)
     if n < 0:
         raise _null('DescribeProducersResponse', 'active_producers')
     else:
@@ -309,7 +310,7 @@ def _dec_DescribeProducersResponsePartitionResponse_v0(buf: Any, pos: int) -> tu
 def _dec_DescribeProducersResponseTopicResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeProducersResponseTopicResponse)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('DescribeProducersResponse', 'partitions')
     else:
@@ -326,7 +327,7 @@ def _dec_DescribeProducersResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeProducersResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeProducersResponse', 'topics')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -309,7 +310,7 @@ def _dec_DescribeQuorumRequestPartitionData_v0(buf: Any, pos: int) -> tuple[Any,
 def _dec_DescribeQuorumRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeQuorumRequestTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeQuorumRequest', 'partitions')
     else:
@@ -324,7 +325,7 @@ def _dec_DescribeQuorumRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, int
 
 def _dec_DescribeQuorumRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeQuorumRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeQuorumRequest', 'topics')
     else:
@@ -399,7 +400,7 @@ def _dec_DescribeQuorumResponsePartitionData_v0(buf: Any, pos: int) -> tuple[Any
     o = _new(DescribeQuorumResponsePartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _F_ihiiq.unpack_from(buf, pos)
     pos += 22
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 13)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'current_voters')
     else:
@@ -409,7 +410,7 @@ def _dec_DescribeQuorumResponsePartitionData_v0(buf: Any, pos: int) -> tuple[Any
             item, pos = _dec_DescribeQuorumResponseReplicaState_v0(buf, pos)
             append(item)
         o.current_voters = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 13)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'observers')
     else:
@@ -426,7 +427,7 @@ def _dec_DescribeQuorumResponsePartitionData_v0(buf: Any, pos: int) -> tuple[Any
 def _dec_DescribeQuorumResponseTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeQuorumResponseTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 25)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'partitions')
     else:
@@ -443,7 +444,7 @@ def _dec_DescribeQuorumResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeQuorumResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'topics')
     else:
@@ -518,7 +519,7 @@ def _dec_DescribeQuorumResponsePartitionData_v1(buf: Any, pos: int) -> tuple[Any
     o = _new(DescribeQuorumResponsePartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _F_ihiiq.unpack_from(buf, pos)
     pos += 22
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 29)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'current_voters')
     else:
@@ -528,7 +529,7 @@ def _dec_DescribeQuorumResponsePartitionData_v1(buf: Any, pos: int) -> tuple[Any
             item, pos = _dec_DescribeQuorumResponseReplicaState_v1(buf, pos)
             append(item)
         o.current_voters = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 29)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'observers')
     else:
@@ -545,7 +546,7 @@ def _dec_DescribeQuorumResponsePartitionData_v1(buf: Any, pos: int) -> tuple[Any
 def _dec_DescribeQuorumResponseTopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeQuorumResponseTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 25)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'partitions')
     else:
@@ -562,7 +563,7 @@ def _dec_DescribeQuorumResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeQuorumResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'topics')
     else:
@@ -667,7 +668,7 @@ def _dec_DescribeQuorumResponsePartitionData_v2(buf: Any, pos: int) -> tuple[Any
     o.error_message, pos = read_compact_nullable_string(buf, pos)
     o.leader_id, o.leader_epoch, o.high_watermark = _F_iiq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 45)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'current_voters')
     else:
@@ -677,7 +678,7 @@ def _dec_DescribeQuorumResponsePartitionData_v2(buf: Any, pos: int) -> tuple[Any
             item, pos = _dec_DescribeQuorumResponseReplicaState_v2(buf, pos)
             append(item)
         o.current_voters = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 45)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'observers')
     else:
@@ -693,7 +694,7 @@ def _dec_DescribeQuorumResponsePartitionData_v2(buf: Any, pos: int) -> tuple[Any
 def _dec_DescribeQuorumResponseTopicData_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeQuorumResponseTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 26)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'partitions')
     else:
@@ -719,7 +720,7 @@ def _dec_DescribeQuorumResponseNode_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeQuorumResponseNode)
     o.node_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'listeners')
     else:
@@ -737,7 +738,7 @@ def _dec_DescribeQuorumResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'topics')
     else:
@@ -747,7 +748,7 @@ def _dec_DescribeQuorumResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_DescribeQuorumResponseTopicData_v2(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DescribeQuorumResponse', 'nodes')
     else:

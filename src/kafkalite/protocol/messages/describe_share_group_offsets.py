@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -257,7 +258,7 @@ def _dec_DescribeShareGroupOffsetsRequestTopic_v0(buf: Any, pos: int) -> tuple[A
     if n < 0:
         raise _null('DescribeShareGroupOffsetsRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -265,7 +266,7 @@ def _dec_DescribeShareGroupOffsetsRequestTopic_v0(buf: Any, pos: int) -> tuple[A
 def _dec_DescribeShareGroupOffsetsRequestGroup_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeShareGroupOffsetsRequestGroup)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.topics = None
     else:
@@ -280,7 +281,7 @@ def _dec_DescribeShareGroupOffsetsRequestGroup_v0(buf: Any, pos: int) -> tuple[A
 
 def _dec_DescribeShareGroupOffsetsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeShareGroupOffsetsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeShareGroupOffsetsRequest', 'groups')
     else:
@@ -347,7 +348,7 @@ def _dec_DescribeShareGroupOffsetsResponseTopic_v0(buf: Any, pos: int) -> tuple[
     o = _new(DescribeShareGroupOffsetsResponseTopic)
     o.topic_name, pos = read_compact_string(buf, pos)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('DescribeShareGroupOffsetsResponse', 'partitions')
     else:
@@ -363,7 +364,7 @@ def _dec_DescribeShareGroupOffsetsResponseTopic_v0(buf: Any, pos: int) -> tuple[
 def _dec_DescribeShareGroupOffsetsResponseGroup_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeShareGroupOffsetsResponseGroup)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 19)
     if n < 0:
         raise _null('DescribeShareGroupOffsetsResponse', 'topics')
     else:
@@ -383,7 +384,7 @@ def _dec_DescribeShareGroupOffsetsResponse_v0(buf: Any, pos: int) -> tuple[Any, 
     o = _new(DescribeShareGroupOffsetsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DescribeShareGroupOffsetsResponse', 'groups')
     else:
@@ -449,7 +450,7 @@ def _dec_DescribeShareGroupOffsetsResponseTopic_v1(buf: Any, pos: int) -> tuple[
     o = _new(DescribeShareGroupOffsetsResponseTopic)
     o.topic_name, pos = read_compact_string(buf, pos)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 28)
     if n < 0:
         raise _null('DescribeShareGroupOffsetsResponse', 'partitions')
     else:
@@ -465,7 +466,7 @@ def _dec_DescribeShareGroupOffsetsResponseTopic_v1(buf: Any, pos: int) -> tuple[
 def _dec_DescribeShareGroupOffsetsResponseGroup_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeShareGroupOffsetsResponseGroup)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 19)
     if n < 0:
         raise _null('DescribeShareGroupOffsetsResponse', 'topics')
     else:
@@ -485,7 +486,7 @@ def _dec_DescribeShareGroupOffsetsResponse_v1(buf: Any, pos: int) -> tuple[Any, 
     o = _new(DescribeShareGroupOffsetsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DescribeShareGroupOffsetsResponse', 'groups')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -276,7 +277,7 @@ def _dec_DescribeTopicPartitionsRequestCursor_v0(buf: Any, pos: int) -> tuple[An
 
 def _dec_DescribeTopicPartitionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeTopicPartitionsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 2)
     if n < 0:
         raise _null('DescribeTopicPartitionsRequest', 'topics')
     else:
@@ -374,31 +375,31 @@ def _dec_DescribeTopicPartitionsResponsePartition_v0(buf: Any, pos: int) -> tupl
     if n < 0:
         raise _null('DescribeTopicPartitionsResponse', 'replica_nodes')
     else:
-        o.replica_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.replica_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DescribeTopicPartitionsResponse', 'isr_nodes')
     else:
-        o.isr_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.isr_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         o.eligible_leader_replicas = None
     else:
-        o.eligible_leader_replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.eligible_leader_replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         o.last_known_elr = None
     else:
-        o.last_known_elr = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.last_known_elr = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('DescribeTopicPartitionsResponse', 'offline_replicas')
     else:
-        o.offline_replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.offline_replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -411,7 +412,7 @@ def _dec_DescribeTopicPartitionsResponseTopic_v0(buf: Any, pos: int) -> tuple[An
     o.topic_id, pos = read_uuid(buf, pos)
     o.is_internal, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('DescribeTopicPartitionsResponse', 'partitions')
     else:
@@ -438,7 +439,7 @@ def _dec_DescribeTopicPartitionsResponse_v0(buf: Any, pos: int) -> tuple[Any, in
     o = _new(DescribeTopicPartitionsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 26)
     if n < 0:
         raise _null('DescribeTopicPartitionsResponse', 'topics')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -221,7 +222,7 @@ def _dec_DescribeTransactionsResponseTopicData_v0(buf: Any, pos: int) -> tuple[A
     if n < 0:
         raise _null('DescribeTransactionsResponse', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -234,7 +235,7 @@ def _dec_DescribeTransactionsResponseTransactionState_v0(buf: Any, pos: int) -> 
     o.transaction_state, pos = read_compact_string(buf, pos)
     o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch = _F_iqqh.unpack_from(buf, pos)
     pos += 22
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('DescribeTransactionsResponse', 'topics')
     else:
@@ -251,7 +252,7 @@ def _dec_DescribeTransactionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeTransactionsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 28)
     if n < 0:
         raise _null('DescribeTransactionsResponse', 'transaction_states')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -188,7 +189,7 @@ def _dec_DescribeUserScramCredentialsRequestUserName_v0(buf: Any, pos: int) -> t
 
 def _dec_DescribeUserScramCredentialsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(DescribeUserScramCredentialsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 2)
     if n < 0:
         o.users = None
     else:
@@ -243,7 +244,7 @@ def _dec_DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult_
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DescribeUserScramCredentialsResponse', 'credential_infos')
     else:
@@ -261,7 +262,7 @@ def _dec_DescribeUserScramCredentialsResponse_v0(buf: Any, pos: int) -> tuple[An
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('DescribeUserScramCredentialsResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -197,14 +198,14 @@ def _dec_ElectLeadersRequestTopicPartitions_v0(buf: Any, pos: int) -> tuple[Any,
     if n < 0:
         raise _null('ElectLeadersRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
 
 def _dec_ElectLeadersRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ElectLeadersRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -235,7 +236,7 @@ def _dec_ElectLeadersRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ElectLeadersRequest)
     o.election_type, = _F_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -280,7 +281,7 @@ def _dec_ElectLeadersRequestTopicPartitions_v2(buf: Any, pos: int) -> tuple[Any,
     if n < 0:
         raise _null('ElectLeadersRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -289,7 +290,7 @@ def _dec_ElectLeadersRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ElectLeadersRequest)
     o.election_type, = _F_b.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.topic_partitions = None
     else:
@@ -341,7 +342,7 @@ def _dec_ElectLeadersResponsePartitionResult_v0(buf: Any, pos: int) -> tuple[Any
 def _dec_ElectLeadersResponseReplicaElectionResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ElectLeadersResponseReplicaElectionResult)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('ElectLeadersResponse', 'partition_result')
     else:
@@ -358,7 +359,7 @@ def _dec_ElectLeadersResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ElectLeadersResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ElectLeadersResponse', 'replica_election_results')
     else:
@@ -386,7 +387,7 @@ def _dec_ElectLeadersResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ElectLeadersResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ElectLeadersResponse', 'replica_election_results')
     else:
@@ -437,7 +438,7 @@ def _dec_ElectLeadersResponsePartitionResult_v2(buf: Any, pos: int) -> tuple[Any
 def _dec_ElectLeadersResponseReplicaElectionResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ElectLeadersResponseReplicaElectionResult)
     o.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('ElectLeadersResponse', 'partition_result')
     else:
@@ -454,7 +455,7 @@ def _dec_ElectLeadersResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ElectLeadersResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ElectLeadersResponse', 'replica_election_results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -305,7 +306,7 @@ def _dec_EndQuorumEpochRequestPartitionData_v0(buf: Any, pos: int) -> tuple[Any,
     if n < 0:
         raise _null('EndQuorumEpochRequest', 'preferred_successors')
     else:
-        o.preferred_successors = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.preferred_successors = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.preferred_candidates = []
     o.unknown_tagged_fields = None
@@ -314,7 +315,7 @@ def _dec_EndQuorumEpochRequestPartitionData_v0(buf: Any, pos: int) -> tuple[Any,
 def _dec_EndQuorumEpochRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(EndQuorumEpochRequestTopicData)
     o.topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         raise _null('EndQuorumEpochRequest', 'partitions')
     else:
@@ -330,7 +331,7 @@ def _dec_EndQuorumEpochRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, int
 def _dec_EndQuorumEpochRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(EndQuorumEpochRequest)
     o.cluster_id, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('EndQuorumEpochRequest', 'topics')
     else:
@@ -407,7 +408,7 @@ def _dec_EndQuorumEpochRequestPartitionData_v1(buf: Any, pos: int) -> tuple[Any,
     o = _new(EndQuorumEpochRequestPartitionData)
     o.partition_index, o.leader_id, o.leader_epoch = _F_iii.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 21)
     if n < 0:
         raise _null('EndQuorumEpochRequest', 'preferred_candidates')
     else:
@@ -424,7 +425,7 @@ def _dec_EndQuorumEpochRequestPartitionData_v1(buf: Any, pos: int) -> tuple[Any,
 def _dec_EndQuorumEpochRequestTopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(EndQuorumEpochRequestTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 14)
     if n < 0:
         raise _null('EndQuorumEpochRequest', 'partitions')
     else:
@@ -449,7 +450,7 @@ def _dec_EndQuorumEpochRequestLeaderEndpoint_v1(buf: Any, pos: int) -> tuple[Any
 def _dec_EndQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(EndQuorumEpochRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('EndQuorumEpochRequest', 'topics')
     else:
@@ -459,7 +460,7 @@ def _dec_EndQuorumEpochRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_EndQuorumEpochRequestTopicData_v1(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('EndQuorumEpochRequest', 'leader_endpoints')
     else:
@@ -507,7 +508,7 @@ def _dec_EndQuorumEpochResponsePartitionData_v0(buf: Any, pos: int) -> tuple[Any
 def _dec_EndQuorumEpochResponseTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(EndQuorumEpochResponseTopicData)
     o.topic_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('EndQuorumEpochResponse', 'partitions')
     else:
@@ -524,7 +525,7 @@ def _dec_EndQuorumEpochResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(EndQuorumEpochResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('EndQuorumEpochResponse', 'topics')
     else:
@@ -595,7 +596,7 @@ def _dec_EndQuorumEpochResponsePartitionData_v1(buf: Any, pos: int) -> tuple[Any
 def _dec_EndQuorumEpochResponseTopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(EndQuorumEpochResponseTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 15)
     if n < 0:
         raise _null('EndQuorumEpochResponse', 'partitions')
     else:
@@ -622,7 +623,7 @@ def _dec_EndQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(EndQuorumEpochResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('EndQuorumEpochResponse', 'topics')
     else:
@@ -640,7 +641,7 @@ def _dec_EndQuorumEpochResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if tag == 0:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 8)
             if n < 0:
                 raise _null('EndQuorumEpochResponse', 'node_endpoints')
             else:

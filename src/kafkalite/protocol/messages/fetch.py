@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -475,7 +476,7 @@ def _dec_FetchRequestFetchPartition_v4(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchRequestFetchTopic_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequestFetchTopic)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
@@ -493,7 +494,7 @@ def _dec_FetchRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _F_iiiib.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -555,7 +556,7 @@ def _dec_FetchRequestFetchPartition_v5(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchRequestFetchTopic_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequestFetchTopic)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 24)
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
@@ -573,7 +574,7 @@ def _dec_FetchRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _F_iiiib.unpack_from(buf, pos)
     pos += 17
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -628,7 +629,7 @@ def _dec_FetchRequestForgottenTopic_v7(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.topic_id = ZERO_UUID
     o.unknown_tagged_fields = None
@@ -638,7 +639,7 @@ def _dec_FetchRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _F_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -648,7 +649,7 @@ def _dec_FetchRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_FetchRequestFetchTopic_v5(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchRequest', 'forgotten_topics_data')
     else:
@@ -711,7 +712,7 @@ def _dec_FetchRequestFetchPartition_v9(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchRequestFetchTopic_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequestFetchTopic)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 28)
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
@@ -729,7 +730,7 @@ def _dec_FetchRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _F_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -739,7 +740,7 @@ def _dec_FetchRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_FetchRequestFetchTopic_v9(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchRequest', 'forgotten_topics_data')
     else:
@@ -779,7 +780,7 @@ def _dec_FetchRequest_v11(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _F_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -789,7 +790,7 @@ def _dec_FetchRequest_v11(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_FetchRequestFetchTopic_v9(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchRequest', 'forgotten_topics_data')
     else:
@@ -873,7 +874,7 @@ def _dec_FetchRequestFetchPartition_v12(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchRequestFetchTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequestFetchTopic)
     o.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 33)
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
@@ -894,7 +895,7 @@ def _dec_FetchRequestForgottenTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.topic_id = ZERO_UUID
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
@@ -904,7 +905,7 @@ def _dec_FetchRequest_v12(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _F_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -914,7 +915,7 @@ def _dec_FetchRequest_v12(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_FetchRequestFetchTopic_v12(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('FetchRequest', 'forgotten_topics_data')
     else:
@@ -999,7 +1000,7 @@ def _enc_FetchRequest_v13(o: Any, out: bytearray) -> None:
 def _dec_FetchRequestFetchTopic_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequestFetchTopic)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 33)
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
@@ -1020,7 +1021,7 @@ def _dec_FetchRequestForgottenTopic_v13(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.topic = ''
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
@@ -1030,7 +1031,7 @@ def _dec_FetchRequest_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _F_iiiibii.unpack_from(buf, pos)
     pos += 25
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -1040,7 +1041,7 @@ def _dec_FetchRequest_v13(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_FetchRequestFetchTopic_v13(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchRequest', 'forgotten_topics_data')
     else:
@@ -1123,7 +1124,7 @@ def _dec_FetchRequest_v15(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _F_iiibii.unpack_from(buf, pos)
     pos += 21
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -1133,7 +1134,7 @@ def _dec_FetchRequest_v15(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_FetchRequestFetchTopic_v13(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchRequest', 'forgotten_topics_data')
     else:
@@ -1254,7 +1255,7 @@ def _dec_FetchRequestFetchPartition_v17(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchRequestFetchTopic_v17(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequestFetchTopic)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 33)
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
@@ -1272,7 +1273,7 @@ def _dec_FetchRequest_v17(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _F_iiibii.unpack_from(buf, pos)
     pos += 21
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -1282,7 +1283,7 @@ def _dec_FetchRequest_v17(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_FetchRequestFetchTopic_v17(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchRequest', 'forgotten_topics_data')
     else:
@@ -1414,7 +1415,7 @@ def _dec_FetchRequestFetchPartition_v18(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchRequestFetchTopic_v18(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequestFetchTopic)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 33)
     if n < 0:
         raise _null('FetchRequest', 'partitions')
     else:
@@ -1432,7 +1433,7 @@ def _dec_FetchRequest_v18(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchRequest)
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _F_iiibii.unpack_from(buf, pos)
     pos += 21
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchRequest', 'topics')
     else:
@@ -1442,7 +1443,7 @@ def _dec_FetchRequest_v18(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_FetchRequestFetchTopic_v18(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchRequest', 'forgotten_topics_data')
     else:
@@ -1532,7 +1533,7 @@ def _dec_FetchResponsePartitionData_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponsePartitionData)
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset = _F_ihqq.unpack_from(buf, pos)
     pos += 22
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         o.aborted_transactions = None
     else:
@@ -1554,7 +1555,7 @@ def _dec_FetchResponsePartitionData_v4(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchResponseFetchableTopicResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponseFetchableTopicResponse)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 30)
     if n < 0:
         raise _null('FetchResponse', 'partitions')
     else:
@@ -1572,7 +1573,7 @@ def _dec_FetchResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchResponse', 'responses')
     else:
@@ -1635,7 +1636,7 @@ def _dec_FetchResponsePartitionData_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponsePartitionData)
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _F_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         o.aborted_transactions = None
     else:
@@ -1656,7 +1657,7 @@ def _dec_FetchResponsePartitionData_v5(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchResponseFetchableTopicResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponseFetchableTopicResponse)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 38)
     if n < 0:
         raise _null('FetchResponse', 'partitions')
     else:
@@ -1674,7 +1675,7 @@ def _dec_FetchResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchResponse', 'responses')
     else:
@@ -1706,7 +1707,7 @@ def _dec_FetchResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponse)
     o.throttle_time_ms, o.error_code, o.session_id = _F_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchResponse', 'responses')
     else:
@@ -1764,7 +1765,7 @@ def _dec_FetchResponsePartitionData_v11(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponsePartitionData)
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _F_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         o.aborted_transactions = None
     else:
@@ -1786,7 +1787,7 @@ def _dec_FetchResponsePartitionData_v11(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchResponseFetchableTopicResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponseFetchableTopicResponse)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 42)
     if n < 0:
         raise _null('FetchResponse', 'partitions')
     else:
@@ -1804,7 +1805,7 @@ def _dec_FetchResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponse)
     o.throttle_time_ms, o.error_code, o.session_id = _F_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('FetchResponse', 'responses')
     else:
@@ -1928,7 +1929,7 @@ def _dec_FetchResponsePartitionData_v12(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponsePartitionData)
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _F_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 17)
     if n < 0:
         o.aborted_transactions = None
     else:
@@ -1968,7 +1969,7 @@ def _dec_FetchResponsePartitionData_v12(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_FetchResponseFetchableTopicResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponseFetchableTopicResponse)
     o.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 37)
     if n < 0:
         raise _null('FetchResponse', 'partitions')
     else:
@@ -1986,7 +1987,7 @@ def _dec_FetchResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponse)
     o.throttle_time_ms, o.error_code, o.session_id = _F_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('FetchResponse', 'responses')
     else:
@@ -2027,7 +2028,7 @@ def _enc_FetchResponse_v13(o: Any, out: bytearray) -> None:
 def _dec_FetchResponseFetchableTopicResponse_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponseFetchableTopicResponse)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 37)
     if n < 0:
         raise _null('FetchResponse', 'partitions')
     else:
@@ -2045,7 +2046,7 @@ def _dec_FetchResponse_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponse)
     o.throttle_time_ms, o.error_code, o.session_id = _F_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchResponse', 'responses')
     else:
@@ -2107,7 +2108,7 @@ def _dec_FetchResponse_v16(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchResponse)
     o.throttle_time_ms, o.error_code, o.session_id = _F_ihi.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('FetchResponse', 'responses')
     else:
@@ -2125,7 +2126,7 @@ def _dec_FetchResponse_v16(buf: Any, pos: int) -> tuple[Any, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if tag == 0:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 11)
             if n < 0:
                 raise _null('FetchResponse', 'node_endpoints')
             else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -363,7 +364,7 @@ def _dec_FetchSnapshotRequestPartitionSnapshot_v0(buf: Any, pos: int) -> tuple[A
 def _dec_FetchSnapshotRequestTopicSnapshot_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchSnapshotRequestTopicSnapshot)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 30)
     if n < 0:
         raise _null('FetchSnapshotRequest', 'partitions')
     else:
@@ -380,7 +381,7 @@ def _dec_FetchSnapshotRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchSnapshotRequest)
     o.replica_id, o.max_bytes = _F_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('FetchSnapshotRequest', 'topics')
     else:
@@ -482,7 +483,7 @@ def _dec_FetchSnapshotRequestPartitionSnapshot_v1(buf: Any, pos: int) -> tuple[A
 def _dec_FetchSnapshotRequestTopicSnapshot_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchSnapshotRequestTopicSnapshot)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 30)
     if n < 0:
         raise _null('FetchSnapshotRequest', 'partitions')
     else:
@@ -499,7 +500,7 @@ def _dec_FetchSnapshotRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchSnapshotRequest)
     o.replica_id, o.max_bytes = _F_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('FetchSnapshotRequest', 'topics')
     else:
@@ -614,7 +615,7 @@ def _dec_FetchSnapshotResponsePartitionSnapshot_v0(buf: Any, pos: int) -> tuple[
 def _dec_FetchSnapshotResponseTopicSnapshot_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchSnapshotResponseTopicSnapshot)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 37)
     if n < 0:
         raise _null('FetchSnapshotResponse', 'partitions')
     else:
@@ -631,7 +632,7 @@ def _dec_FetchSnapshotResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchSnapshotResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('FetchSnapshotResponse', 'topics')
     else:
@@ -691,7 +692,7 @@ def _dec_FetchSnapshotResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FetchSnapshotResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('FetchSnapshotResponse', 'topics')
     else:
@@ -709,7 +710,7 @@ def _dec_FetchSnapshotResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if tag == 0:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 8)
             if n < 0:
                 raise _null('FetchSnapshotResponse', 'node_endpoints')
             else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -336,7 +337,7 @@ def _dec_FindCoordinatorResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(FindCoordinatorResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 14)
     if n < 0:
         raise _null('FindCoordinatorResponse', 'coordinators')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -160,7 +161,7 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf: Any, pos: int) -> tuple[Any, 
     if n < 0:
         raise _null('GetTelemetrySubscriptionsResponse', 'accepted_compression_types')
     else:
-        o.accepted_compression_types = list(_s('>%db' % n).unpack_from(buf, pos))
+        o.accepted_compression_types = unpack_array('b', n, buf, pos)
         pos += n * 1
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _F_iio.unpack_from(buf, pos)
     pos += 9

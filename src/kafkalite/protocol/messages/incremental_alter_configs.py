@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -210,7 +211,7 @@ def _dec_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: Any, pos: in
     o.resource_type, = _F_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 5)
     if n < 0:
         raise _null('IncrementalAlterConfigsRequest', 'configs')
     else:
@@ -225,7 +226,7 @@ def _dec_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: Any, pos: in
 
 def _dec_IncrementalAlterConfigsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(IncrementalAlterConfigsRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 7)
     if n < 0:
         raise _null('IncrementalAlterConfigsRequest', 'resources')
     else:
@@ -283,7 +284,7 @@ def _dec_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: Any, pos: in
     o.resource_type, = _F_b.unpack_from(buf, pos)
     pos += 1
     o.resource_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('IncrementalAlterConfigsRequest', 'configs')
     else:
@@ -298,7 +299,7 @@ def _dec_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: Any, pos: in
 
 def _dec_IncrementalAlterConfigsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(IncrementalAlterConfigsRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('IncrementalAlterConfigsRequest', 'resources')
     else:
@@ -344,7 +345,7 @@ def _dec_IncrementalAlterConfigsResponse_v0(buf: Any, pos: int) -> tuple[Any, in
     o = _new(IncrementalAlterConfigsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 7)
     if n < 0:
         raise _null('IncrementalAlterConfigsResponse', 'responses')
     else:
@@ -390,7 +391,7 @@ def _dec_IncrementalAlterConfigsResponse_v1(buf: Any, pos: int) -> tuple[Any, in
     o = _new(IncrementalAlterConfigsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('IncrementalAlterConfigsResponse', 'responses')
     else:

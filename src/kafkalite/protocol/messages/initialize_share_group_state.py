@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -219,7 +220,7 @@ def _dec_InitializeShareGroupStateRequestPartitionData_v0(buf: Any, pos: int) ->
 def _dec_InitializeShareGroupStateRequestInitializeStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(InitializeShareGroupStateRequestInitializeStateData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 17)
     if n < 0:
         raise _null('InitializeShareGroupStateRequest', 'partitions')
     else:
@@ -235,7 +236,7 @@ def _dec_InitializeShareGroupStateRequestInitializeStateData_v0(buf: Any, pos: i
 def _dec_InitializeShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(InitializeShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('InitializeShareGroupStateRequest', 'topics')
     else:
@@ -285,7 +286,7 @@ def _dec_InitializeShareGroupStateResponsePartitionResult_v0(buf: Any, pos: int)
 def _dec_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(InitializeShareGroupStateResponseInitializeStateResult)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('InitializeShareGroupStateResponse', 'partitions')
     else:
@@ -300,7 +301,7 @@ def _dec_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: Any, pos
 
 def _dec_InitializeShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(InitializeShareGroupStateResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('InitializeShareGroupStateResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -216,7 +217,7 @@ def _dec_JoinGroupRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.member_id, pos = read_string(buf, pos)
     o.protocol_type, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('JoinGroupRequest', 'protocols')
     else:
@@ -254,7 +255,7 @@ def _dec_JoinGroupRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 8
     o.member_id, pos = read_string(buf, pos)
     o.protocol_type, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('JoinGroupRequest', 'protocols')
     else:
@@ -291,7 +292,7 @@ def _dec_JoinGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_string(buf, pos)
     o.group_instance_id, pos = read_nullable_string(buf, pos)
     o.protocol_type, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('JoinGroupRequest', 'protocols')
     else:
@@ -340,7 +341,7 @@ def _dec_JoinGroupRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_compact_string(buf, pos)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
     o.protocol_type, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('JoinGroupRequest', 'protocols')
     else:
@@ -378,7 +379,7 @@ def _dec_JoinGroupRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_compact_string(buf, pos)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
     o.protocol_type, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('JoinGroupRequest', 'protocols')
     else:
@@ -426,7 +427,7 @@ def _dec_JoinGroupResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.protocol_name, pos = read_string(buf, pos)
     o.leader, pos = read_string(buf, pos)
     o.member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('JoinGroupResponse', 'members')
     else:
@@ -464,7 +465,7 @@ def _dec_JoinGroupResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.protocol_name, pos = read_string(buf, pos)
     o.leader, pos = read_string(buf, pos)
     o.member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('JoinGroupResponse', 'members')
     else:
@@ -514,7 +515,7 @@ def _dec_JoinGroupResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o.protocol_name, pos = read_string(buf, pos)
     o.leader, pos = read_string(buf, pos)
     o.member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('JoinGroupResponse', 'members')
     else:
@@ -566,7 +567,7 @@ def _dec_JoinGroupResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o.protocol_name, pos = read_compact_string(buf, pos)
     o.leader, pos = read_compact_string(buf, pos)
     o.member_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('JoinGroupResponse', 'members')
     else:
@@ -606,7 +607,7 @@ def _dec_JoinGroupResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
     o.protocol_name, pos = read_compact_nullable_string(buf, pos)
     o.leader, pos = read_compact_string(buf, pos)
     o.member_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('JoinGroupResponse', 'members')
     else:
@@ -646,7 +647,7 @@ def _dec_JoinGroupResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o.skip_assignment, = _F_o.unpack_from(buf, pos)
     pos += 1
     o.member_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('JoinGroupResponse', 'members')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -135,7 +136,7 @@ def _dec_LeaderChangeMessage_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(LeaderChangeMessage)
     o.version, o.leader_id = _F_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('LeaderChangeMessage', 'voters')
     else:
@@ -145,7 +146,7 @@ def _dec_LeaderChangeMessage_v0(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_LeaderChangeMessageVoter_v0(buf, pos)
             append(item)
         o.voters = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('LeaderChangeMessage', 'granting_voters')
     else:
@@ -193,7 +194,7 @@ def _dec_LeaderChangeMessage_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(LeaderChangeMessage)
     o.version, o.leader_id = _F_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 21)
     if n < 0:
         raise _null('LeaderChangeMessage', 'voters')
     else:
@@ -203,7 +204,7 @@ def _dec_LeaderChangeMessage_v1(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_LeaderChangeMessageVoter_v1(buf, pos)
             append(item)
         o.voters = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 21)
     if n < 0:
         raise _null('LeaderChangeMessage', 'granting_voters')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -192,7 +193,7 @@ def _dec_LeaveGroupRequestMemberIdentity_v3(buf: Any, pos: int) -> tuple[Any, in
 def _dec_LeaveGroupRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(LeaveGroupRequest)
     o.group_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('LeaveGroupRequest', 'members')
     else:
@@ -235,7 +236,7 @@ def _dec_LeaveGroupRequestMemberIdentity_v4(buf: Any, pos: int) -> tuple[Any, in
 def _dec_LeaveGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(LeaveGroupRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('LeaveGroupRequest', 'members')
     else:
@@ -279,7 +280,7 @@ def _dec_LeaveGroupRequestMemberIdentity_v5(buf: Any, pos: int) -> tuple[Any, in
 def _dec_LeaveGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(LeaveGroupRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('LeaveGroupRequest', 'members')
     else:
@@ -348,7 +349,7 @@ def _dec_LeaveGroupResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(LeaveGroupResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('LeaveGroupResponse', 'members')
     else:
@@ -391,7 +392,7 @@ def _dec_LeaveGroupResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(LeaveGroupResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('LeaveGroupResponse', 'members')
     else:

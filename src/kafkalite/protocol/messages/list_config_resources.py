@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -146,7 +147,7 @@ def _dec_ListConfigResourcesRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('ListConfigResourcesRequest', 'resource_types')
     else:
-        o.resource_types = list(_s('>%db' % n).unpack_from(buf, pos))
+        o.resource_types = unpack_array('b', n, buf, pos)
         pos += n * 1
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -177,7 +178,7 @@ def _dec_ListConfigResourcesResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListConfigResourcesResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 2)
     if n < 0:
         raise _null('ListConfigResourcesResponse', 'config_resources')
     else:
@@ -218,7 +219,7 @@ def _dec_ListConfigResourcesResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListConfigResourcesResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ListConfigResourcesResponse', 'config_resources')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -249,7 +250,7 @@ def _dec_ListGroupsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListGroupsResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('ListGroupsResponse', 'groups')
     else:
@@ -277,7 +278,7 @@ def _dec_ListGroupsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('ListGroupsResponse', 'groups')
     else:
@@ -319,7 +320,7 @@ def _dec_ListGroupsResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ListGroupsResponse', 'groups')
     else:
@@ -362,7 +363,7 @@ def _dec_ListGroupsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('ListGroupsResponse', 'groups')
     else:
@@ -406,7 +407,7 @@ def _dec_ListGroupsResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('ListGroupsResponse', 'groups')
     else:

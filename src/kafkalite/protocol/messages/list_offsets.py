@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -237,7 +238,7 @@ def _dec_ListOffsetsRequestListOffsetsPartition_v1(buf: Any, pos: int) -> tuple[
 def _dec_ListOffsetsRequestListOffsetsTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsRequestListOffsetsTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('ListOffsetsRequest', 'partitions')
     else:
@@ -254,7 +255,7 @@ def _dec_ListOffsetsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsRequest)
     o.replica_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ListOffsetsRequest', 'topics')
     else:
@@ -283,7 +284,7 @@ def _dec_ListOffsetsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsRequest)
     o.replica_id, o.isolation_level = _F_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ListOffsetsRequest', 'topics')
     else:
@@ -330,7 +331,7 @@ def _dec_ListOffsetsRequestListOffsetsPartition_v4(buf: Any, pos: int) -> tuple[
 def _dec_ListOffsetsRequestListOffsetsTopic_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsRequestListOffsetsTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         raise _null('ListOffsetsRequest', 'partitions')
     else:
@@ -347,7 +348,7 @@ def _dec_ListOffsetsRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsRequest)
     o.replica_id, o.isolation_level = _F_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ListOffsetsRequest', 'topics')
     else:
@@ -397,7 +398,7 @@ def _dec_ListOffsetsRequestListOffsetsPartition_v6(buf: Any, pos: int) -> tuple[
 def _dec_ListOffsetsRequestListOffsetsTopic_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsRequestListOffsetsTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 17)
     if n < 0:
         raise _null('ListOffsetsRequest', 'partitions')
     else:
@@ -414,7 +415,7 @@ def _dec_ListOffsetsRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsRequest)
     o.replica_id, o.isolation_level = _F_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ListOffsetsRequest', 'topics')
     else:
@@ -444,7 +445,7 @@ def _dec_ListOffsetsRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsRequest)
     o.replica_id, o.isolation_level = _F_ib.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ListOffsetsRequest', 'topics')
     else:
@@ -494,7 +495,7 @@ def _dec_ListOffsetsResponseListOffsetsPartitionResponse_v1(buf: Any, pos: int) 
 def _dec_ListOffsetsResponseListOffsetsTopicResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsResponseListOffsetsTopicResponse)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 22)
     if n < 0:
         raise _null('ListOffsetsResponse', 'partitions')
     else:
@@ -509,7 +510,7 @@ def _dec_ListOffsetsResponseListOffsetsTopicResponse_v1(buf: Any, pos: int) -> t
 
 def _dec_ListOffsetsResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ListOffsetsResponse', 'topics')
     else:
@@ -537,7 +538,7 @@ def _dec_ListOffsetsResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ListOffsetsResponse', 'topics')
     else:
@@ -583,7 +584,7 @@ def _dec_ListOffsetsResponseListOffsetsPartitionResponse_v4(buf: Any, pos: int) 
 def _dec_ListOffsetsResponseListOffsetsTopicResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsResponseListOffsetsTopicResponse)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 26)
     if n < 0:
         raise _null('ListOffsetsResponse', 'partitions')
     else:
@@ -600,7 +601,7 @@ def _dec_ListOffsetsResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ListOffsetsResponse', 'topics')
     else:
@@ -649,7 +650,7 @@ def _dec_ListOffsetsResponseListOffsetsPartitionResponse_v6(buf: Any, pos: int) 
 def _dec_ListOffsetsResponseListOffsetsTopicResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsResponseListOffsetsTopicResponse)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 27)
     if n < 0:
         raise _null('ListOffsetsResponse', 'partitions')
     else:
@@ -666,7 +667,7 @@ def _dec_ListOffsetsResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ListOffsetsResponse', 'topics')
     else:

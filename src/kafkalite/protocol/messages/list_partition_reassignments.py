@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -200,7 +201,7 @@ def _dec_ListPartitionReassignmentsRequestListPartitionReassignmentsTopics_v0(bu
     if n < 0:
         raise _null('ListPartitionReassignmentsRequest', 'partition_indexes')
     else:
-        o.partition_indexes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partition_indexes = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -209,7 +210,7 @@ def _dec_ListPartitionReassignmentsRequest_v0(buf: Any, pos: int) -> tuple[Any, 
     o = _new(ListPartitionReassignmentsRequest)
     o.timeout_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.topics = None
     else:
@@ -278,19 +279,19 @@ def _dec_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf: 
     if n < 0:
         raise _null('ListPartitionReassignmentsResponse', 'replicas')
     else:
-        o.replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('ListPartitionReassignmentsResponse', 'adding_replicas')
     else:
-        o.adding_replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.adding_replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('ListPartitionReassignmentsResponse', 'removing_replicas')
     else:
-        o.removing_replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.removing_replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -298,7 +299,7 @@ def _dec_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf: 
 def _dec_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ListPartitionReassignmentsResponseOngoingTopicReassignment)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('ListPartitionReassignmentsResponse', 'partitions')
     else:
@@ -316,7 +317,7 @@ def _dec_ListPartitionReassignmentsResponse_v0(buf: Any, pos: int) -> tuple[Any,
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ListPartitionReassignmentsResponse', 'topics')
     else:

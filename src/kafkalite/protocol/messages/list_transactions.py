@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -170,7 +171,7 @@ def _dec_ListTransactionsRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('ListTransactionsRequest', 'producer_id_filters')
     else:
-        o.producer_id_filters = list(_s('>%dq' % n).unpack_from(buf, pos))
+        o.producer_id_filters = unpack_array('q', n, buf, pos)
         pos += n * 8
     o.duration_filter = -1
     o.transactional_id_pattern = None
@@ -212,7 +213,7 @@ def _dec_ListTransactionsRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('ListTransactionsRequest', 'producer_id_filters')
     else:
-        o.producer_id_filters = list(_s('>%dq' % n).unpack_from(buf, pos))
+        o.producer_id_filters = unpack_array('q', n, buf, pos)
         pos += n * 8
     o.duration_filter, = _F_q.unpack_from(buf, pos)
     pos += 8
@@ -254,7 +255,7 @@ def _dec_ListTransactionsRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('ListTransactionsRequest', 'producer_id_filters')
     else:
-        o.producer_id_filters = list(_s('>%dq' % n).unpack_from(buf, pos))
+        o.producer_id_filters = unpack_array('q', n, buf, pos)
         pos += n * 8
     o.duration_filter, = _F_q.unpack_from(buf, pos)
     pos += 8
@@ -308,7 +309,7 @@ def _dec_ListTransactionsResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = read_compact_nullable_string(buf, pos)
             items.append(item)
         o.unknown_state_filters = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('ListTransactionsResponse', 'transaction_states')
     else:

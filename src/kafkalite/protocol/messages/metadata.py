@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -263,7 +264,7 @@ def _dec_MetadataRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_MetadataRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('MetadataRequest', 'topics')
     else:
@@ -296,7 +297,7 @@ def _enc_MetadataRequest_v1(o: Any, out: bytearray) -> None:
 
 def _dec_MetadataRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         o.topics = None
     else:
@@ -328,7 +329,7 @@ def _enc_MetadataRequest_v4(o: Any, out: bytearray) -> None:
 
 def _dec_MetadataRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         o.topics = None
     else:
@@ -357,7 +358,7 @@ def _enc_MetadataRequest_v8(o: Any, out: bytearray) -> None:
 
 def _dec_MetadataRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         o.topics = None
     else:
@@ -396,7 +397,7 @@ def _dec_MetadataRequestTopic_v9(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_MetadataRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 2)
     if n < 0:
         o.topics = None
     else:
@@ -436,7 +437,7 @@ def _dec_MetadataRequestTopic_v10(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_MetadataRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         o.topics = None
     else:
@@ -466,7 +467,7 @@ def _enc_MetadataRequest_v11(o: Any, out: bytearray) -> None:
 
 def _dec_MetadataRequest_v11(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         o.topics = None
     else:
@@ -554,13 +555,13 @@ def _dec_MetadataResponsePartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('MetadataResponse', 'replica_nodes')
     else:
-        o.replica_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.replica_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('MetadataResponse', 'isr_nodes')
     else:
-        o.isr_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.isr_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.leader_epoch = -1
     o.offline_replicas = []
@@ -572,7 +573,7 @@ def _dec_MetadataResponseTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 18)
     if n < 0:
         raise _null('MetadataResponse', 'partitions')
     else:
@@ -590,7 +591,7 @@ def _dec_MetadataResponseTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_MetadataResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 10)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -600,7 +601,7 @@ def _dec_MetadataResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_MetadataResponseBroker_v0(buf, pos)
             append(item)
         o.brokers = items
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -675,7 +676,7 @@ def _dec_MetadataResponseTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.name, pos = read_string(buf, pos)
     o.is_internal, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 18)
     if n < 0:
         raise _null('MetadataResponse', 'partitions')
     else:
@@ -692,7 +693,7 @@ def _dec_MetadataResponseTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_MetadataResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -704,7 +705,7 @@ def _dec_MetadataResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         o.brokers = items
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 9)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -743,7 +744,7 @@ def _enc_MetadataResponse_v2(o: Any, out: bytearray) -> None:
 
 def _dec_MetadataResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -756,7 +757,7 @@ def _dec_MetadataResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 9)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -797,7 +798,7 @@ def _dec_MetadataResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -810,7 +811,7 @@ def _dec_MetadataResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 9)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -892,19 +893,19 @@ def _dec_MetadataResponsePartition_v5(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('MetadataResponse', 'replica_nodes')
     else:
-        o.replica_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.replica_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('MetadataResponse', 'isr_nodes')
     else:
-        o.isr_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.isr_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('MetadataResponse', 'offline_replicas')
     else:
-        o.offline_replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.offline_replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.leader_epoch = -1
     o.unknown_tagged_fields = None
@@ -917,7 +918,7 @@ def _dec_MetadataResponseTopic_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o.name, pos = read_string(buf, pos)
     o.is_internal, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 22)
     if n < 0:
         raise _null('MetadataResponse', 'partitions')
     else:
@@ -936,7 +937,7 @@ def _dec_MetadataResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -949,7 +950,7 @@ def _dec_MetadataResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 9)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -1031,19 +1032,19 @@ def _dec_MetadataResponsePartition_v7(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('MetadataResponse', 'replica_nodes')
     else:
-        o.replica_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.replica_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('MetadataResponse', 'isr_nodes')
     else:
-        o.isr_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.isr_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('MetadataResponse', 'offline_replicas')
     else:
-        o.offline_replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.offline_replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
@@ -1055,7 +1056,7 @@ def _dec_MetadataResponseTopic_v7(buf: Any, pos: int) -> tuple[Any, int]:
     o.name, pos = read_string(buf, pos)
     o.is_internal, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 26)
     if n < 0:
         raise _null('MetadataResponse', 'partitions')
     else:
@@ -1074,7 +1075,7 @@ def _dec_MetadataResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -1087,7 +1088,7 @@ def _dec_MetadataResponse_v7(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 9)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -1142,7 +1143,7 @@ def _dec_MetadataResponseTopic_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o.name, pos = read_string(buf, pos)
     o.is_internal, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 26)
     if n < 0:
         raise _null('MetadataResponse', 'partitions')
     else:
@@ -1162,7 +1163,7 @@ def _dec_MetadataResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -1175,7 +1176,7 @@ def _dec_MetadataResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 13)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -1277,19 +1278,19 @@ def _dec_MetadataResponsePartition_v9(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('MetadataResponse', 'replica_nodes')
     else:
-        o.replica_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.replica_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('MetadataResponse', 'isr_nodes')
     else:
-        o.isr_nodes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.isr_nodes = unpack_array('i', n, buf, pos)
         pos += n * 4
     n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('MetadataResponse', 'offline_replicas')
     else:
-        o.offline_replicas = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.offline_replicas = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -1301,7 +1302,7 @@ def _dec_MetadataResponseTopic_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o.name, pos = read_compact_string(buf, pos)
     o.is_internal, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('MetadataResponse', 'partitions')
     else:
@@ -1321,7 +1322,7 @@ def _dec_MetadataResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -1334,7 +1335,7 @@ def _dec_MetadataResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 10)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -1394,7 +1395,7 @@ def _dec_MetadataResponseTopic_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o.topic_id, pos = read_uuid(buf, pos)
     o.is_internal, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('MetadataResponse', 'partitions')
     else:
@@ -1413,7 +1414,7 @@ def _dec_MetadataResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -1426,7 +1427,7 @@ def _dec_MetadataResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 26)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -1468,7 +1469,7 @@ def _dec_MetadataResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -1481,7 +1482,7 @@ def _dec_MetadataResponse_v11(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 26)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -1504,7 +1505,7 @@ def _dec_MetadataResponseTopic_v12(buf: Any, pos: int) -> tuple[Any, int]:
     o.topic_id, pos = read_uuid(buf, pos)
     o.is_internal, = _F_o.unpack_from(buf, pos)
     pos += 1
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('MetadataResponse', 'partitions')
     else:
@@ -1523,7 +1524,7 @@ def _dec_MetadataResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -1536,7 +1537,7 @@ def _dec_MetadataResponse_v12(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 26)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:
@@ -1578,7 +1579,7 @@ def _dec_MetadataResponse_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(MetadataResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('MetadataResponse', 'brokers')
     else:
@@ -1591,7 +1592,7 @@ def _dec_MetadataResponse_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
     o.controller_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 26)
     if n < 0:
         raise _null('MetadataResponse', 'topics')
     else:

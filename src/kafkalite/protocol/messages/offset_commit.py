@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -246,7 +247,7 @@ def _dec_OffsetCommitRequestPartition_v2(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetCommitRequestTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('OffsetCommitRequest', 'partitions')
     else:
@@ -268,7 +269,7 @@ def _dec_OffsetCommitRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_string(buf, pos)
     o.retention_time_ms, = _F_q.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetCommitRequest', 'topics')
     else:
@@ -302,7 +303,7 @@ def _dec_OffsetCommitRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o.generation_id_or_member_epoch, = _F_i.unpack_from(buf, pos)
     pos += 4
     o.member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetCommitRequest', 'topics')
     else:
@@ -356,7 +357,7 @@ def _dec_OffsetCommitRequestPartition_v6(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetCommitRequestTopic_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 18)
     if n < 0:
         raise _null('OffsetCommitRequest', 'partitions')
     else:
@@ -376,7 +377,7 @@ def _dec_OffsetCommitRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o.generation_id_or_member_epoch, = _F_i.unpack_from(buf, pos)
     pos += 4
     o.member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetCommitRequest', 'topics')
     else:
@@ -411,7 +412,7 @@ def _dec_OffsetCommitRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.member_id, pos = read_string(buf, pos)
     o.group_instance_id, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetCommitRequest', 'topics')
     else:
@@ -466,7 +467,7 @@ def _dec_OffsetCommitRequestPartition_v8(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetCommitRequestTopic_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitRequestTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('OffsetCommitRequest', 'partitions')
     else:
@@ -487,7 +488,7 @@ def _dec_OffsetCommitRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.member_id, pos = read_compact_string(buf, pos)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('OffsetCommitRequest', 'topics')
     else:
@@ -529,7 +530,7 @@ def _enc_OffsetCommitRequest_v10(o: Any, out: bytearray) -> None:
 def _dec_OffsetCommitRequestTopic_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitRequestTopic)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('OffsetCommitRequest', 'partitions')
     else:
@@ -550,7 +551,7 @@ def _dec_OffsetCommitRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.member_id, pos = read_compact_string(buf, pos)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('OffsetCommitRequest', 'topics')
     else:
@@ -596,7 +597,7 @@ def _dec_OffsetCommitResponsePartition_v2(buf: Any, pos: int) -> tuple[Any, int]
 def _dec_OffsetCommitResponseTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitResponseTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetCommitResponse', 'partitions')
     else:
@@ -612,7 +613,7 @@ def _dec_OffsetCommitResponseTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_OffsetCommitResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetCommitResponse', 'topics')
     else:
@@ -640,7 +641,7 @@ def _dec_OffsetCommitResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetCommitResponse', 'topics')
     else:
@@ -689,7 +690,7 @@ def _dec_OffsetCommitResponsePartition_v8(buf: Any, pos: int) -> tuple[Any, int]
 def _dec_OffsetCommitResponseTopic_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitResponseTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('OffsetCommitResponse', 'partitions')
     else:
@@ -707,7 +708,7 @@ def _dec_OffsetCommitResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('OffsetCommitResponse', 'topics')
     else:
@@ -745,7 +746,7 @@ def _enc_OffsetCommitResponse_v10(o: Any, out: bytearray) -> None:
 def _dec_OffsetCommitResponseTopic_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitResponseTopic)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('OffsetCommitResponse', 'partitions')
     else:
@@ -763,7 +764,7 @@ def _dec_OffsetCommitResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('OffsetCommitResponse', 'topics')
     else:

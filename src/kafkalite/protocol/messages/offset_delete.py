@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -213,7 +214,7 @@ def _dec_OffsetDeleteRequestPartition_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetDeleteRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetDeleteRequestTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 4)
     if n < 0:
         raise _null('OffsetDeleteRequest', 'partitions')
     else:
@@ -229,7 +230,7 @@ def _dec_OffsetDeleteRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetDeleteRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetDeleteRequest)
     o.group_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetDeleteRequest', 'topics')
     else:
@@ -275,7 +276,7 @@ def _dec_OffsetDeleteResponsePartition_v0(buf: Any, pos: int) -> tuple[Any, int]
 def _dec_OffsetDeleteResponseTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetDeleteResponseTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetDeleteResponse', 'partitions')
     else:
@@ -292,7 +293,7 @@ def _dec_OffsetDeleteResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetDeleteResponse)
     o.error_code, o.throttle_time_ms = _F_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetDeleteResponse', 'topics')
     else:

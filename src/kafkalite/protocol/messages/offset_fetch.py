@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -336,7 +337,7 @@ def _dec_OffsetFetchRequestTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('OffsetFetchRequest', 'partition_indexes')
     else:
-        o.partition_indexes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partition_indexes = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields = None
     return o, pos
@@ -344,7 +345,7 @@ def _dec_OffsetFetchRequestTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetFetchRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchRequest)
     o.group_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetFetchRequest', 'topics')
     else:
@@ -376,7 +377,7 @@ def _enc_OffsetFetchRequest_v2(o: Any, out: bytearray) -> None:
 def _dec_OffsetFetchRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchRequest)
     o.group_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         o.topics = None
     else:
@@ -424,7 +425,7 @@ def _dec_OffsetFetchRequestTopic_v6(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('OffsetFetchRequest', 'partition_indexes')
     else:
-        o.partition_indexes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partition_indexes = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -432,7 +433,7 @@ def _dec_OffsetFetchRequestTopic_v6(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetFetchRequest_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.topics = None
     else:
@@ -464,7 +465,7 @@ def _enc_OffsetFetchRequest_v7(o: Any, out: bytearray) -> None:
 def _dec_OffsetFetchRequest_v7(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.topics = None
     else:
@@ -513,7 +514,7 @@ def _dec_OffsetFetchRequestTopics_v8(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('OffsetFetchRequest', 'partition_indexes')
     else:
-        o.partition_indexes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partition_indexes = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.topic_id = ZERO_UUID
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
@@ -522,7 +523,7 @@ def _dec_OffsetFetchRequestTopics_v8(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetFetchRequestGroup_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchRequestGroup)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.topics = None
     else:
@@ -539,7 +540,7 @@ def _dec_OffsetFetchRequestGroup_v8(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_OffsetFetchRequest_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('OffsetFetchRequest', 'groups')
     else:
@@ -590,7 +591,7 @@ def _dec_OffsetFetchRequestGroup_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_compact_nullable_string(buf, pos)
     o.member_epoch, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.topics = None
     else:
@@ -605,7 +606,7 @@ def _dec_OffsetFetchRequestGroup_v9(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_OffsetFetchRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('OffsetFetchRequest', 'groups')
     else:
@@ -668,7 +669,7 @@ def _dec_OffsetFetchRequestTopics_v10(buf: Any, pos: int) -> tuple[Any, int]:
     if n < 0:
         raise _null('OffsetFetchRequest', 'partition_indexes')
     else:
-        o.partition_indexes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partition_indexes = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.name = ''
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
@@ -680,7 +681,7 @@ def _dec_OffsetFetchRequestGroup_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_compact_nullable_string(buf, pos)
     o.member_epoch, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         o.topics = None
     else:
@@ -695,7 +696,7 @@ def _dec_OffsetFetchRequestGroup_v10(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_OffsetFetchRequest_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('OffsetFetchRequest', 'groups')
     else:
@@ -752,7 +753,7 @@ def _dec_OffsetFetchResponsePartition_v1(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetFetchResponseTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponseTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 16)
     if n < 0:
         raise _null('OffsetFetchResponse', 'partitions')
     else:
@@ -767,7 +768,7 @@ def _dec_OffsetFetchResponseTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_OffsetFetchResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetFetchResponse', 'topics')
     else:
@@ -797,7 +798,7 @@ def _enc_OffsetFetchResponse_v2(o: Any, out: bytearray) -> None:
 
 def _dec_OffsetFetchResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetFetchResponse', 'topics')
     else:
@@ -831,7 +832,7 @@ def _dec_OffsetFetchResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetFetchResponse', 'topics')
     else:
@@ -888,7 +889,7 @@ def _dec_OffsetFetchResponsePartition_v5(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetFetchResponseTopic_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponseTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 20)
     if n < 0:
         raise _null('OffsetFetchResponse', 'partitions')
     else:
@@ -905,7 +906,7 @@ def _dec_OffsetFetchResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetFetchResponse', 'topics')
     else:
@@ -965,7 +966,7 @@ def _dec_OffsetFetchResponsePartition_v6(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetFetchResponseTopic_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponseTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('OffsetFetchResponse', 'partitions')
     else:
@@ -982,7 +983,7 @@ def _dec_OffsetFetchResponse_v6(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('OffsetFetchResponse', 'topics')
     else:
@@ -1036,7 +1037,7 @@ def _dec_OffsetFetchResponsePartitions_v8(buf: Any, pos: int) -> tuple[Any, int]
 def _dec_OffsetFetchResponseTopics_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponseTopics)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('OffsetFetchResponse', 'partitions')
     else:
@@ -1053,7 +1054,7 @@ def _dec_OffsetFetchResponseTopics_v8(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetFetchResponseGroup_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponseGroup)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('OffsetFetchResponse', 'topics')
     else:
@@ -1072,7 +1073,7 @@ def _dec_OffsetFetchResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('OffsetFetchResponse', 'groups')
     else:
@@ -1126,7 +1127,7 @@ def _enc_OffsetFetchResponse_v10(o: Any, out: bytearray) -> None:
 def _dec_OffsetFetchResponseTopics_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponseTopics)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('OffsetFetchResponse', 'partitions')
     else:
@@ -1143,7 +1144,7 @@ def _dec_OffsetFetchResponseTopics_v10(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_OffsetFetchResponseGroup_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponseGroup)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('OffsetFetchResponse', 'topics')
     else:
@@ -1162,7 +1163,7 @@ def _dec_OffsetFetchResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('OffsetFetchResponse', 'groups')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -221,7 +222,7 @@ def _dec_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf: Any, pos: i
 def _dec_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 12)
     if n < 0:
         raise _null('OffsetForLeaderEpochRequest', 'partitions')
     else:
@@ -236,7 +237,7 @@ def _dec_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: Any, pos: int) 
 
 def _dec_OffsetForLeaderEpochRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochRequest)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetForLeaderEpochRequest', 'topics')
     else:
@@ -264,7 +265,7 @@ def _dec_OffsetForLeaderEpochRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochRequest)
     o.replica_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetForLeaderEpochRequest', 'topics')
     else:
@@ -313,7 +314,7 @@ def _dec_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf: Any, pos: i
 def _dec_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     o.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 13)
     if n < 0:
         raise _null('OffsetForLeaderEpochRequest', 'partitions')
     else:
@@ -330,7 +331,7 @@ def _dec_OffsetForLeaderEpochRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochRequest)
     o.replica_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('OffsetForLeaderEpochRequest', 'topics')
     else:
@@ -376,7 +377,7 @@ def _dec_OffsetForLeaderEpochResponseEpochEndOffset_v2(buf: Any, pos: int) -> tu
 def _dec_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 18)
     if n < 0:
         raise _null('OffsetForLeaderEpochResponse', 'partitions')
     else:
@@ -393,7 +394,7 @@ def _dec_OffsetForLeaderEpochResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('OffsetForLeaderEpochResponse', 'topics')
     else:
@@ -442,7 +443,7 @@ def _dec_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf: Any, pos: int) -> tu
 def _dec_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     o.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 19)
     if n < 0:
         raise _null('OffsetForLeaderEpochResponse', 'partitions')
     else:
@@ -459,7 +460,7 @@ def _dec_OffsetForLeaderEpochResponse_v4(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('OffsetForLeaderEpochResponse', 'topics')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -317,7 +318,7 @@ def _dec_ProduceRequestPartitionProduceData_v3(buf: Any, pos: int) -> tuple[Any,
 def _dec_ProduceRequestTopicProduceData_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceRequestTopicProduceData)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 8)
     if n < 0:
         raise _null('ProduceRequest', 'partition_data')
     else:
@@ -336,7 +337,7 @@ def _dec_ProduceRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o.transactional_id, pos = read_nullable_string(buf, pos)
     o.acks, o.timeout_ms = _F_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceRequest', 'topic_data')
     else:
@@ -388,7 +389,7 @@ def _dec_ProduceRequestPartitionProduceData_v9(buf: Any, pos: int) -> tuple[Any,
 def _dec_ProduceRequestTopicProduceData_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceRequestTopicProduceData)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceRequest', 'partition_data')
     else:
@@ -407,7 +408,7 @@ def _dec_ProduceRequest_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o.transactional_id, pos = read_compact_nullable_string(buf, pos)
     o.acks, o.timeout_ms = _F_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ProduceRequest', 'topic_data')
     else:
@@ -446,7 +447,7 @@ def _enc_ProduceRequest_v13(o: Any, out: bytearray) -> None:
 def _dec_ProduceRequestTopicProduceData_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceRequestTopicProduceData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceRequest', 'partition_data')
     else:
@@ -465,7 +466,7 @@ def _dec_ProduceRequest_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o.transactional_id, pos = read_compact_nullable_string(buf, pos)
     o.acks, o.timeout_ms = _F_hi.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ProduceRequest', 'topic_data')
     else:
@@ -519,7 +520,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v3(buf: Any, pos: int) -> tuple
 def _dec_ProduceResponseTopicProduceResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponseTopicProduceResponse)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 22)
     if n < 0:
         raise _null('ProduceResponse', 'partition_responses')
     else:
@@ -535,7 +536,7 @@ def _dec_ProduceResponseTopicProduceResponse_v3(buf: Any, pos: int) -> tuple[Any
 
 def _dec_ProduceResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceResponse', 'responses')
     else:
@@ -591,7 +592,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v5(buf: Any, pos: int) -> tuple
 def _dec_ProduceResponseTopicProduceResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponseTopicProduceResponse)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 30)
     if n < 0:
         raise _null('ProduceResponse', 'partition_responses')
     else:
@@ -607,7 +608,7 @@ def _dec_ProduceResponseTopicProduceResponse_v5(buf: Any, pos: int) -> tuple[Any
 
 def _dec_ProduceResponse_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceResponse', 'responses')
     else:
@@ -674,7 +675,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v8(buf: Any, pos: int) -> tuple
     o = _new(ProduceResponsePartitionProduceResponse)
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _F_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceResponse', 'record_errors')
     else:
@@ -692,7 +693,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v8(buf: Any, pos: int) -> tuple
 def _dec_ProduceResponseTopicProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponseTopicProduceResponse)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 36)
     if n < 0:
         raise _null('ProduceResponse', 'partition_responses')
     else:
@@ -708,7 +709,7 @@ def _dec_ProduceResponseTopicProduceResponse_v8(buf: Any, pos: int) -> tuple[Any
 
 def _dec_ProduceResponse_v8(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponse)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceResponse', 'responses')
     else:
@@ -779,7 +780,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v9(buf: Any, pos: int) -> tuple
     o = _new(ProduceResponsePartitionProduceResponse)
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _F_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceResponse', 'record_errors')
     else:
@@ -797,7 +798,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v9(buf: Any, pos: int) -> tuple
 def _dec_ProduceResponseTopicProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponseTopicProduceResponse)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 33)
     if n < 0:
         raise _null('ProduceResponse', 'partition_responses')
     else:
@@ -813,7 +814,7 @@ def _dec_ProduceResponseTopicProduceResponse_v9(buf: Any, pos: int) -> tuple[Any
 
 def _dec_ProduceResponse_v9(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ProduceResponse', 'responses')
     else:
@@ -909,7 +910,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v10(buf: Any, pos: int) -> tupl
     o = _new(ProduceResponsePartitionProduceResponse)
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _F_ihqqq.unpack_from(buf, pos)
     pos += 30
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ProduceResponse', 'record_errors')
     else:
@@ -941,7 +942,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v10(buf: Any, pos: int) -> tupl
 def _dec_ProduceResponseTopicProduceResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponseTopicProduceResponse)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 33)
     if n < 0:
         raise _null('ProduceResponse', 'partition_responses')
     else:
@@ -968,7 +969,7 @@ def _dec_ProduceResponseNodeEndpoint_v10(buf: Any, pos: int) -> tuple[Any, int]:
 
 def _dec_ProduceResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('ProduceResponse', 'responses')
     else:
@@ -988,7 +989,7 @@ def _dec_ProduceResponse_v10(buf: Any, pos: int) -> tuple[Any, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if tag == 0:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 11)
             if n < 0:
                 raise _null('ProduceResponse', 'node_endpoints')
             else:
@@ -1047,7 +1048,7 @@ def _enc_ProduceResponse_v13(o: Any, out: bytearray) -> None:
 def _dec_ProduceResponseTopicProduceResponse_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponseTopicProduceResponse)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 33)
     if n < 0:
         raise _null('ProduceResponse', 'partition_responses')
     else:
@@ -1063,7 +1064,7 @@ def _dec_ProduceResponseTopicProduceResponse_v13(buf: Any, pos: int) -> tuple[An
 
 def _dec_ProduceResponse_v13(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ProduceResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ProduceResponse', 'responses')
     else:
@@ -1083,7 +1084,7 @@ def _dec_ProduceResponse_v13(buf: Any, pos: int) -> tuple[Any, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if tag == 0:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 11)
             if n < 0:
                 raise _null('ProduceResponse', 'node_endpoints')
             else:

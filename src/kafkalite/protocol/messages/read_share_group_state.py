@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -253,7 +254,7 @@ def _dec_ReadShareGroupStateRequestPartitionData_v0(buf: Any, pos: int) -> tuple
 def _dec_ReadShareGroupStateRequestReadStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateRequestReadStateData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('ReadShareGroupStateRequest', 'partitions')
     else:
@@ -269,7 +270,7 @@ def _dec_ReadShareGroupStateRequestReadStateData_v0(buf: Any, pos: int) -> tuple
 def _dec_ReadShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ReadShareGroupStateRequest', 'topics')
     else:
@@ -334,7 +335,7 @@ def _dec_ReadShareGroupStateResponsePartitionResult_v0(buf: Any, pos: int) -> tu
     o.error_message, pos = read_compact_nullable_string(buf, pos)
     o.state_epoch, o.start_offset = _F_iq.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('ReadShareGroupStateResponse', 'state_batches')
     else:
@@ -350,7 +351,7 @@ def _dec_ReadShareGroupStateResponsePartitionResult_v0(buf: Any, pos: int) -> tu
 def _dec_ReadShareGroupStateResponseReadStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateResponseReadStateResult)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 21)
     if n < 0:
         raise _null('ReadShareGroupStateResponse', 'partitions')
     else:
@@ -365,7 +366,7 @@ def _dec_ReadShareGroupStateResponseReadStateResult_v0(buf: Any, pos: int) -> tu
 
 def _dec_ReadShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ReadShareGroupStateResponse', 'results')
     else:

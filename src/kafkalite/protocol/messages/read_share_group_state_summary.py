@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -230,7 +231,7 @@ def _dec_ReadShareGroupStateSummaryRequestPartitionData_v0(buf: Any, pos: int) -
 def _dec_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateSummaryRequestReadStateSummaryData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('ReadShareGroupStateSummaryRequest', 'partitions')
     else:
@@ -246,7 +247,7 @@ def _dec_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: Any, pos:
 def _dec_ReadShareGroupStateSummaryRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateSummaryRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ReadShareGroupStateSummaryRequest', 'topics')
     else:
@@ -300,7 +301,7 @@ def _dec_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf: Any, pos: int
 def _dec_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateSummaryResponseReadStateSummaryResult)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 24)
     if n < 0:
         raise _null('ReadShareGroupStateSummaryResponse', 'partitions')
     else:
@@ -315,7 +316,7 @@ def _dec_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: Any, p
 
 def _dec_ReadShareGroupStateSummaryResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateSummaryResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ReadShareGroupStateSummaryResponse', 'results')
     else:
@@ -368,7 +369,7 @@ def _dec_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf: Any, pos: int
 def _dec_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateSummaryResponseReadStateSummaryResult)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 28)
     if n < 0:
         raise _null('ReadShareGroupStateSummaryResponse', 'partitions')
     else:
@@ -383,7 +384,7 @@ def _dec_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: Any, p
 
 def _dec_ReadShareGroupStateSummaryResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ReadShareGroupStateSummaryResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ReadShareGroupStateSummaryResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -118,7 +119,7 @@ def _dec_SaslHandshakeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(SaslHandshakeResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 2)
     if n < 0:
         raise _null('SaslHandshakeResponse', 'mechanisms')
     else:

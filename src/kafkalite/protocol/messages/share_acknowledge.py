@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -334,7 +335,7 @@ def _dec_ShareAcknowledgeRequestAcknowledgementBatch_v1(buf: Any, pos: int) -> t
     if n < 0:
         raise _null('ShareAcknowledgeRequest', 'acknowledge_types')
     else:
-        o.acknowledge_types = list(_s('>%db' % n).unpack_from(buf, pos))
+        o.acknowledge_types = unpack_array('b', n, buf, pos)
         pos += n * 1
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -343,7 +344,7 @@ def _dec_ShareAcknowledgeRequestAcknowledgePartition_v1(buf: Any, pos: int) -> t
     o = _new(ShareAcknowledgeRequestAcknowledgePartition)
     o.partition_index, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareAcknowledgeRequest', 'acknowledgement_batches')
     else:
@@ -359,7 +360,7 @@ def _dec_ShareAcknowledgeRequestAcknowledgePartition_v1(buf: Any, pos: int) -> t
 def _dec_ShareAcknowledgeRequestAcknowledgeTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ShareAcknowledgeRequestAcknowledgeTopic)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ShareAcknowledgeRequest', 'partitions')
     else:
@@ -378,7 +379,7 @@ def _dec_ShareAcknowledgeRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_compact_nullable_string(buf, pos)
     o.share_session_epoch, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareAcknowledgeRequest', 'topics')
     else:
@@ -411,7 +412,7 @@ def _dec_ShareAcknowledgeRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_compact_nullable_string(buf, pos)
     o.share_session_epoch, o.is_renew_ack = _F_io.unpack_from(buf, pos)
     pos += 5
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareAcknowledgeRequest', 'topics')
     else:
@@ -490,7 +491,7 @@ def _dec_ShareAcknowledgeResponsePartitionData_v1(buf: Any, pos: int) -> tuple[A
 def _dec_ShareAcknowledgeResponseShareAcknowledgeTopicResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ShareAcknowledgeResponseShareAcknowledgeTopicResponse)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 17)
     if n < 0:
         raise _null('ShareAcknowledgeResponse', 'partitions')
     else:
@@ -519,7 +520,7 @@ def _dec_ShareAcknowledgeResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareAcknowledgeResponse', 'responses')
     else:
@@ -529,7 +530,7 @@ def _dec_ShareAcknowledgeResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_ShareAcknowledgeResponseShareAcknowledgeTopicResponse_v1(buf, pos)
             append(item)
         o.responses = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('ShareAcknowledgeResponse', 'node_endpoints')
     else:
@@ -570,7 +571,7 @@ def _dec_ShareAcknowledgeResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.error_message, pos = read_compact_nullable_string(buf, pos)
     o.acquisition_lock_timeout_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareAcknowledgeResponse', 'responses')
     else:
@@ -580,7 +581,7 @@ def _dec_ShareAcknowledgeResponse_v2(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_ShareAcknowledgeResponseShareAcknowledgeTopicResponse_v1(buf, pos)
             append(item)
         o.responses = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('ShareAcknowledgeResponse', 'node_endpoints')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -435,7 +436,7 @@ def _dec_ShareFetchRequestAcknowledgementBatch_v1(buf: Any, pos: int) -> tuple[A
     if n < 0:
         raise _null('ShareFetchRequest', 'acknowledge_types')
     else:
-        o.acknowledge_types = list(_s('>%db' % n).unpack_from(buf, pos))
+        o.acknowledge_types = unpack_array('b', n, buf, pos)
         pos += n * 1
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -444,7 +445,7 @@ def _dec_ShareFetchRequestFetchPartition_v1(buf: Any, pos: int) -> tuple[Any, in
     o = _new(ShareFetchRequestFetchPartition)
     o.partition_index, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareFetchRequest', 'acknowledgement_batches')
     else:
@@ -461,7 +462,7 @@ def _dec_ShareFetchRequestFetchPartition_v1(buf: Any, pos: int) -> tuple[Any, in
 def _dec_ShareFetchRequestFetchTopic_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ShareFetchRequestFetchTopic)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         raise _null('ShareFetchRequest', 'partitions')
     else:
@@ -481,7 +482,7 @@ def _dec_ShareFetchRequestForgottenTopic_v1(buf: Any, pos: int) -> tuple[Any, in
     if n < 0:
         raise _null('ShareFetchRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -492,7 +493,7 @@ def _dec_ShareFetchRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_compact_nullable_string(buf, pos)
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size = _F_iiiiii.unpack_from(buf, pos)
     pos += 24
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareFetchRequest', 'topics')
     else:
@@ -502,7 +503,7 @@ def _dec_ShareFetchRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_ShareFetchRequestFetchTopic_v1(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareFetchRequest', 'forgotten_topics_data')
     else:
@@ -543,7 +544,7 @@ def _dec_ShareFetchRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.member_id, pos = read_compact_nullable_string(buf, pos)
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack = _F_iiiiiibo.unpack_from(buf, pos)
     pos += 26
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareFetchRequest', 'topics')
     else:
@@ -553,7 +554,7 @@ def _dec_ShareFetchRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_ShareFetchRequestFetchTopic_v1(buf, pos)
             append(item)
         o.topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareFetchRequest', 'forgotten_topics_data')
     else:
@@ -652,7 +653,7 @@ def _dec_ShareFetchResponsePartitionData_v1(buf: Any, pos: int) -> tuple[Any, in
     o.acknowledge_error_message, pos = read_compact_nullable_string(buf, pos)
     o.current_leader, pos = _dec_ShareFetchResponseLeaderIdAndEpoch_v1(buf, pos)
     o.records, pos = read_compact_records(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 19)
     if n < 0:
         raise _null('ShareFetchResponse', 'acquired_records')
     else:
@@ -668,7 +669,7 @@ def _dec_ShareFetchResponsePartitionData_v1(buf: Any, pos: int) -> tuple[Any, in
 def _dec_ShareFetchResponseShareFetchableTopicResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ShareFetchResponseShareFetchableTopicResponse)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 22)
     if n < 0:
         raise _null('ShareFetchResponse', 'partitions')
     else:
@@ -699,7 +700,7 @@ def _dec_ShareFetchResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.error_message, pos = read_compact_nullable_string(buf, pos)
     o.acquisition_lock_timeout_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareFetchResponse', 'responses')
     else:
@@ -709,7 +710,7 @@ def _dec_ShareFetchResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_ShareFetchResponseShareFetchableTopicResponse_v1(buf, pos)
             append(item)
         o.responses = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 11)
     if n < 0:
         raise _null('ShareFetchResponse', 'node_endpoints')
     else:

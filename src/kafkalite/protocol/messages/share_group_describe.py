@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -316,14 +317,14 @@ def _dec_ShareGroupDescribeResponseTopicPartitions_v1(buf: Any, pos: int) -> tup
     if n < 0:
         raise _null('ShareGroupDescribeResponse', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
 def _dec_ShareGroupDescribeResponseAssignment_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ShareGroupDescribeResponseAssignment)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 19)
     if n < 0:
         raise _null('ShareGroupDescribeResponse', 'topic_partitions')
     else:
@@ -367,7 +368,7 @@ def _dec_ShareGroupDescribeResponseDescribedGroup_v1(buf: Any, pos: int) -> tupl
     o.group_epoch, o.assignment_epoch = _F_ii.unpack_from(buf, pos)
     pos += 8
     o.assignor_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 12)
     if n < 0:
         raise _null('ShareGroupDescribeResponse', 'members')
     else:
@@ -386,7 +387,7 @@ def _dec_ShareGroupDescribeResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ShareGroupDescribeResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('ShareGroupDescribeResponse', 'groups')
     else:

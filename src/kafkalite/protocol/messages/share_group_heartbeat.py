@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -234,14 +235,14 @@ def _dec_ShareGroupHeartbeatResponseTopicPartitions_v1(buf: Any, pos: int) -> tu
     if n < 0:
         raise _null('ShareGroupHeartbeatResponse', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
 def _dec_ShareGroupHeartbeatResponseAssignment_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(ShareGroupHeartbeatResponseAssignment)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('ShareGroupHeartbeatResponse', 'topic_partitions')
     else:

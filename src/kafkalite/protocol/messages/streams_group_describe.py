@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -598,7 +599,7 @@ def _dec_StreamsGroupDescribeResponseTopicInfo_v0(buf: Any, pos: int) -> tuple[A
     o.name, pos = read_compact_string(buf, pos)
     o.partitions, o.replication_factor = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'topic_configs')
     else:
@@ -632,7 +633,7 @@ def _dec_StreamsGroupDescribeResponseSubtopology_v0(buf: Any, pos: int) -> tuple
             item, pos = read_compact_nullable_string(buf, pos)
             items.append(item)
         o.repartition_sink_topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'state_changelog_topics')
     else:
@@ -642,7 +643,7 @@ def _dec_StreamsGroupDescribeResponseSubtopology_v0(buf: Any, pos: int) -> tuple
             item, pos = _dec_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
             append(item)
         o.state_changelog_topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'repartition_source_topics')
     else:
@@ -659,7 +660,7 @@ def _dec_StreamsGroupDescribeResponseTopology_v0(buf: Any, pos: int) -> tuple[An
     o = _new(StreamsGroupDescribeResponseTopology)
     o.epoch, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 6)
     if n < 0:
         o.subtopologies = None
     else:
@@ -695,14 +696,14 @@ def _dec_StreamsGroupDescribeResponseTaskIds_v0(buf: Any, pos: int) -> tuple[Any
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
 def _dec_StreamsGroupDescribeResponseAssignment_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(StreamsGroupDescribeResponseAssignment)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'active_tasks')
     else:
@@ -712,7 +713,7 @@ def _dec_StreamsGroupDescribeResponseAssignment_v0(buf: Any, pos: int) -> tuple[
             item, pos = _dec_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
             append(item)
         o.active_tasks = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'standby_tasks')
     else:
@@ -722,7 +723,7 @@ def _dec_StreamsGroupDescribeResponseAssignment_v0(buf: Any, pos: int) -> tuple[
             item, pos = _dec_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
             append(item)
         o.standby_tasks = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'warmup_tasks')
     else:
@@ -752,7 +753,7 @@ def _dec_StreamsGroupDescribeResponseMember_v0(buf: Any, pos: int) -> tuple[Any,
         pos += 1
     else:
         o.user_endpoint, pos = _dec_StreamsGroupDescribeResponseEndpoint_v0(buf, pos + 1)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'client_tags')
     else:
@@ -762,7 +763,7 @@ def _dec_StreamsGroupDescribeResponseMember_v0(buf: Any, pos: int) -> tuple[Any,
             item, pos = _dec_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
             append(item)
         o.client_tags = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 14)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'task_offsets')
     else:
@@ -772,7 +773,7 @@ def _dec_StreamsGroupDescribeResponseMember_v0(buf: Any, pos: int) -> tuple[Any,
             item, pos = _dec_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
             append(item)
         o.task_offsets = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 14)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'task_end_offsets')
     else:
@@ -803,7 +804,7 @@ def _dec_StreamsGroupDescribeResponseDescribedGroup_v0(buf: Any, pos: int) -> tu
         pos += 1
     else:
         o.topology, pos = _dec_StreamsGroupDescribeResponseTopology_v0(buf, pos + 1)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 28)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'members')
     else:
@@ -822,7 +823,7 @@ def _dec_StreamsGroupDescribeResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(StreamsGroupDescribeResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('StreamsGroupDescribeResponse', 'groups')
     else:

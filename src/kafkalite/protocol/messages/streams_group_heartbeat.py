@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -667,7 +668,7 @@ def _dec_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: Any, pos: int) -> tuple[A
     o.name, pos = read_compact_string(buf, pos)
     o.partitions, o.replication_factor = _F_ih.unpack_from(buf, pos)
     pos += 6
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'topic_configs')
     else:
@@ -686,19 +687,19 @@ def _dec_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: Any, pos: int) -> 
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'source_topics')
     else:
-        o.source_topics = list(_s('>%dh' % n).unpack_from(buf, pos))
+        o.source_topics = unpack_array('h', n, buf, pos)
         pos += n * 2
     n, pos = read_compact_array_length(buf, pos, 2)
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'source_topic_regex')
     else:
-        o.source_topic_regex = list(_s('>%dh' % n).unpack_from(buf, pos))
+        o.source_topic_regex = unpack_array('h', n, buf, pos)
         pos += n * 2
     n, pos = read_compact_array_length(buf, pos, 2)
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'repartition_source_topics')
     else:
-        o.repartition_source_topics = list(_s('>%dh' % n).unpack_from(buf, pos))
+        o.repartition_source_topics = unpack_array('h', n, buf, pos)
         pos += n * 2
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -724,7 +725,7 @@ def _dec_StreamsGroupHeartbeatRequestSubtopology_v0(buf: Any, pos: int) -> tuple
             item, pos = read_compact_nullable_string(buf, pos)
             items.append(item)
         o.source_topic_regex = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'state_changelog_topics')
     else:
@@ -743,7 +744,7 @@ def _dec_StreamsGroupHeartbeatRequestSubtopology_v0(buf: Any, pos: int) -> tuple
             item, pos = read_compact_nullable_string(buf, pos)
             items.append(item)
         o.repartition_sink_topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 9)
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'repartition_source_topics')
     else:
@@ -753,7 +754,7 @@ def _dec_StreamsGroupHeartbeatRequestSubtopology_v0(buf: Any, pos: int) -> tuple
             item, pos = _dec_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
             append(item)
         o.repartition_source_topics = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 4)
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'copartition_groups')
     else:
@@ -770,7 +771,7 @@ def _dec_StreamsGroupHeartbeatRequestTopology_v0(buf: Any, pos: int) -> tuple[An
     o = _new(StreamsGroupHeartbeatRequestTopology)
     o.epoch, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'subtopologies')
     else:
@@ -790,7 +791,7 @@ def _dec_StreamsGroupHeartbeatRequestTaskIds_v0(buf: Any, pos: int) -> tuple[Any
     if n < 0:
         raise _null('StreamsGroupHeartbeatRequest', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -826,7 +827,7 @@ def _dec_StreamsGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
         pos += 1
     else:
         o.topology, pos = _dec_StreamsGroupHeartbeatRequestTopology_v0(buf, pos + 1)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.active_tasks = None
     else:
@@ -836,7 +837,7 @@ def _dec_StreamsGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
             append(item)
         o.active_tasks = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.standby_tasks = None
     else:
@@ -846,7 +847,7 @@ def _dec_StreamsGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
             append(item)
         o.standby_tasks = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.warmup_tasks = None
     else:
@@ -862,7 +863,7 @@ def _dec_StreamsGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
         pos += 1
     else:
         o.user_endpoint, pos = _dec_StreamsGroupHeartbeatRequestEndpoint_v0(buf, pos + 1)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.client_tags = None
     else:
@@ -872,7 +873,7 @@ def _dec_StreamsGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
             append(item)
         o.client_tags = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 14)
     if n < 0:
         o.task_offsets = None
     else:
@@ -882,7 +883,7 @@ def _dec_StreamsGroupHeartbeatRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
             item, pos = _dec_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
             append(item)
         o.task_offsets = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 14)
     if n < 0:
         o.task_end_offsets = None
     else:
@@ -1000,7 +1001,7 @@ def _dec_StreamsGroupHeartbeatResponseTaskIds_v0(buf: Any, pos: int) -> tuple[An
     if n < 0:
         raise _null('StreamsGroupHeartbeatResponse', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -1020,7 +1021,7 @@ def _dec_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: Any, pos: int) -> t
     if n < 0:
         raise _null('StreamsGroupHeartbeatResponse', 'partitions')
     else:
-        o.partitions = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partitions = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -1028,7 +1029,7 @@ def _dec_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: Any, pos: int) -> t
 def _dec_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(StreamsGroupHeartbeatResponseEndpointToPartitions)
     o.user_endpoint, pos = _dec_StreamsGroupHeartbeatResponseEndpoint_v0(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('StreamsGroupHeartbeatResponse', 'active_partitions')
     else:
@@ -1038,7 +1039,7 @@ def _dec_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: Any, pos: int
             item, pos = _dec_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
             append(item)
         o.active_partitions = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('StreamsGroupHeartbeatResponse', 'standby_partitions')
     else:
@@ -1059,7 +1060,7 @@ def _dec_StreamsGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[Any, int]
     o.member_id, pos = read_compact_string(buf, pos)
     o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag, o.task_offset_interval_ms = _F_iiii.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.status = None
     else:
@@ -1069,7 +1070,7 @@ def _dec_StreamsGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[Any, int]
             item, pos = _dec_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
             append(item)
         o.status = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.active_tasks = None
     else:
@@ -1079,7 +1080,7 @@ def _dec_StreamsGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[Any, int]
             item, pos = _dec_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             append(item)
         o.active_tasks = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.standby_tasks = None
     else:
@@ -1089,7 +1090,7 @@ def _dec_StreamsGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[Any, int]
             item, pos = _dec_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             append(item)
         o.standby_tasks = items
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         o.warmup_tasks = None
     else:
@@ -1101,7 +1102,7 @@ def _dec_StreamsGroupHeartbeatResponse_v0(buf: Any, pos: int) -> tuple[Any, int]
         o.warmup_tasks = items
     o.endpoint_information_epoch, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         o.partitions_by_user_endpoint = None
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -174,7 +175,7 @@ def _dec_SyncGroupRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.generation_id, = _F_i.unpack_from(buf, pos)
     pos += 4
     o.member_id, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('SyncGroupRequest', 'assignments')
     else:
@@ -210,7 +211,7 @@ def _dec_SyncGroupRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.member_id, pos = read_string(buf, pos)
     o.group_instance_id, pos = read_nullable_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('SyncGroupRequest', 'assignments')
     else:
@@ -258,7 +259,7 @@ def _dec_SyncGroupRequest_v4(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 4
     o.member_id, pos = read_compact_string(buf, pos)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('SyncGroupRequest', 'assignments')
     else:
@@ -298,7 +299,7 @@ def _dec_SyncGroupRequest_v5(buf: Any, pos: int) -> tuple[Any, int]:
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
     o.protocol_type, pos = read_compact_nullable_string(buf, pos)
     o.protocol_name, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('SyncGroupRequest', 'assignments')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -251,7 +252,7 @@ def _dec_TxnOffsetCommitRequestPartition_v0(buf: Any, pos: int) -> tuple[Any, in
 def _dec_TxnOffsetCommitRequestTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(TxnOffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 14)
     if n < 0:
         raise _null('TxnOffsetCommitRequest', 'partitions')
     else:
@@ -270,7 +271,7 @@ def _dec_TxnOffsetCommitRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.group_id, pos = read_string(buf, pos)
     o.producer_id, o.producer_epoch = _F_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('TxnOffsetCommitRequest', 'topics')
     else:
@@ -329,7 +330,7 @@ def _dec_TxnOffsetCommitRequestPartition_v2(buf: Any, pos: int) -> tuple[Any, in
 def _dec_TxnOffsetCommitRequestTopic_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(TxnOffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 18)
     if n < 0:
         raise _null('TxnOffsetCommitRequest', 'partitions')
     else:
@@ -348,7 +349,7 @@ def _dec_TxnOffsetCommitRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.group_id, pos = read_string(buf, pos)
     o.producer_id, o.producer_epoch = _F_qh.unpack_from(buf, pos)
     pos += 10
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('TxnOffsetCommitRequest', 'topics')
     else:
@@ -406,7 +407,7 @@ def _dec_TxnOffsetCommitRequestPartition_v3(buf: Any, pos: int) -> tuple[Any, in
 def _dec_TxnOffsetCommitRequestTopic_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(TxnOffsetCommitRequestTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('TxnOffsetCommitRequest', 'partitions')
     else:
@@ -427,7 +428,7 @@ def _dec_TxnOffsetCommitRequest_v3(buf: Any, pos: int) -> tuple[Any, int]:
     pos += 14
     o.member_id, pos = read_compact_string(buf, pos)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('TxnOffsetCommitRequest', 'topics')
     else:
@@ -473,7 +474,7 @@ def _dec_TxnOffsetCommitResponsePartition_v0(buf: Any, pos: int) -> tuple[Any, i
 def _dec_TxnOffsetCommitResponseTopic_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(TxnOffsetCommitResponseTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('TxnOffsetCommitResponse', 'partitions')
     else:
@@ -490,7 +491,7 @@ def _dec_TxnOffsetCommitResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_array_length(buf, pos, 1)
+    n, pos = read_array_length(buf, pos, 6)
     if n < 0:
         raise _null('TxnOffsetCommitResponse', 'topics')
     else:
@@ -539,7 +540,7 @@ def _dec_TxnOffsetCommitResponsePartition_v3(buf: Any, pos: int) -> tuple[Any, i
 def _dec_TxnOffsetCommitResponseTopic_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(TxnOffsetCommitResponseTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('TxnOffsetCommitResponse', 'partitions')
     else:
@@ -556,7 +557,7 @@ def _dec_TxnOffsetCommitResponse_v3(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('TxnOffsetCommitResponse', 'topics')
     else:

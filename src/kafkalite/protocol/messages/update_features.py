@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -192,7 +193,7 @@ def _dec_UpdateFeaturesRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(UpdateFeaturesRequest)
     o.timeout_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('UpdateFeaturesRequest', 'feature_updates')
     else:
@@ -238,7 +239,7 @@ def _dec_UpdateFeaturesRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(UpdateFeaturesRequest)
     o.timeout_ms, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('UpdateFeaturesRequest', 'feature_updates')
     else:
@@ -285,7 +286,7 @@ def _dec_UpdateFeaturesResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.throttle_time_ms, o.error_code = _F_ih.unpack_from(buf, pos)
     pos += 6
     o.error_message, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('UpdateFeaturesResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -231,7 +232,7 @@ def _dec_UpdateRaftVoterRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.current_leader_epoch, o.voter_id = _F_ii.unpack_from(buf, pos)
     pos += 8
     o.voter_directory_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('UpdateRaftVoterRequest', 'listeners')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -280,7 +281,7 @@ def _dec_VoteRequestPartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_VoteRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(VoteRequestTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 25)
     if n < 0:
         raise _null('VoteRequest', 'partitions')
     else:
@@ -296,7 +297,7 @@ def _dec_VoteRequestTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_VoteRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(VoteRequest)
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('VoteRequest', 'topics')
     else:
@@ -357,7 +358,7 @@ def _dec_VoteRequestPartitionData_v1(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_VoteRequestTopicData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(VoteRequestTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 57)
     if n < 0:
         raise _null('VoteRequest', 'partitions')
     else:
@@ -375,7 +376,7 @@ def _dec_VoteRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
     o.voter_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('VoteRequest', 'topics')
     else:
@@ -432,7 +433,7 @@ def _dec_VoteRequestPartitionData_v2(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_VoteRequestTopicData_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(VoteRequestTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 58)
     if n < 0:
         raise _null('VoteRequest', 'partitions')
     else:
@@ -450,7 +451,7 @@ def _dec_VoteRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o.cluster_id, pos = read_compact_nullable_string(buf, pos)
     o.voter_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('VoteRequest', 'topics')
     else:
@@ -501,7 +502,7 @@ def _dec_VoteResponsePartitionData_v0(buf: Any, pos: int) -> tuple[Any, int]:
 def _dec_VoteResponseTopicData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(VoteResponseTopicData)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 16)
     if n < 0:
         raise _null('VoteResponse', 'partitions')
     else:
@@ -518,7 +519,7 @@ def _dec_VoteResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(VoteResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('VoteResponse', 'topics')
     else:
@@ -578,7 +579,7 @@ def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(VoteResponse)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('VoteResponse', 'topics')
     else:
@@ -596,7 +597,7 @@ def _dec_VoteResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
         size, pos = read_uvarint(buf, pos)
         end = pos + size
         if tag == 0:
-            n, pos = read_compact_array_length(buf, pos, 1)
+            n, pos = read_compact_array_length(buf, pos, 8)
             if n < 0:
                 raise _null('VoteResponse', 'node_endpoints')
             else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -197,7 +198,7 @@ def _dec_VotersRecordVoter_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o.voter_id, = _F_i.unpack_from(buf, pos)
     pos += 4
     o.voter_directory_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 5)
     if n < 0:
         raise _null('VotersRecord', 'endpoints')
     else:
@@ -215,7 +216,7 @@ def _dec_VotersRecord_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(VotersRecord)
     o.version, = _F_h.unpack_from(buf, pos)
     pos += 2
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 27)
     if n < 0:
         raise _null('VotersRecord', 'voters')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -268,7 +269,7 @@ def _dec_WriteShareGroupStateRequestPartitionData_v0(buf: Any, pos: int) -> tupl
     o = _new(WriteShareGroupStateRequestPartitionData)
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset = _F_iiiq.unpack_from(buf, pos)
     pos += 20
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('WriteShareGroupStateRequest', 'state_batches')
     else:
@@ -285,7 +286,7 @@ def _dec_WriteShareGroupStateRequestPartitionData_v0(buf: Any, pos: int) -> tupl
 def _dec_WriteShareGroupStateRequestWriteStateData_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteShareGroupStateRequestWriteStateData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 22)
     if n < 0:
         raise _null('WriteShareGroupStateRequest', 'partitions')
     else:
@@ -301,7 +302,7 @@ def _dec_WriteShareGroupStateRequestWriteStateData_v0(buf: Any, pos: int) -> tup
 def _dec_WriteShareGroupStateRequest_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('WriteShareGroupStateRequest', 'topics')
     else:
@@ -351,7 +352,7 @@ def _dec_WriteShareGroupStateRequestPartitionData_v1(buf: Any, pos: int) -> tupl
     o = _new(WriteShareGroupStateRequestPartitionData)
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = _F_iiiqi.unpack_from(buf, pos)
     pos += 24
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 20)
     if n < 0:
         raise _null('WriteShareGroupStateRequest', 'state_batches')
     else:
@@ -367,7 +368,7 @@ def _dec_WriteShareGroupStateRequestPartitionData_v1(buf: Any, pos: int) -> tupl
 def _dec_WriteShareGroupStateRequestWriteStateData_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteShareGroupStateRequestWriteStateData)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 26)
     if n < 0:
         raise _null('WriteShareGroupStateRequest', 'partitions')
     else:
@@ -383,7 +384,7 @@ def _dec_WriteShareGroupStateRequestWriteStateData_v1(buf: Any, pos: int) -> tup
 def _dec_WriteShareGroupStateRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteShareGroupStateRequest)
     o.group_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('WriteShareGroupStateRequest', 'topics')
     else:
@@ -433,7 +434,7 @@ def _dec_WriteShareGroupStateResponsePartitionResult_v0(buf: Any, pos: int) -> t
 def _dec_WriteShareGroupStateResponseWriteStateResult_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteShareGroupStateResponseWriteStateResult)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 8)
     if n < 0:
         raise _null('WriteShareGroupStateResponse', 'partitions')
     else:
@@ -448,7 +449,7 @@ def _dec_WriteShareGroupStateResponseWriteStateResult_v0(buf: Any, pos: int) -> 
 
 def _dec_WriteShareGroupStateResponse_v0(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteShareGroupStateResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('WriteShareGroupStateResponse', 'results')
     else:

@@ -28,6 +28,7 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
+    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -247,7 +248,7 @@ def _dec_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: Any, pos: int) -> 
     if n < 0:
         raise _null('WriteTxnMarkersRequest', 'partition_indexes')
     else:
-        o.partition_indexes = list(_s('>%di' % n).unpack_from(buf, pos))
+        o.partition_indexes = unpack_array('i', n, buf, pos)
         pos += n * 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -256,7 +257,7 @@ def _dec_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: Any, pos: int) -> tuple
     o = _new(WriteTxnMarkersRequestWritableTxnMarker)
     o.producer_id, o.producer_epoch, o.transaction_result = _F_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('WriteTxnMarkersRequest', 'topics')
     else:
@@ -274,7 +275,7 @@ def _dec_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: Any, pos: int) -> tuple
 
 def _dec_WriteTxnMarkersRequest_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteTxnMarkersRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 17)
     if n < 0:
         raise _null('WriteTxnMarkersRequest', 'markers')
     else:
@@ -313,7 +314,7 @@ def _dec_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: Any, pos: int) -> tuple
     o = _new(WriteTxnMarkersRequestWritableTxnMarker)
     o.producer_id, o.producer_epoch, o.transaction_result = _F_qho.unpack_from(buf, pos)
     pos += 11
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('WriteTxnMarkersRequest', 'topics')
     else:
@@ -330,7 +331,7 @@ def _dec_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: Any, pos: int) -> tuple
 
 def _dec_WriteTxnMarkersRequest_v2(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteTxnMarkersRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 18)
     if n < 0:
         raise _null('WriteTxnMarkersRequest', 'markers')
     else:
@@ -389,7 +390,7 @@ def _dec_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf: Any, po
 def _dec_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteTxnMarkersResponseWritableTxnMarkerTopicResult)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 7)
     if n < 0:
         raise _null('WriteTxnMarkersResponse', 'partitions')
     else:
@@ -406,7 +407,7 @@ def _dec_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: Any, pos: int) -
     o = _new(WriteTxnMarkersResponseWritableTxnMarkerResult)
     o.producer_id, = _F_q.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 3)
     if n < 0:
         raise _null('WriteTxnMarkersResponse', 'topics')
     else:
@@ -421,7 +422,7 @@ def _dec_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: Any, pos: int) -
 
 def _dec_WriteTxnMarkersResponse_v1(buf: Any, pos: int) -> tuple[Any, int]:
     o = _new(WriteTxnMarkersResponse)
-    n, pos = read_compact_array_length(buf, pos, 1)
+    n, pos = read_compact_array_length(buf, pos, 10)
     if n < 0:
         raise _null('WriteTxnMarkersResponse', 'markers')
     else:

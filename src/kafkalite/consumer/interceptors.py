@@ -1,0 +1,120 @@
+"""Consumer interceptors (Java's ``ConsumerInterceptor``), e.g. for tracing or auditing.
+
+An interceptor is an object with (at least one of the two hooks):
+
+* ``on_consume(records: ConsumerRecords) -> ConsumerRecords | None``: called by
+  ``poll()`` just before it returns, in the polling thread; may return other records
+  (filtered, changed), or None to keep them;
+* ``on_commit(offsets: dict[TopicPartition, OffsetAndMetadata])``: called once offsets
+  were committed (``commit()``, ``commit_async()`` and auto-commit), in the polling
+  thread: after a synchronous ``commit()`` returns its result, within a later ``poll()``
+  for asynchronous and automatic commits;
+* ``configure(config)`` and ``close()`` (called by ``Consumer.close()``).
+
+``interceptor.classes`` takes objects, classes (instantiated without arguments) or
+``"module:Class"`` strings; one that cannot be loaded, or has neither hook, fails the
+consumer's construction with a :class:`~kafkalite.errors.ConfigError` (as it does the
+producer's). As in the Java client, an exception raised by an interceptor is logged and
+does not fail the poll or the commit; the next interceptor gets the last good records.
+
+Example::
+
+    class CountConsumed:
+        def __init__(self):
+            self.seen = 0
+        def on_consume(self, records):
+            self.seen += len(records)
+            return records
+        def on_commit(self, offsets):
+            audit_log.info("committed %s", offsets)
+
+    Consumer({"bootstrap.servers": ..., "group.id": "g", "interceptor.classes": [CountConsumed()]})
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kafkalite.errors import ConfigError
+from kafkalite.types import OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger("kafkalite.consumer")
+
+__all__ = ["ConsumerInterceptors", "load_consumer_interceptors"]
+
+
+class ConsumerInterceptors:
+    """The chain of configured consumer interceptors."""
+
+    def __init__(self, interceptors: Sequence[Any]) -> None:
+        self.interceptors = list(interceptors)
+        self._on_consume = [i for i in self.interceptors if callable(getattr(i, "on_consume", None))]
+        self._on_commit = [i for i in self.interceptors if callable(getattr(i, "on_commit", None))]
+
+    @property
+    def wants_commits(self) -> bool:
+        return bool(self._on_commit)
+
+    def on_consume(self, records: Any) -> Any:
+        for interceptor in self._on_consume:
+            try:
+                replaced = interceptor.on_consume(records)
+            except Exception:
+                log.exception("interceptor %r raised in on_consume; the records go on unchanged", interceptor)
+                continue
+            if replaced is not None:
+                records = replaced
+        return records
+
+    def on_commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        for interceptor in self._on_commit:
+            try:
+                interceptor.on_commit(dict(offsets))
+            except Exception:
+                log.exception("interceptor %r raised in on_commit", interceptor)
+
+    def close(self) -> None:
+        for interceptor in self.interceptors:
+            close = getattr(interceptor, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    log.exception("interceptor %r raised in close", interceptor)
+
+
+def _load(spec: Any) -> Any:
+    if isinstance(spec, str):
+        module_name, sep, attr = spec.partition(":")
+        if not sep:
+            module_name, _, attr = spec.rpartition(".")
+        try:
+            spec = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ConfigError(f"setting 'interceptor.classes': cannot load {spec!r}: {exc}") from None
+    if isinstance(spec, type):
+        try:
+            spec = spec()
+        except TypeError as exc:
+            raise ConfigError(f"setting 'interceptor.classes': cannot instantiate {spec.__name__}: {exc}") from None
+    if not (callable(getattr(spec, "on_consume", None)) or callable(getattr(spec, "on_commit", None))):
+        raise ConfigError(
+            f"setting 'interceptor.classes': {spec!r} has neither on_consume nor on_commit "
+            "(a consumer interceptor; producer interceptors have on_send / on_acknowledgement)"
+        )
+    return spec
+
+
+def load_consumer_interceptors(specs: Sequence[Any], config: Mapping[str, Any]) -> ConsumerInterceptors | None:
+    """Instantiate and configure ``interceptor.classes`` (None when there are none)."""
+    if not specs:
+        return None
+    interceptors = [_load(s) for s in specs]
+    for interceptor in interceptors:
+        configure = getattr(interceptor, "configure", None)
+        if callable(configure):
+            configure(config)
+    return ConsumerInterceptors(interceptors)
