@@ -33,6 +33,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from kafkalite import OffsetAndMetadata, TopicPartition
 from kafkalite.errors import OffsetOutOfRangeError
+from pyspark_kafkalite.ledger import MicroBatchLedger
 from pyspark_kafkalite.options import ReadOptions
 from pyspark_kafkalite.planning import (
     TP,
@@ -87,7 +88,7 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
         self.opts = opts
         self._planner: Planner | None = None
         self._target: dict[TP, int] | None = None  # Trigger.AvailableNow's end
-        self._last_returned: dict[TP, int] | None = None
+        self.ledger = MicroBatchLedger()  # where Spark's query stands (see ledger.py)
         self._latest: dict[TP, int] | None = None
         self._last_batch_time = time.monotonic()
         self._committed: dict[TP, int] | None = None
@@ -111,13 +112,14 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
     # ------------------------------------------------------------ offsets
 
     def initialOffset(self) -> dict[str, Any]:
+        return offsets_to_json(self.ledger.initial(self._resolve_initial))
+
+    def _resolve_initial(self) -> dict[TP, int]:
         planner = self.planner
         parts = planner.partitions()
         earliest = planner.earliest(parts)
         latest = planner.latest(parts)
-        start = planner.resolve(self.opts.starting, parts, earliest=earliest, latest=latest, starting=True)
-        self._last_returned = dict(start)
-        return offsets_to_json(start)
+        return planner.resolve(self.opts.starting, parts, earliest=earliest, latest=latest, starting=True)
 
     def _current(self) -> tuple[dict[TP, int], dict[TP, int]]:
         planner = self.planner
@@ -150,18 +152,17 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
             # ``start`` is processed: commit it too (Spark calls commit() for the last
             # batch only when it plans another, which Trigger.AvailableNow never does).
             self._commit_group(start)
-        begin = offsets_from_json(start) if start is not None else self._last_returned
+        begin = self.ledger.next_start(offsets_from_json(start) if start is not None else None)
         if begin is None:
-            end = dict(latest)
-        else:
-            begin = dict(begin)
-            for tp in latest:
-                begin.setdefault(tp, earliest[tp])  # a new partition starts at its earliest offset
-            end = self._limit(begin, latest, limit)
-            # Partitions that vanished keep their offset (partitions() reports the loss).
-            for tp, off in begin.items():
-                end.setdefault(tp, off)
-        self._last_returned = end
+            # A new query on PySpark < 4.2: latestOffset() comes before initialOffset().
+            begin = self.ledger.initial(self._resolve_initial)
+        for tp in latest:
+            begin.setdefault(tp, earliest[tp])  # a new partition starts at its earliest offset
+        end = self._limit(begin, latest, limit)
+        # Partitions that vanished keep their offset (partitions() reports the loss).
+        for tp, off in begin.items():
+            end.setdefault(tp, off)
+        self.ledger.returned(end)
         return offsets_to_json(end)
 
     def _limit(self, begin: dict[TP, int], latest: dict[TP, int], limit: Any) -> dict[TP, int]:
@@ -185,8 +186,9 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
     # ------------------------------------------------------------ micro-batches
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        begin = offsets_from_json(start)
         stop = offsets_from_json(end)
+        self.ledger.planned(offsets_from_json(start), stop)
+        begin = self.ledger.batch_start(offsets_from_json(start), stop)
         if begin == stop:
             return []
         opts = self.opts
@@ -228,6 +230,7 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark finished every micro-batch up to ``end``: tell the consumer group."""
+        self.ledger.committed(offsets_from_json(end))
         self._commit_group(end)
 
     def _commit_group(self, end: dict[str, Any]) -> None:
