@@ -56,6 +56,7 @@ def _now() -> int:
 class TraceReader(DataSourceStreamReader, *BASES):  # type: ignore[misc]
     def __init__(self, path: str) -> None:
         self.path = path
+        self.target: int | None = None  # Trigger.AvailableNow's end
 
     def initialOffset(self) -> dict[str, int]:
         out = {"n": _now()}
@@ -68,10 +69,14 @@ class TraceReader(DataSourceStreamReader, *BASES):  # type: ignore[misc]
         return limit
 
     def prepareForTriggerAvailableNow(self) -> None:
-        _log(self.path, "prepareForTriggerAvailableNow")
+        self.target = _now()
+        _log(self.path, "prepareForTriggerAvailableNow", target=self.target)
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
-        out = {"n": _now()}
+        now = _now()
+        if start is not None and ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            now = min(now, start["n"] + limit.max_rows)
+        out = {"n": min(now, self.target) if self.target is not None else now}
         _log(self.path, "latestOffset", start=start, limit=repr(limit), result=out)
         return out
 
@@ -128,7 +133,9 @@ def run(spark: Any, log: str, checkpoint: str, sink: str, batches: int | None) -
 def show(log: str, scenario: str) -> None:
     print(f"--- {scenario}")
     lines = Path(log).read_text().splitlines() if Path(log).exists() else []
-    for line in lines:
+    if len(lines) > 40:
+        print(f"  ({len(lines)} calls; the first 40)")
+    for line in lines[:40]:
         entry = json.loads(line)
         call = entry.pop("call")
         print(f"  {call}({', '.join(f'{k}={v}' for k, v in entry.items())})")
