@@ -152,9 +152,6 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
         """The end of the next micro-batch (``start`` and ``limit`` from PySpark >= 4.2)."""
         latest, earliest = self._current()
         self._latest = dict(latest)
-        if self._target is not None:
-            # AvailableNow: partitions that appeared later are not read; nothing past the target.
-            latest = {tp: min(off, self._target[tp]) for tp, off in latest.items() if tp in self._target}
         begin = self.ledger.next_start(offsets_from_json(start) if start is not None else None)
         if begin is not None:
             # Spark plans a micro-batch only after the one before it completed, so its
@@ -166,6 +163,11 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
             begin = self.ledger.initial(self._resolve_initial)
         if start is None:
             self._warn_single_batch_triggers()
+        if self._target is not None:
+            # AvailableNow: partitions that appeared later are not read; nothing past the
+            # target, nor before the start (startingOffsets=latest resolves after the target).
+            latest = {tp: min(off, max(self._target[tp], begin.get(tp, 0))) for tp, off in latest.items()
+                      if tp in self._target}
         for tp in latest:
             begin.setdefault(tp, earliest[tp])  # a new partition starts at its earliest offset
         end = self._limit(begin, latest, limit)

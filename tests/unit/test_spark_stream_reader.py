@@ -117,3 +117,15 @@ def test_pyspark_42_new_query_asks_initial_offset_twice_and_gets_one_answer() ->
     second = reader.initialOffset()
     assert second == first == {"t": {"0": 500, "1": 500}}
     assert ranges(reader.partitions(second, e0)) == [(0, 500, 540), (1, 500, 540)]
+
+
+def test_available_now_with_starting_offsets_latest_resolved_after_the_target() -> None:
+    # 4.2+: prepareForTriggerAvailableNow() -> initialOffset() ("latest" moved on) -> latestOffset(start)
+    reader, log = reader_for("latest")
+    log.grow(100)
+    reader.prepareForTriggerAvailableNow()
+    log.grow(20)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadMaxRows(100))
+    assert end == start  # nothing to read: never an end before the start ("went back")
+    assert reader.partitions(start, end) == []

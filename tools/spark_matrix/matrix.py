@@ -141,7 +141,7 @@ def run_version(version: str, bootstrap: str, extra: list[str]) -> dict[str, obj
     tail = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr[-2000:]
     return {"version": version, "ok": run.returncode == 0, "summary": tail, "setup_s": round(setup_s, 1),
             "tests_s": round(tests_s, 1), "installed": check.stdout.strip(),
-            "output": run.stdout[-20000:] if run.returncode else ""}
+            "output": run.stdout[-20000:] if run.returncode else run.stdout[-6000:]}
 
 
 def main(argv: list[str] | None = None) -> int:
