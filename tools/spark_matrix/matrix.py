@@ -138,10 +138,13 @@ def run_version(version: str, bootstrap: str, extra: list[str]) -> dict[str, obj
     began_tests = time.monotonic()
     run = subprocess.run(pytest_command(python, extra), cwd=str(ROOT), env=env, capture_output=True, text=True)
     tests_s = time.monotonic() - began_tests
-    tail = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr[-2000:]
+    lines = run.stdout.strip().splitlines()
+    tail = lines[-1] if lines else run.stderr[-2000:]
+    # The assertion lines of failures (Spark's stack traces would push them out of a tail).
+    errors = [line for line in lines if line.startswith(("E   ", "FAILED", "ERROR"))][:60]
+    output = "\n".join(errors) + "\n...\n" + run.stdout[-8000:] if run.returncode else run.stdout[-6000:]
     return {"version": version, "ok": run.returncode == 0, "summary": tail, "setup_s": round(setup_s, 1),
-            "tests_s": round(tests_s, 1), "installed": check.stdout.strip(),
-            "output": run.stdout[-20000:] if run.returncode else run.stdout[-6000:]}
+            "tests_s": round(tests_s, 1), "installed": check.stdout.strip(), "output": output}
 
 
 def main(argv: list[str] | None = None) -> int:
