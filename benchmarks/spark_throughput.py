@@ -1,7 +1,7 @@
 """Spark throughput: kafkalite's data source vs Spark's JVM Kafka connector, one run.
 
 Both connectors run in the same SparkSession (local[2]) of the PySpark 4.0.0
-environment (``tools/spark40/env.py``: the only Spark release with a matched JVM
+environment (``tools/spark_matrix/jvm_connector.py``: the only Spark release with a matched JVM
 connector on Maven Central), against the same broker, on the same data shape:
 ``--rows`` rows (default 2M) of ``--value-size``-byte values (100) in ``--partitions``
 partitions (6).
@@ -88,11 +88,11 @@ def inner(args: argparse.Namespace) -> int:
 
 
 def outer(args: argparse.Namespace) -> int:
-    sys.path.insert(0, str(ROOT / "tools" / "spark40"))
-    import env  # type: ignore[import-not-found]
+    sys.path.insert(0, str(ROOT / "tools" / "spark_matrix"))
+    import jvm_connector  # type: ignore[import-not-found]
 
-    python = env.ensure_venv()
-    jars = ",".join(str(j) for j in env.fetch_jars())
+    python = jvm_connector.ensure_venv(jvm_connector.PYSPARK_VERSION)
+    jars = ",".join(str(j) for j in jvm_connector.fetch_jars())
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from common import Broker  # type: ignore[import-not-found]
 

@@ -37,6 +37,12 @@ from pyspark_kafkalite.options import ReadOptions, WriteOptions
 from pyspark_kafkalite.planning import OffsetRange, Planner, PushedFilters
 from pyspark_kafkalite.reading import read_range
 
+#: The error of ``mode("overwrite")`` (Spark's own error for the default mode points there).
+OVERWRITE_REFUSED = (
+    'save mode Overwrite is not allowed for the kafkalite sink: Kafka topics are append-only. '
+    'Write with .mode("append"), which is what Spark\'s JVM connector does in its default mode '
+    '(PySpark refuses the default ErrorIfExists mode for Python data sources)')
+
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
 
@@ -241,8 +247,10 @@ class KafkaLiteDataSource(DataSource):
         from pyspark_kafkalite.writer import KafkaLiteBatchWriter, check_write_schema
 
         if overwrite:
-            raise ConfigError("the kafkalite sink only appends (Kafka topics cannot be overwritten); "
-                              "use mode('append')")
+            # Spark's JVM connector refuses Overwrite too and appends for its default mode
+            # (ErrorIfExists), which PySpark refuses for every Python data source before
+            # this code runs (UNSUPPORTED_DATA_SOURCE_SAVE_MODE): so append is the one mode.
+            raise ConfigError(OVERWRITE_REFUSED)
         opts = WriteOptions.parse(self.options)
         check_write_schema(schema, opts)
         return KafkaLiteBatchWriter(opts)

@@ -9,8 +9,11 @@ micro-batch reads ``[start, end)`` per partition with the batch reader's tasks.
   to their backlog, as Spark's JVM connector does); ``minOffsetsPerTrigger`` waits
   for that many new records, but never longer than ``maxTriggerDelay`` (default 15m);
 * ``Trigger.AvailableNow`` reads what exists when the query starts, in micro-batches
-  bounded by the limits (PySpark >= 4.2 gives sources admission control and
-  AvailableNow; on older PySpark every micro-batch reads all that is available);
+  bounded by the limits, on PySpark >= 4.2 (which gives Python sources admission
+  control and AvailableNow). PySpark 4.0 / 4.1 run AvailableNow (and Once) as a single
+  micro-batch for Python sources; the limits still bound it, so such a run reads at
+  most ``maxOffsetsPerTrigger`` records and the next run goes on from there (a warning
+  says so; processing-time triggers are bounded the same way on every version);
 * ``failOnDataLoss``: offsets deleted before they were read, a partition that went
   backwards (truncation) or disappeared fail the query naming the option; with
   ``false`` the query logs a warning and goes on with what is left;
@@ -33,6 +36,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from kafkalite import OffsetAndMetadata, TopicPartition
 from kafkalite.errors import OffsetOutOfRangeError
+from pyspark_kafkalite.ledger import MicroBatchLedger
 from pyspark_kafkalite.options import ReadOptions
 from pyspark_kafkalite.planning import (
     TP,
@@ -59,6 +63,10 @@ try:  # PySpark >= 4.2: admission control and Trigger.AvailableNow for Python so
 except ImportError:  # PySpark 4.0 / 4.1
     ReadAllAvailable = ReadLimit = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]
     _AVAILABLE_NOW_BASES = ()
+
+#: PySpark passes a start and a read limit to latestOffset (4.2+) and runs
+#: Trigger.AvailableNow in bounded micro-batches for Python sources.
+ADMISSION_CONTROL = ReadMaxRows is not None
 
 
 def rate_limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int) -> dict[TP, int]:
@@ -87,9 +95,10 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
         self.opts = opts
         self._planner: Planner | None = None
         self._target: dict[TP, int] | None = None  # Trigger.AvailableNow's end
-        self._last_returned: dict[TP, int] | None = None
+        self.ledger = MicroBatchLedger()  # where Spark's query stands (see ledger.py)
         self._latest: dict[TP, int] | None = None
         self._last_batch_time = time.monotonic()
+        self._warned_single_batch = False
         self._committed: dict[TP, int] | None = None
         self.group_id = opts.group_id
         if self.group_id is None and opts.group_id_prefix:
@@ -111,13 +120,14 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
     # ------------------------------------------------------------ offsets
 
     def initialOffset(self) -> dict[str, Any]:
+        return offsets_to_json(self.ledger.initial(self._resolve_initial))
+
+    def _resolve_initial(self) -> dict[TP, int]:
         planner = self.planner
         parts = planner.partitions()
         earliest = planner.earliest(parts)
         latest = planner.latest(parts)
-        start = planner.resolve(self.opts.starting, parts, earliest=earliest, latest=latest, starting=True)
-        self._last_returned = dict(start)
-        return offsets_to_json(start)
+        return planner.resolve(self.opts.starting, parts, earliest=earliest, latest=latest, starting=True)
 
     def _current(self) -> tuple[dict[TP, int], dict[TP, int]]:
         planner = self.planner
@@ -142,27 +152,43 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
         """The end of the next micro-batch (``start`` and ``limit`` from PySpark >= 4.2)."""
         latest, earliest = self._current()
         self._latest = dict(latest)
-        if self._target is not None:
-            # AvailableNow: partitions that appeared later are not read; nothing past the target.
-            latest = {tp: min(off, self._target[tp]) for tp, off in latest.items() if tp in self._target}
-        if start is not None:
-            # Spark plans a micro-batch only after the one before it completed, so
-            # ``start`` is processed: commit it too (Spark calls commit() for the last
-            # batch only when it plans another, which Trigger.AvailableNow never does).
-            self._commit_group(start)
-        begin = offsets_from_json(start) if start is not None else self._last_returned
-        if begin is None:
-            end = dict(latest)
+        begin = self.ledger.next_start(offsets_from_json(start) if start is not None else None)
+        if begin is not None:
+            # Spark plans a micro-batch only after the one before it completed, so its
+            # start is processed: commit it too (Spark calls commit() for the last batch
+            # only when it plans another, which Trigger.AvailableNow never does).
+            self._commit_group(offsets_to_json(begin))
         else:
-            begin = dict(begin)
-            for tp in latest:
-                begin.setdefault(tp, earliest[tp])  # a new partition starts at its earliest offset
-            end = self._limit(begin, latest, limit)
-            # Partitions that vanished keep their offset (partitions() reports the loss).
-            for tp, off in begin.items():
-                end.setdefault(tp, off)
-        self._last_returned = end
+            # A new query on PySpark < 4.2: latestOffset() comes before initialOffset().
+            begin = self.ledger.initial(self._resolve_initial)
+        if start is None:
+            self._warn_single_batch_triggers()
+        if self._target is not None:
+            # AvailableNow: partitions that appeared later are not read; nothing past the
+            # target, nor before the start (startingOffsets=latest resolves after the target).
+            latest = {tp: min(off, max(self._target[tp], begin.get(tp, 0))) for tp, off in latest.items()
+                      if tp in self._target}
+        for tp in latest:
+            begin.setdefault(tp, earliest[tp])  # a new partition starts at its earliest offset
+        end = self._limit(begin, latest, limit)
+        # Partitions that vanished keep their offset (partitions() reports the loss).
+        for tp, off in begin.items():
+            end.setdefault(tp, off)
+        self.ledger.returned(end)
         return offsets_to_json(end)
+
+    def _warn_single_batch_triggers(self) -> None:
+        opts = self.opts
+        if self._warned_single_batch or not (opts.max_offsets_per_trigger or opts.min_offsets_per_trigger):
+            return
+        self._warned_single_batch = True
+        import pyspark
+
+        log.warning("kafkalite: PySpark %s gives Python data sources no admission control: "
+                    "maxOffsetsPerTrigger/minOffsetsPerTrigger bound every micro-batch, and "
+                    "Trigger.AvailableNow or Trigger.Once (a single micro-batch for Python sources on "
+                    "this PySpark) read at most one bounded micro-batch per run; PySpark >= 4.2 "
+                    "reads all that is available in bounded micro-batches", pyspark.__version__)
 
     def _limit(self, begin: dict[TP, int], latest: dict[TP, int], limit: Any) -> dict[TP, int]:
         opts = self.opts
@@ -185,8 +211,9 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
     # ------------------------------------------------------------ micro-batches
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        begin = offsets_from_json(start)
         stop = offsets_from_json(end)
+        self.ledger.planned(offsets_from_json(start), stop)
+        begin = self.ledger.batch_start(offsets_from_json(start), stop)
         if begin == stop:
             return []
         opts = self.opts
@@ -228,6 +255,7 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark finished every micro-batch up to ``end``: tell the consumer group."""
+        self.ledger.committed(offsets_from_json(end))
         self._commit_group(end)
 
     def _commit_group(self, end: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ import datetime as dt
 import time
 from typing import Any
 
+import pyspark
 import pytest
 
 from kafkalite import AdminClient, Producer, TopicPartition
@@ -14,6 +15,8 @@ pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
 
 # Explicit timestamps, recent enough for the broker's retention (7 days by default).
 BASE_TS = (int(time.time()) - 3600) * 1000
+#: PySpark >= 4.1 pushes filters into Python sources (spark.sql.python.filterPushdown.enabled).
+FILTER_PUSHDOWN = tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (4, 1)
 
 
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, *, compression: str = "none",
@@ -112,7 +115,8 @@ def test_offsets_timestamps_splitting_and_pushed_filters(spark: Any, kafka_broke
     # Filters on partition, offset and timestamp: pushed into the ranges, same answer as Spark's.
     df = base().option("subscribe", topic).load()
     assert df.rdd.getNumPartitions() == 2
-    assert df.filter("partition = 1").rdd.getNumPartitions() == 1  # pushed down: one range planned
+    # Pushed down: one range planned (PySpark 4.0 has no pushdown: Spark filters both ranges).
+    assert df.filter("partition = 1").rdd.getNumPartitions() == (1 if FILTER_PUSHDOWN else 2)
     picked = df.filter(f"partition = 1 AND offset >= 40 AND offset < 45 AND topic = '{topic}'").collect()
     assert sorted(r.offset for r in picked) == [40, 41, 42, 43, 44]
     assert all(r.value == by_tp[(1, r.offset)][4] for r in picked)

@@ -1,9 +1,9 @@
 """kafkalite and Spark's JVM Kafka connector return identical DataFrames.
 
 Runs in the PySpark 4.0.0 environment (the only Spark release with a matched JVM
-connector set on Maven Central): ``tools/spark40/env.py`` creates ``.venv-spark40``
-on first use (cached afterwards) and fetches the connector's jars with checksums;
-``tools/spark40/compare.py`` reads the same topics with ``format("kafka")`` and
+connector set on Maven Central): ``tools/spark_matrix/jvm_connector.py`` makes the
+version matrix's PySpark 4.0.0 venv (``.venv-pyspark/4.0.0``, cached afterwards) and
+fetches the connector's jars with checksums; ``tools/spark_matrix/compare.py`` reads the same topics with ``format("kafka")`` and
 ``format("kafkalite")`` in one SparkSession and compares schemas and rows.
 """
 
@@ -36,7 +36,7 @@ def produce(bootstrap: str, topic: str, partitions: int, count: int, *, compress
 
 
 def test_jvm_connector_and_kafkalite_return_identical_dataframes(kafka_broker: Any, topic_factory: Any) -> None:
-    env = subprocess.run([sys.executable, str(ROOT / "tools/spark40/env.py"), "--json"], check=True,
+    env = subprocess.run([sys.executable, str(ROOT / "tools/spark_matrix/jvm_connector.py"), "--json"], check=True,
                          capture_output=True, text=True, timeout=1200)
     setup = json.loads(env.stdout.strip().splitlines()[-1])
 
@@ -54,7 +54,7 @@ def test_jvm_connector_and_kafkalite_return_identical_dataframes(kafka_broker: A
                               "startingOffsetsByTimestamp": json.dumps(
                                   {a: {"0": base_ts + 300, "2": base_ts + 10}, b: {"1": base_ts + 200}})},
     }
-    args = [setup["python"], str(ROOT / "tools/spark40/compare.py"), "--bootstrap", kafka_broker.bootstrap,
+    args = [setup["python"], str(ROOT / "tools/spark_matrix/compare.py"), "--bootstrap", kafka_broker.bootstrap,
             "--jars", ",".join(setup["jars"])]
     for name, options in cases.items():
         args += ["--case", name, json.dumps(options)]

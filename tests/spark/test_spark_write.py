@@ -129,3 +129,28 @@ def test_bad_read_options_fail_naming_the_option(spark: Any, kafka_broker: Any, 
         load(subscribe=topic, **{"kafka.auto.offset.reset": "earliest"})
     # Subscribing to a topic that does not exist reads nothing (as Spark's JVM connector).
     assert load(subscribe=f"{topic}-absent").count() == 0
+
+
+def test_save_modes_the_default_is_refused_by_spark_overwrite_by_kafkalite_append_writes(
+        spark: Any, kafka_broker: Any, topic_factory: Any) -> None:
+    """Moving a job from format("kafka") (whose default mode appends) needs .mode("append"):
+    PySpark refuses ErrorIfExists and Ignore for every Python data source before kafkalite
+    runs (in every release 4.0.0 .. 4.3.0, checked by the version matrix); Overwrite
+    reaches kafkalite, which names the mode to write."""
+    topic = topic_factory(partitions=1)
+    df = spark.createDataFrame([("k", "v")], "key string, value string")
+
+    def writer() -> Any:
+        return df.write.format("kafkalite").option("kafka.bootstrap.servers", kafka_broker.bootstrap) \
+            .option("topic", topic)
+
+    with pytest.raises(Exception, match=r'UNSUPPORTED_DATA_SOURCE_SAVE_MODE.*"ErrorIfExists" mode'):
+        writer().save()
+    with pytest.raises(Exception, match=r'UNSUPPORTED_DATA_SOURCE_SAVE_MODE.*"Ignore" mode'):
+        writer().mode("ignore").save()
+    with pytest.raises(Exception, match=r'Kafka topics are append-only\. Write with \.mode\("append"\)'):
+        writer().mode("overwrite").save()
+    writer().mode("append").save()
+    back = spark.read.format("kafkalite").option("kafka.bootstrap.servers", kafka_broker.bootstrap) \
+        .option("subscribe", topic).load().collect()
+    assert [(r.key, r.value) for r in back] == [(b"k", b"v")]  # only the append wrote

@@ -1,11 +1,11 @@
-"""The PySpark 4.0.0 environment for comparing kafkalite with Spark's JVM Kafka connector.
+"""Spark's JVM Kafka connector next to kafkalite: the PySpark 4.0.0 entry of the version matrix
+plus the connector's jars.
 
 Maven Central has a matched set of the JVM connector only for Spark 4.0.0
 (``spark-sql-kafka-0-10_2.13`` and ``spark-token-provider-kafka-0-10_2.13``; later
-versions lack the token provider there), so the side-by-side runs need PySpark 4.0.0,
-in a venv of its own next to the project's: ``.venv-spark40`` (or
-``$KAFKALITE_SPARK40_VENV``). It holds pyspark==4.0.0, pyarrow, numpy and a regular
-(non-editable) install of this checkout, reinstalled when the sources change.
+versions lack the token provider there), so the side-by-side runs
+(``tests/spark/test_spark_jvm_parity.py``, ``benchmarks/spark_throughput.py``) use the
+matrix's PySpark 4.0.0 venv (``tools/spark_matrix/matrix.py``: ``.venv-pyspark/4.0.0``).
 
 The connector's jars and their dependencies are fetched from Maven Central by file
 (no Ivy, no Maven: Ivy's local-m2 resolver fails when ``~/.m2`` holds a POM without
@@ -15,8 +15,8 @@ kafka-clients' dependencies (lz4, snappy, zstd-jni, slf4j).
 
 Usage::
 
-    python tools/spark40/env.py            # create/update; prints the venv's python and jars
-    python tools/spark40/env.py --json     # the same as JSON (what the tests read)
+    python tools/spark_matrix/jvm_connector.py          # create/update; prints the venv's python and jars
+    python tools/spark_matrix/jvm_connector.py --json   # the same as JSON (what the tests read)
 """
 
 from __future__ import annotations
@@ -25,17 +25,16 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
-import venv
 from pathlib import Path
 
 from kafkalite.testing.distribution import MAVEN_CENTRAL, Artifact, download_artifact, file_lock
 from kafkalite.testing.paths import cache_dir
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from matrix import ensure_venv  # tools/ is no package: this folder is on sys.path
+
 PYSPARK_VERSION = "4.0.0"
-REQUIREMENTS = [f"pyspark=={PYSPARK_VERSION}", "pyarrow>=16", "numpy>=1.23"]
 
 #: The JVM connector for Spark 4.0.0 and its compile dependencies that Spark lacks.
 JARS = (
@@ -52,10 +51,6 @@ JARS = (
              sha256="6d3bd18df8410f3e31b031aca582cc109342358a62a2759ebd0c4cdf30d06f8b", size=150048,
              sha1="458563f69fbdaebf7daadfe10dc3a22e42a7de50"),
 )
-
-
-def venv_dir() -> Path:
-    return Path(os.environ.get("KAFKALITE_SPARK40_VENV") or ROOT / ".venv-spark40")
 
 
 def fetch_jars() -> list[Path]:
@@ -81,45 +76,11 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _source_stamp() -> str:
-    """A digest of everything that goes into the kafkalite install."""
-    digest = hashlib.sha256()
-    files = [ROOT / "pyproject.toml", ROOT / "setup.py"]
-    for top in ("src/kafkalite", "spark_connector/pyspark_kafkalite"):
-        files += sorted(p for p in (ROOT / top).rglob("*") if p.suffix in (".py", ".c", ".h", ".json"))
-    for path in files:
-        digest.update(str(path.relative_to(ROOT)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def ensure_venv(quiet: bool = True) -> Path:
-    """Create or update the venv; return its python."""
-    target = venv_dir()
-    python = target / "bin" / "python"
-    q = ["--quiet"] if quiet else []
-    with file_lock(target.with_name(target.name + ".lock")):
-        if not python.exists():
-            venv.EnvBuilder(with_pip=True, clear=True).create(target)
-            subprocess.run([str(python), "-m", "pip", "install", *q, "--upgrade", "pip", "setuptools", "wheel"],
-                           check=True)
-        stamp_file = target / "kafkalite-source.sha256"
-        stamp = _source_stamp() + "\n" + " ".join(REQUIREMENTS)
-        if not stamp_file.exists() or stamp_file.read_text() != stamp:
-            subprocess.run([str(python), "-m", "pip", "install", *q, *REQUIREMENTS], check=True)
-            # A regular install: pyspark_kafkalite lands in site-packages, where PySpark's
-            # own lookup finds it (this also checks the packaging of the connector).
-            subprocess.run([str(python), "-m", "pip", "install", *q, "--force-reinstall",
-                            "--no-build-isolation", str(ROOT)], check=True, cwd=str(target))
-            stamp_file.write_text(stamp)
-    return python
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the python and jars as JSON")
     args = parser.parse_args(argv)
-    python = ensure_venv(quiet=args.json)
+    python = ensure_venv(PYSPARK_VERSION, quiet=args.json)
     jars = fetch_jars()
     if args.json:
         print(json.dumps({"python": str(python), "jars": [str(j) for j in jars]}))

@@ -1,12 +1,12 @@
 """Read the same topics with Spark's JVM connector and with kafkalite; compare the DataFrames.
 
-Runs inside the PySpark 4.0.0 venv (``tools/spark40/env.py``) with the JVM connector's
+Runs inside the PySpark 4.0.0 venv (``tools/spark_matrix/jvm_connector.py``) with the JVM connector's
 jars on ``spark.jars``. For each case the same options go to ``format("kafka")`` and
 ``format("kafkalite")`` (found by PySpark's own lookup: no registration call); the
 schemas must be equal and the rows identical (sorted by topic, partition, offset).
 Prints one JSON object; exits 1 if any case differs.
 
-    .venv-spark40/bin/python tools/spark40/compare.py --bootstrap 127.0.0.1:9092 \\
+    .venv-pyspark/4.0.0/bin/python tools/spark_matrix/compare.py --bootstrap 127.0.0.1:9092 \\
         --jars a.jar,b.jar --case subscribe '{"subscribe": "t1,t2", "includeHeaders": "true"}'
 """
 
