@@ -66,6 +66,41 @@ def test_tied_process_dies_with_its_parent(tmp_path: Path) -> None:
     assert _wait_dead(child), "the tied child outlived its SIGKILLed parent"
 
 
+def test_a_tied_process_started_from_a_short_lived_thread_survives_the_thread(tmp_path: Path) -> None:
+    """PDEATHSIG fires when the forking *thread* ends: spawn() forks from a launcher
+    thread that lives as long as the process (a broker restarted by a fault test's
+    restarter thread must not die with that thread), and still dies with the process."""
+    script = textwrap.dedent(
+        f"""
+        import sys, threading, time
+        from pathlib import Path
+        from kafkalite.testing import processes
+        started = []
+        t = threading.Thread(target=lambda: started.append(processes.spawn(
+            ["sleep", "60"], log_path=Path({str(tmp_path / 't.log')!r}), cwd=Path({str(tmp_path)!r}))))
+        t.start()
+        t.join()
+        print(started[0].pid, flush=True)
+        time.sleep(60)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              env=os.environ.copy())
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    try:
+        # The thread that asked for it has ended; the child must still run. A dead child
+        # shows within milliseconds (PDEATHSIG is immediate): poll for a while.
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            assert processes.is_alive(child), "the child died with the short-lived thread"
+            time.sleep(0.05)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert _wait_dead(child), "the tied child outlived its SIGKILLed parent"
+
+
 def test_detached_process_outlives_its_parent(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

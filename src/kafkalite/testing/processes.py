@@ -4,9 +4,11 @@ Two mechanisms, because either alone leaves gaps:
 
 - *Parent-death signal*: a process started with ``tied=True`` asks Linux
   (``prctl(PR_SET_PDEATHSIG, SIGKILL)``) to be killed when its parent dies, so a
-  SIGKILLed pytest takes its brokers with it. Caveat: the signal fires when the
-  *thread* that forked the child exits, so start tied processes from a long-lived
-  thread (the main thread), never from a short-lived pool worker.
+  SIGKILLed pytest takes its brokers with it. The signal fires when the *thread* that
+  forked the child exits, so :func:`spawn` forks every tied process from the main
+  thread or from one launcher thread that lives as long as the process: a broker
+  restarted from a short-lived thread (a fault test's restarter) is not killed when
+  that thread ends.
 - *Registry*: every process is recorded in ``<state>/processes/<pid>.json`` with its
   start time (to recognise pid reuse) and its owner. :func:`reap_orphans` kills
   tied processes whose owner is gone (e.g. on macOS, which has no PDEATHSIG), and
@@ -20,16 +22,21 @@ import contextlib
 import ctypes
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalite.testing.paths import state_dir
+
+T = TypeVar("T")
 
 _PR_SET_PDEATHSIG = 1
 
@@ -128,17 +135,20 @@ def spawn(
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        kwargs = tied_popen_kwargs() if tied else {"start_new_session": True}
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=str(cwd),
-            env=dict(env) if env is not None else None,
-            close_fds=True,
-            **kwargs,
-        )
+        def start() -> subprocess.Popen[bytes]:
+            kwargs = tied_popen_kwargs() if tied else {"start_new_session": True}
+            return subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=str(cwd),
+                env=dict(env) if env is not None else None,
+                close_fds=True,
+                **kwargs,
+            )
+
+        proc = _LAUNCHER.run(start) if tied else start()
     record = ProcessRecord(
         pid=proc.pid,
         start_time=process_start_time(proc.pid),
@@ -150,6 +160,39 @@ def spawn(
     )
     _write(record)
     return proc
+
+
+class _Launcher:
+    """Forks tied processes from a thread that outlives every caller (see the module
+    doc): calls from the main thread fork there; calls from any other thread are handed
+    to one daemon thread that lives until the interpreter exits."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, start: Callable[[], T]) -> T:
+        if threading.current_thread() is threading.main_thread():
+            return start()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="kafkalite-launcher", daemon=True)
+                self._thread.start()
+        done: Future[T] = Future()
+        self._jobs.put((start, done))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            start, done = self._jobs.get()
+            try:
+                done.set_result(start())
+            except BaseException as exc:  # handed to the caller
+                done.set_exception(exc)
+
+
+_LAUNCHER = _Launcher()
 
 
 def _write(record: ProcessRecord) -> None:
