@@ -365,7 +365,7 @@ class LocalBroker:
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
-    def start(self, *, wait: bool = True, timeout: float = 60.0) -> LocalBroker:
+    def start(self, *, wait: bool = True, timeout: float = 120.0) -> LocalBroker:
         """Format if needed, start the JVM and (by default) wait until it is ready.
 
         A single broker whose ports were chosen automatically retries on fresh
@@ -415,7 +415,7 @@ class LocalBroker:
             return False
         return self.node_id in live and all(n in live for n in expected_nodes)
 
-    def wait_ready(self, timeout: float = 60.0, expected_nodes: Sequence[int] = ()) -> None:
+    def wait_ready(self, timeout: float = 120.0, expected_nodes: Sequence[int] = ()) -> None:
         """Block until :meth:`probe` succeeds; raise with the log tail if it does not."""
         deadline = time.monotonic() + timeout
         while True:
@@ -485,7 +485,7 @@ class LocalBroker:
         self._paused = False
         return proc.returncode
 
-    def restart(self, *, wait: bool = True, timeout: float = 60.0, graceful: bool = True) -> None:
+    def restart(self, *, wait: bool = True, timeout: float = 120.0, graceful: bool = True) -> None:
         """Stop (or kill) if running, then start again with the same id, ports and data."""
         if self.is_running:
             if graceful:

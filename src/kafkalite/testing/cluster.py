@@ -149,8 +149,12 @@ class LocalCluster:
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def start(self, timeout: float = 90.0) -> LocalCluster:
-        """Format every node (in parallel), start them and wait until all are ready."""
+    def start(self, timeout: float = 240.0) -> LocalCluster:
+        """Format every node (in parallel), start them and wait until all are ready.
+
+        The deadline is generous on purpose: three JVMs electing a KRaft quorum on a
+        busy 2-core machine take far longer than on a quiet one, and a start that is
+        merely slow must not fail a test run (a quiet start takes ~10 s)."""
         self._distribution.ensure()
         self.java  # noqa: B018 -- resolve once, before the threads below
         with ThreadPoolExecutor(len(self.brokers)) as pool:
@@ -161,7 +165,7 @@ class LocalCluster:
         self.wait_ready(timeout)
         return self
 
-    def wait_ready(self, timeout: float = 90.0) -> None:
+    def wait_ready(self, timeout: float = 240.0) -> None:
         """Block until every running node lists every running node as live."""
         running = [b for b in self.brokers if b.is_running and not b.is_paused]
         expected = [b.node_id for b in running]
@@ -169,7 +173,7 @@ class LocalCluster:
         for broker in running:
             broker.wait_ready(max(1.0, deadline - time.monotonic()), expected_nodes=expected)
 
-    def heal(self, timeout: float = 90.0) -> None:
+    def heal(self, timeout: float = 240.0) -> None:
         """Resume paused nodes, start stopped ones, and wait for all to be ready.
 
         The ``kafka_cluster`` fixture calls this before each test, so a fault test
