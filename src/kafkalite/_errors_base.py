@@ -19,6 +19,7 @@ class KafkaError(Exception):
 
     Attributes:
         retriable: the same operation may succeed if tried again later.
+        outcome_unknown: (producer delivery errors) the record may have been written.
         fatal: the client that raised it cannot continue (e.g. a fenced producer);
             close it.
         abortable: the current transaction must be aborted, then work can go on.
@@ -29,6 +30,11 @@ class KafkaError(Exception):
     retriable: ClassVar[bool] = False
     fatal_default: ClassVar[bool] = False
     abortable_default: ClassVar[bool] = False
+    #: On a producer's delivery error: the record reached a broker at least once before
+    #: the send failed (a request timed out, a connection broke), so it may have been
+    #: written after all (librdkafka's "possibly persisted"; Java cannot tell). False: the
+    #: record was certainly not written.
+    outcome_unknown: bool = False
 
     def __init__(
         self,

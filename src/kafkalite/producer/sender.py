@@ -27,6 +27,7 @@ Produce versions: the negotiated one, but at most 12 when a topic id is unknown
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from collections.abc import Callable
@@ -425,6 +426,11 @@ class Sender:
         if batch.done:
             return
         if isinstance(error, KafkaError):
+            if written_unknown and not error.outcome_unknown:
+                # Its own copy: one error object may fail batches that were never sent too.
+                error = copy.copy(error)
+                error.outcome_unknown = True
+                error.message = f"{error.message}; it was sent to the broker, so it may have been written"
             error.with_context(topic=batch.topic, partition=batch.partition)
         if self.idem is not None:
             self.idem.on_failure(batch, error, written_unknown)
