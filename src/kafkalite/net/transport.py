@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite import __version__
+from kafkalite._version import __version__
 from kafkalite.errors import (
     AuthenticationError,
     IllegalSaslStateError,
