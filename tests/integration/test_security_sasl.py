@@ -16,7 +16,6 @@ import pytest
 
 from kafkalite import AdminClient, Consumer, Producer, TopicPartition
 from kafkalite.admin.security_types import UserScramCredentialDeletion, UserScramCredentialUpsertion
-from kafkalite.config import resolve
 from kafkalite.errors import (
     GroupAuthorizationError,
     SaslAuthenticationError,
@@ -25,6 +24,7 @@ from kafkalite.errors import (
 from kafkalite.net.sasl import unsecured_jwt
 from kafkalite.net.transport import BrokerConnection
 from kafkalite.protocol.messages.metadata import MetadataRequest
+from kafkalite.settings import resolve
 from kafkalite.testing.properties import REAUTH_MS, SECURE_PRESET
 from kafkalite.testing.topics import unique_topic_name
 from tests.integration.security_support import consume, grant, round_trip, stats

@@ -298,9 +298,9 @@ def check_topic(settings: dict[str, Any], topic: str, partition: int | None, tim
     """
     import asyncio
 
-    from kafkalite.config import resolve
     from kafkalite.errors import UnknownTopicOrPartitionError, error_for_code
     from kafkalite.net.client import NetworkClient
+    from kafkalite.settings import resolve
 
     cfg = resolve("producer", settings)
     budget = timeout if timeout is not None else cfg["max.block.ms"] / 1000.0
