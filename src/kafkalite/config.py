@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -323,6 +323,29 @@ _FALSE = {"false", "0", "no", "off"}
 def lookup(key: str) -> Setting | None:
     """The setting for a Java name or snake_case alias, or None."""
     return BY_NAME.get(key) or _BY_ALIAS.get(key)
+
+
+def settings_for(clients: str | Collection[str], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``settings`` that every kind in ``clients`` takes.
+
+    For a properties file shared by several tools or clients (Kafka's console tools take
+    one ``--command-config`` for everything): the settings of other client kinds are left
+    out, names the schema does not know are kept, so that resolving them still fails
+    naming the nearest known one. ``settings_for(ALL, ...)`` keeps what every kind takes
+    (connection, security, metrics).
+
+    Example::
+
+        settings_for("admin", {"bootstrap.servers": "b:9092", "linger.ms": 5})
+        # {'bootstrap.servers': 'b:9092'}: linger.ms is a producer setting
+    """
+    kinds = {clients} if isinstance(clients, str) else set(clients)
+    out = {}
+    for key, value in settings.items():
+        setting = lookup(key) if isinstance(key, str) else None
+        if setting is None or kinds <= setting.clients:
+            out[key] = value
+    return out
 
 
 def _suggest(key: str, client: str) -> str:
