@@ -301,7 +301,7 @@ async def test_reauthentication_behind_pipelined_requests(kafka_broker_sasl) -> 
         conn._begin_reauthentication()
         assert conn.reauthenticating
         during = [conn.send(MetadataRequest(topics=[])) for _ in range(20)]
-        assert conn.in_flight >= 20 and len(conn._held) == 20
+        assert conn.in_flight >= 20 and conn.held == 20
         responses = await asyncio.wait_for(asyncio.gather(*before, *during), 30)
         assert all(r.brokers for r in responses)
         assert conn.reauthentications == 1 and not conn.reauthenticating and conn.connected
