@@ -39,9 +39,9 @@ CASES = ("unkeyed", "keyed", "callback", "header", "send_many")
 
 
 def measure(records: int, cases: tuple[str, ...] = CASES, rounds: int = 3) -> dict[str, float]:
-    from kafkalite.config import resolve
     from kafkalite.producer.core import ProducerCore
     from kafkalite.producer.producer import Producer
+    from kafkalite.settings import resolve
 
     def make(partitions: int) -> Producer:
         cfg = resolve("producer", {"bootstrap.servers": "127.0.0.1:1", "buffer.memory": 1 << 31,

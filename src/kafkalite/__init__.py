@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from kafkalite import errors
+from kafkalite._version import __version__
 from kafkalite.types import (
     ConsumerGroupMetadata,
     ConsumerRecord,
@@ -27,8 +28,6 @@ from kafkalite.types import (
     TimestampType,
     TopicPartition,
 )
-
-__version__ = "0.1.0"
 
 # Public name -> "module:attribute". Imported on first use (PEP 562) so that
 # `import kafkalite` stays fast and a client's modules load only when used.

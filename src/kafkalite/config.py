@@ -2,13 +2,19 @@
 
 Settings use the Java client's names (``bootstrap.servers``, ``linger.ms``); each also
 has a snake_case alias (``bootstrap_servers``, ``linger_ms``) so that keyword arguments
-read naturally. Defaults follow the Java client 4.x. Resolution validates everything at
-construction: an unknown key fails and suggests the nearest known one, a wrong type or
-range names the key and the value.
+read naturally. Defaults follow the Java client 4.x.
+
+This module is declarative: names, types, ranges, defaults, which client kinds take a
+setting (and why another kind refuses it), what a kind cannot run without. It imports
+nothing of ``net/`` or the clients. :func:`parse` applies the schema alone; clients get
+their settings from :func:`kafkalite.settings.resolve`, which adds every check that
+relates several settings or loads something (TLS stores, SASL logins), registered in
+one table there. Everything is validated at construction: an unknown key fails and
+suggests the nearest known one, a wrong type or range names the key and the value.
 
 Example::
 
-    from kafkalite.config import resolve
+    from kafkalite.settings import resolve
     cfg = resolve("producer", {"bootstrap.servers": "127.0.0.1:9092"}, linger_ms=10)
     cfg["linger.ms"]      # 10
     cfg.linger_ms         # 10
@@ -20,11 +26,11 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.errors import ConfigError
+from kafkalite.errors import ConfigError, InvalidGroupIdError, KafkaError
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 SHARE_CONSUMER = "share_consumer"  # KIP-932 share groups (kafkalite.ShareConsumer)
@@ -287,6 +293,25 @@ _NOT_FOR: dict[tuple[str, str], str] = {
     ("max.in.flight.requests.per.connection", CONSUMER):
         "the consumer keeps one fetch in flight per broker; Java's consumer has no such setting either",
 }
+# Consumer settings a share consumer refuses (KIP-932): those with a share group
+# counterpart name the group config an administrator sets instead
+# (AdminClient.incremental_alter_configs on ConfigResource("group", group_id)) ...
+_SHARE_GROUP_CONFIGS: dict[str, str] = {
+    "auto.offset.reset": "share.auto.offset.reset",
+    "isolation.level": "share.isolation.level",
+    "session.timeout.ms": "share.session.timeout.ms",
+    "heartbeat.interval.ms": "share.heartbeat.interval.ms",
+    "max.poll.interval.ms": "share.record.lock.duration.ms",
+}
+# ... and these mean nothing for a share group.
+_NOT_FOR_SHARE = frozenset({"enable.auto.commit", "auto.commit.interval.ms", "group.instance.id", "group.protocol",
+                            "group.remote.assignor", "partition.assignment.strategy", "max.partition.fetch.bytes"})
+
+# Settings a client kind cannot run without ("bootstrap.servers" aside, which every kind
+# needs): the error class and its text.
+_REQUIRED: dict[tuple[str, str], tuple[type[KafkaError], str]] = {
+    ("group.id", SHARE_CONSUMER): (InvalidGroupIdError, "a share consumer needs the setting 'group.id' (its share group)"),
+}
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 _BY_ALIAS: dict[str, Setting] = {s.alias: s for s in SETTINGS}
@@ -300,6 +325,29 @@ def lookup(key: str) -> Setting | None:
     return BY_NAME.get(key) or _BY_ALIAS.get(key)
 
 
+def settings_for(clients: str | Collection[str], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``settings`` that every kind in ``clients`` takes.
+
+    For a properties file shared by several tools or clients (Kafka's console tools take
+    one ``--command-config`` for everything): the settings of other client kinds are left
+    out, names the schema does not know are kept, so that resolving them still fails
+    naming the nearest known one. ``settings_for(ALL, ...)`` keeps what every kind takes
+    (connection, security, metrics).
+
+    Example::
+
+        settings_for("admin", {"bootstrap.servers": "b:9092", "linger.ms": 5})
+        # {'bootstrap.servers': 'b:9092'}: linger.ms is a producer setting
+    """
+    kinds = {clients} if isinstance(clients, str) else set(clients)
+    out = {}
+    for key, value in settings.items():
+        setting = lookup(key) if isinstance(key, str) else None
+        if setting is None or kinds <= setting.clients:
+            out[key] = value
+    return out
+
+
 def _suggest(key: str, client: str) -> str:
     names = [s.name for s in SETTINGS if client in s.clients]
     normalized = key.replace("_", ".").lower()
@@ -307,7 +355,9 @@ def _suggest(key: str, client: str) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def _coerce(setting: Setting, value: Any) -> Any:
+def coerce(setting: Setting, value: Any) -> Any:
+    """``value`` as ``setting``'s type (strings parsed as Java properties are), range-checked;
+    a :class:`ConfigError` naming the setting otherwise."""
     key = setting.name
 
     def bad(expected: str) -> ConfigError:
@@ -429,28 +479,38 @@ class Config(Mapping[str, Any]):
         return f"Config({self.client}, {shown})"
 
 
-Validator = Callable[[Config], Config]
-_VALIDATORS: dict[str, list[Validator]] = {PRODUCER: [], CONSUMER: [], ADMIN: [], SHARE_CONSUMER: []}
+def _refusal(setting: Setting, client: str) -> str:
+    """Why ``client`` refuses ``setting``, which other kinds take (always naming the kind:
+    "does not apply to a share_consumer")."""
+    name = setting.name
+    if client == SHARE_CONSUMER and name in _SHARE_GROUP_CONFIGS:
+        return (f"setting '{name}' does not apply to a {client}: set the share group's config "
+                f"'{_SHARE_GROUP_CONFIGS[name]}' instead (AdminClient.incremental_alter_configs on "
+                "ConfigResource('group', <group.id>))")
+    if client == SHARE_CONSUMER and name in _NOT_FOR_SHARE:
+        return (f"setting '{name}' does not apply to a {client} (share groups assign "
+                "partitions on the broker and track every record's state there)")
+    why = _NOT_FOR.get((name, client))
+    return (f"setting '{name}' does not apply to a {client} "
+            f"(it is a {'/'.join(sorted(setting.clients))} setting" + (f"; {why})" if why else ")"))
 
 
-def cross_check(client: str) -> Callable[[Validator], Validator]:
-    """Register a check that relates several settings of one client (run by resolve())."""
-
-    def register(fn: Validator) -> Validator:
-        _VALIDATORS[client].append(fn)
-        return fn
-
-    return register
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
-def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: Any) -> Config:
-    """Validate user settings for ``client`` ('producer', 'consumer', 'admin', 'share_consumer').
+def parse(client: str, settings: Mapping[str, Any] | None = None, **kwargs: Any) -> Config:
+    """Apply the schema alone to user settings for ``client`` ('producer', 'consumer',
+    'admin', 'share_consumer'): known names, types, ranges, defaults, required settings,
+    ``bootstrap.servers`` addresses.
 
     ``settings`` is a dict with Java names or aliases; keyword arguments use aliases.
-    Raises :class:`ConfigError` naming the key for anything unknown or invalid.
+    Raises :class:`ConfigError` naming the key for anything unknown or invalid. Checks
+    between settings are not run here: clients call :func:`kafkalite.settings.resolve`,
+    which runs this first.
     """
-    if client not in _VALIDATORS:
-        raise ValueError(f"unknown client kind {client!r}")
+    if client not in ALL:
+        raise ConfigError(f"unknown client kind {client!r} (one of {', '.join(sorted(ALL))})")
     given: dict[str, Any] = {}
     for source in (dict(settings or {}), kwargs):
         for key, value in source.items():
@@ -460,12 +520,7 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
             if setting is None:
                 raise ConfigError(f"unknown setting '{key}'{_suggest(key, client)}")
             if client not in setting.clients:
-                why = _NOT_FOR.get((setting.name, client))
-                raise ConfigError(
-                    f"setting '{setting.name}' does not apply to a {client} "
-                    f"(it is a {'/'.join(sorted(setting.clients))} setting"
-                    + (f"; {why})" if why else ")")
-                )
+                raise ConfigError(_refusal(setting, client))
             if setting.name in given and given[setting.name] != value:
                 raise ConfigError(f"setting '{setting.name}' given twice with different values")
             given[setting.name] = value
@@ -474,7 +529,7 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
         if client not in setting.clients:
             continue
         if setting.name in given:
-            values[setting.name] = _coerce(setting, given[setting.name])
+            values[setting.name] = coerce(setting, given[setting.name])
         else:
             default = setting.default_for(client)
             values[setting.name] = list(default) if isinstance(default, list) else default
@@ -483,11 +538,9 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
         raise ConfigError("setting 'bootstrap.servers' is required (e.g. '127.0.0.1:9092')")
     for addr in cfg["bootstrap.servers"]:
         parse_host_port(addr)
-    _check_security(cfg)
-    for check in _VALIDATORS[client]:
-        cfg = check(cfg)
-    if not cfg["client.id"]:
-        cfg = cfg.replace(**{"client.id": default_client_id(cfg)})
+    for (name, kind), (error, text) in _REQUIRED.items():
+        if kind == client and _missing(cfg[name]):
+            raise error(text)
     return cfg
 
 
@@ -520,17 +573,6 @@ def default_client_id(cfg: Config) -> str:
     instance = cfg.get("group.instance.id")
     part = instance or str(next(_CLIENT_ID_SEQUENCES[CONSUMER]))
     return f"consumer-{group}-{part}" if group else f"consumer-{part}"
-
-
-def _check_security(cfg: Config) -> None:
-    """TLS files and keys load, and the SASL mechanism has what it needs, at construction
-    (as Java's clients check their key stores and JAAS config): a typo in a path or a
-    missing password is a ConfigError naming the setting, not a connection failure later."""
-    from kafkalite.net import sasl, tls  # net imports config: import lazily
-
-    tls.check_tls_settings(cfg)
-    if cfg["security.protocol"].startswith("SASL"):
-        sasl.mechanism_for(cfg)
 
 
 _HOST_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\s]+)):(?P<port>\d{1,5})$")

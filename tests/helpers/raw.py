@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafkalite.config import resolve
 from kafkalite.errors import raise_for_code
 from kafkalite.net.client import NetworkClient
 from kafkalite.protocol.messages.fetch import (
@@ -24,6 +23,7 @@ from kafkalite.protocol.messages.produce import (
     ProduceRequestTopicProduceData,
 )
 from kafkalite.protocol.records import iter_batches
+from kafkalite.settings import resolve
 
 
 async def _with_client(bootstrap: str, fn: Any) -> Any:

@@ -12,7 +12,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kafkalite.config import resolve
 from kafkalite.errors import KafkaError, error_for_code
 from kafkalite.net.client import NetworkClient
 from kafkalite.protocol.messages.produce import (
@@ -21,6 +20,7 @@ from kafkalite.protocol.messages.produce import (
     ProduceRequestTopicProduceData,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
+from kafkalite.settings import resolve
 
 
 async def _produce(bootstrap: str, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes, int]],

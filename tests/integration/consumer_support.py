@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kafkalite.config import resolve
 from kafkalite.errors import error_for_code
 from kafkalite.net.client import NetworkClient
 from kafkalite.protocol import compression
@@ -22,6 +21,7 @@ from kafkalite.protocol.messages.produce import (
     ProduceRequestTopicProduceData,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
+from kafkalite.settings import resolve
 
 Record = tuple[Any, Any]  # (key, value) or (key, value, headers)
 

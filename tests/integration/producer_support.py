@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalite.config import resolve
 from kafkalite.errors import error_for_code
 from kafkalite.net.client import NetworkClient
 from kafkalite.protocol.messages.fetch import (
@@ -27,6 +26,7 @@ from kafkalite.protocol.messages.list_offsets import (
     ListOffsetsRequestListOffsetsTopic,
 )
 from kafkalite.protocol.records import RecordBatch, iter_batches
+from kafkalite.settings import resolve
 
 
 @dataclass

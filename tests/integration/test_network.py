@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from kafkalite.config import resolve
 from kafkalite.errors import (
     ClientClosedError,
     KafkaConnectionError,
@@ -27,6 +26,7 @@ from kafkalite.protocol.messages.fetch import (
 )
 from kafkalite.protocol.messages.metadata import MetadataRequest
 from kafkalite.protocol.messages.produce import ProduceRequest
+from kafkalite.settings import resolve
 
 
 def _cfg(bootstrap: str, **kw: object):

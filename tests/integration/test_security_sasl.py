@@ -16,7 +16,6 @@ import pytest
 
 from kafkalite import AdminClient, Consumer, Producer, TopicPartition
 from kafkalite.admin.security_types import UserScramCredentialDeletion, UserScramCredentialUpsertion
-from kafkalite.config import resolve
 from kafkalite.errors import (
     GroupAuthorizationError,
     SaslAuthenticationError,
@@ -25,6 +24,7 @@ from kafkalite.errors import (
 from kafkalite.net.sasl import unsecured_jwt
 from kafkalite.net.transport import BrokerConnection
 from kafkalite.protocol.messages.metadata import MetadataRequest
+from kafkalite.settings import resolve
 from kafkalite.testing.properties import REAUTH_MS, SECURE_PRESET
 from kafkalite.testing.topics import unique_topic_name
 from tests.integration.security_support import consume, grant, round_trip, stats
@@ -301,7 +301,7 @@ async def test_reauthentication_behind_pipelined_requests(kafka_broker_sasl) -> 
         conn._begin_reauthentication()
         assert conn.reauthenticating
         during = [conn.send(MetadataRequest(topics=[])) for _ in range(20)]
-        assert conn.in_flight >= 20 and len(conn._held) == 20
+        assert conn.in_flight >= 20 and conn.held == 20
         responses = await asyncio.wait_for(asyncio.gather(*before, *during), 30)
         assert all(r.brokers for r in responses)
         assert conn.reauthentications == 1 and not conn.reauthenticating and conn.connected

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from kafkalite import AdminClient, Consumer, Producer, TopicPartition
-from kafkalite.config import resolve
 from kafkalite.errors import ConfigError, KafkaConnectionError, SslAuthenticationError
 from kafkalite.net.transport import BrokerConnection
+from kafkalite.settings import resolve
 from kafkalite.testing.certs import MISMATCHED_HOST
 from tests.integration.security_support import SCRAM_ADMIN, round_trip, stats
 

@@ -13,6 +13,7 @@ import pytest
 from kafkalite import AdminClient, Consumer, Producer, TopicPartition
 from kafkalite.testing import LocalBroker
 from kafkalite.testing.topics import unique_topic_name
+from tests.integration.admin_support import kafkalite
 from tests.integration.consumer_support import consume_n, produce, wait_until
 
 pytestmark = pytest.mark.broker
@@ -111,6 +112,22 @@ def test_producer_creates_topics_by_using_them_as_java_does(auto_create_broker, 
     with Producer({"bootstrap.servers": auto_create_broker.bootstrap}) as producer:
         assert producer.send(topic, b"first").result(30).offset == 0
     assert _exists(auto_create_broker, topic)
+
+
+def test_partitions_for_and_the_console_producer_let_the_broker_create_the_topic(auto_create_broker, request) -> None:
+    """Java's partitionsFor asks with auto-creation allowed: the lookup creates the topic.
+    A KRaft broker forwards the creation to the controller and answers the first lookup
+    UNKNOWN_TOPIC_OR_PARTITION (AutoTopicCreationManager), so the topic appears to later
+    lookups. The console producer's topic check is that lookup."""
+    looked_up, produced = (unique_topic_name(request.node.name + suffix) for suffix in ("-l", "-p"))
+    with Consumer({"bootstrap.servers": auto_create_broker.bootstrap}) as consumer:
+        wait_until(lambda: consumer.partitions_for(looked_up, timeout=30) == {TopicPartition(looked_up, 0)}, 30,
+                   what="the topic created by the lookup")
+    kafkalite("produce", "--bootstrap-server", auto_create_broker.bootstrap, "--topic", produced, input="a\n")
+    wait_until(lambda: _exists(auto_create_broker, produced), 30, what="the topic created by the console producer")
+    done = kafkalite("produce", "--bootstrap-server", auto_create_broker.bootstrap, "--topic", produced,
+                     input="b\nc\n")
+    assert done.returncode == 0 and "Produced 2 record(s)" in done.stderr, done.stderr
 
 
 # ---------------------------------------------------------------- consumer interceptors

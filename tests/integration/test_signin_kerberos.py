@@ -96,7 +96,7 @@ def test_relogin_and_reauthentication_during_a_long_run(kafka_broker_signin, ker
 
 
 def _resolved(cfg):
-    from kafkalite.config import resolve
+    from kafkalite.settings import resolve
 
     return resolve("producer", cfg)
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from kafkalite import AdminClient, Consumer, Producer
-from kafkalite.config import resolve
 from kafkalite.errors import ConfigError, SaslAuthenticationError
 from kafkalite.net import oauth
+from kafkalite.settings import resolve
 from kafkalite.testing.oidc import REJECTED_CLIENT
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.topics import unique_topic_name

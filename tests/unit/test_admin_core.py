@@ -10,7 +10,6 @@ import pytest
 
 from kafkalite.admin.core import AdminCore, Fail, Retry, outcome_for
 from kafkalite.admin.results import AdminBatchError, AdminResult, ItemResult
-from kafkalite.config import resolve
 from kafkalite.errors import (
     ClientClosedError,
     KafkaConnectionError,
@@ -22,6 +21,7 @@ from kafkalite.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from kafkalite.settings import resolve
 
 
 def make_core(**settings: Any) -> AdminCore:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.config import SETTINGS, parse_host_port, resolve
+from kafkalite.config import SETTINGS, parse_host_port
 from kafkalite.errors import ConfigError
+from kafkalite.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:9092"}
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from kafkalite.config import resolve
 from kafkalite.consumer.classic_member import MemberState
 from kafkalite.consumer.kip848_member import State as Kip848State
 from kafkalite.consumer.metrics import ConsumerMetrics
@@ -18,6 +17,7 @@ from kafkalite.consumer.observability import ConsumerObservability, group_is_sta
 from kafkalite.consumer.offsets import Generation
 from kafkalite.consumer.subscription import SubscriptionState
 from kafkalite.metrics import Metrics
+from kafkalite.settings import resolve
 from kafkalite.types import TopicPartition
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)

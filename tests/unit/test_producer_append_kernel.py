@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.config import resolve
 from kafkalite.producer import append_kernel
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture
 from kafkalite.producer.producer import Producer
 from kafkalite.protocol.records import RecordBatch
+from kafkalite.settings import resolve
 
 needs_c = pytest.mark.skipif(append_kernel.c_impl is None, reason="kafkalite._speedups is not built")
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,6 @@ import struct
 import pytest
 
 import kafkalite.producer  # noqa: F401  (registers the producer's cross checks)
-from kafkalite.config import resolve
 from kafkalite.errors import ConfigError, SerializationError
 from kafkalite.serialization.base import (
     BytesSerializer,
@@ -18,6 +17,7 @@ from kafkalite.serialization.base import (
     StringSerializer,
     resolve_serializer,
 )
+from kafkalite.settings import resolve
 
 BS = {"bootstrap.servers": "127.0.0.1:9"}
 

@@ -14,7 +14,6 @@ import uuid
 import pytest
 
 import kafkalite.producer  # noqa: F401
-from kafkalite.config import resolve
 from kafkalite.errors import (
     InvalidRecordError,
     KafkaTimeoutError,
@@ -35,6 +34,7 @@ from kafkalite.protocol.messages.produce import (
     ProduceResponseTopicProduceResponse,
 )
 from kafkalite.protocol.records import RecordBatch
+from kafkalite.settings import resolve
 
 TOPIC = "orders"
 

@@ -9,7 +9,6 @@ import json
 import pytest
 
 from kafkalite import AdminClient, Consumer, Producer
-from kafkalite.config import resolve
 from kafkalite.errors import ConfigError, SaslAuthenticationError
 from kafkalite.net.sasl import (
     OAuthBearerMechanism,
@@ -20,6 +19,7 @@ from kafkalite.net.sasl import (
     mechanism_for,
     unsecured_jwt,
 )
+from kafkalite.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:1"}
 

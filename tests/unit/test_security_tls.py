@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.config import resolve
 from kafkalite.errors import ConfigError
 from kafkalite.net.tls import describe_tls_failure, ssl_context
+from kafkalite.settings import resolve
 from kafkalite.testing.certs import CLIENT_CN, make_test_pki
 from kafkalite.testing.properties import REAUTH_MS, SECURE_PRESET, NodeConfig, server_properties
 

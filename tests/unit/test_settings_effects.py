@@ -15,13 +15,13 @@ import pytest
 import kafkalite.errors
 import kafkalite.producer  # registers the producer's cross-setting checks
 from kafkalite import Consumer, Producer
-from kafkalite.config import resolve
 from kafkalite.consumer.interceptors import load_consumer_interceptors
 from kafkalite.errors import ConfigError
 from kafkalite.net import client as client_module
 from kafkalite.net.client import NetworkClient
 from kafkalite.producer.accumulator import BufferPool, RecordAccumulator
 from kafkalite.producer.futures import DoneSignal, RecordFuture
+from kafkalite.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:9"}
 

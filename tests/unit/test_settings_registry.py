@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.config import ADMIN, CONSUMER, PRODUCER, SETTINGS, SHARE_CONSUMER, lookup, resolve
+from kafkalite.config import ADMIN, CONSUMER, PRODUCER, SETTINGS, SHARE_CONSUMER, lookup
+from kafkalite.settings import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "kafkalite"

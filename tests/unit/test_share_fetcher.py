@@ -9,7 +9,6 @@ import uuid
 from collections import deque
 from typing import Any
 
-from kafkalite.config import resolve
 from kafkalite.errors import InvalidRecordStateError, ShareSessionNotFoundError
 from kafkalite.metrics import Metrics
 from kafkalite.protocol.messages.share_acknowledge import (
@@ -26,6 +25,7 @@ from kafkalite.protocol.messages.share_fetch import (
     ShareFetchResponseShareFetchableTopicResponse,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
+from kafkalite.settings import resolve
 from kafkalite.share.acks import Acknowledgements
 from kafkalite.share.fetcher import ShareFetcher
 from kafkalite.share.metrics import ShareConsumerMetrics

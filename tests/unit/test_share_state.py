@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 
-from kafkalite.config import resolve
 from kafkalite.errors import (
     ConfigError,
     CorruptRecordsError,
@@ -17,6 +16,7 @@ from kafkalite.errors import (
     InvalidGroupIdError,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder, build_end_txn_marker
+from kafkalite.settings import resolve
 from kafkalite.share.acks import AckBatch, Acknowledgements
 from kafkalite.share.completed_fetch import ShareCompletedFetch
 from kafkalite.share.in_flight import InFlight, merge_acks

@@ -84,8 +84,9 @@ from kafkalite.admin.types import (
     TopicDescription,
     TopicListing,
 )
-from kafkalite.config import Config, resolve
+from kafkalite.config import Config
 from kafkalite.metrics import MetricsSnapshot
+from kafkalite.settings import resolve
 from kafkalite.types import IsolationLevel, OffsetAndMetadata, TopicPartition
 
 

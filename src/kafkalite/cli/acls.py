@@ -48,7 +48,7 @@ def _resources(args: argparse.Namespace, pattern: str) -> list[tuple[str, str | 
 
 
 def run(args: argparse.Namespace) -> None:
-    from kafkalite.admin.security_types import (
+    from kafkalite.admin import (
         AccessControlEntry,
         AclBinding,
         AclBindingFilter,

@@ -93,12 +93,11 @@ def client_settings(args: argparse.Namespace, extra: Mapping[str, Any] | None = 
 
 
 def admin_client(args: argparse.Namespace) -> Any:
-    from kafkalite.admin.admin import AdminClient
-    from kafkalite.config import ADMIN, BY_NAME
+    from kafkalite import AdminClient
+    from kafkalite.config import ADMIN, settings_for
 
     # A shared properties file may hold producer/consumer settings: the admin takes its own.
-    settings = {k: v for k, v in client_settings(args).items()
-                if k not in BY_NAME or ADMIN in BY_NAME[k].clients}
+    settings = settings_for(ADMIN, client_settings(args))
     try:
         return AdminClient(settings)
     except ConfigError as exc:

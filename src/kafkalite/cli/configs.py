@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _configs(admin: Any, args: argparse.Namespace, rtype: str, etype: str) -> None:
-    from kafkalite.admin.types import AlterConfigOp, ConfigResource
+    from kafkalite.admin import AlterConfigOp, ConfigResource
 
     if args.entity_default:
         if rtype != "broker":
@@ -138,7 +138,7 @@ def _configs(admin: Any, args: argparse.Namespace, rtype: str, etype: str) -> No
 
 
 def _quotas(admin: Any, args: argparse.Namespace, entity_type: str) -> None:
-    from kafkalite.admin.security_types import (
+    from kafkalite.admin import (
         ClientQuotaAlteration,
         ClientQuotaEntity,
         ClientQuotaFilterComponent,

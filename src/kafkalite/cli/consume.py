@@ -263,11 +263,10 @@ def _consume(args: argparse.Namespace, printer: Printer) -> int | None:
         # so the group and its offsets do not linger in the coordinator.
         settings["group.id"] = f"console-consumer-{random.randrange(100000)}"
         settings.setdefault("enable.auto.commit", "false")
-    from kafkalite.config import BY_NAME, CONSUMER
+    from kafkalite.config import CONSUMER, settings_for
 
-    settings = {k: v for k, v in settings.items()
-                if (k not in BY_NAME or CONSUMER in BY_NAME[k].clients) and not is_registry_property(k)}
-    from kafkalite.consumer.consumer import Consumer
+    settings = {k: v for k, v in settings_for(CONSUMER, settings).items() if not is_registry_property(k)}
+    from kafkalite import Consumer
     from kafkalite.errors import ConfigError, UnknownTopicOrPartitionError
     from kafkalite.types import TopicPartition
 

@@ -222,7 +222,7 @@ def _parse_datetime(text: str) -> int:
 
 
 def _reset(admin: Any, args: argparse.Namespace, groups: list[str]) -> None:
-    from kafkalite.admin.group_types import GroupState
+    from kafkalite.admin import GroupState
 
     targets = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime")
     if not any(getattr(args, t) not in (None, False) for t in targets):

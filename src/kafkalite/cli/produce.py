@@ -193,11 +193,10 @@ def run(args: argparse.Namespace) -> int | None:
                           ("transactional.id", args.transactional_id)):
         if setting is not None:
             settings[name] = setting
-    from kafkalite.config import BY_NAME, PRODUCER
+    from kafkalite.config import PRODUCER, settings_for
 
     key_encoder, value_encoder = build_encoders(args, props, settings)
-    settings = {k: v for k, v in settings.items()
-                if (k not in BY_NAME or PRODUCER in BY_NAME[k].clients) and not is_registry_property(k)}
+    settings = {k: v for k, v in settings_for(PRODUCER, settings).items() if not is_registry_property(k)}
     try:
         return _produce(args, reader, static_headers, settings, key_encoder, value_encoder)
     finally:
@@ -207,10 +206,7 @@ def run(args: argparse.Namespace) -> int | None:
 
 def _produce(args: argparse.Namespace, reader: LineReader, static_headers: list[tuple[str, bytes | None]],
              settings: dict[str, Any], key_encoder: Encoder, value_encoder: Encoder) -> int | None:
-    try:
-        from kafkalite.producer.producer import Producer
-    except ImportError as exc:  # pragma: no cover - the producer ships with the package
-        raise UsageError(f"the producer is not available: {exc}") from None
+    from kafkalite import Producer
     from kafkalite.errors import ConfigError
 
     try:
@@ -218,7 +214,8 @@ def _produce(args: argparse.Namespace, reader: LineReader, static_headers: list[
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     try:
-        check_topic(settings, args.topic, args.partition, args.timeout)
+        check_topic(settings, args.topic, args.partition,
+                    args.timeout if args.timeout is not None else producer.config["max.block.ms"] / 1000.0)
     except BaseException:
         producer.close(5)
         raise
@@ -287,45 +284,33 @@ def _produce(args: argparse.Namespace, reader: LineReader, static_headers: list[
     return None
 
 
-def check_topic(settings: dict[str, Any], topic: str, partition: int | None, timeout: float | None) -> None:
+def check_topic(settings: dict[str, Any], topic: str, partition: int | None, timeout: float) -> None:
     """Fail fast, naming the topic, when it does not exist (or lacks ``partition``).
 
     Without this a producer waits ``max.block.ms`` (60 s) for metadata of a topic that
-    will never appear. The Metadata request allows auto-creation like Java's producer,
-    so a broker with ``auto.create.topics.enable=true`` still creates the topic as
-    ``kafka-console-producer`` would. Bounded by ``--timeout`` (default max.block.ms)
-    while no broker answers.
+    will never appear. The topic is looked up as Java's ``KafkaConsumer.partitionsFor``
+    does (a public :class:`kafkalite.Consumer` with the connection settings), and a topic
+    that is missing is reported at once. The lookup allows auto-creation like Java's
+    producer, so a broker with ``auto.create.topics.enable=true`` creates the topic; a
+    KRaft broker answers before its controller has (UNKNOWN_TOPIC_OR_PARTITION), so that
+    run fails and the next one writes.
+    Bounded by ``timeout`` (``--timeout``, default max.block.ms) while no broker answers.
     """
-    import asyncio
+    from kafkalite import Consumer
+    from kafkalite.config import ALL, settings_for
+    from kafkalite.errors import UnknownTopicOrPartitionError
 
-    from kafkalite.config import resolve
-    from kafkalite.errors import UnknownTopicOrPartitionError, error_for_code
-    from kafkalite.net.client import NetworkClient
-
-    cfg = resolve("producer", settings)
-    budget = timeout if timeout is not None else cfg["max.block.ms"] / 1000.0
-
-    async def partitions() -> int | None:
-        client = NetworkClient(cfg)
-        try:
-            meta = await client.refresh_metadata({topic}, allow_auto_create=True, timeout_s=budget)
-            code = meta.topic_errors.get(topic)
-            if topic in meta.topics:
-                return meta.topics[topic].partition_count
-            if code == UnknownTopicOrPartitionError.code:
-                raise UnknownTopicOrPartitionError(
-                    "Topic does not exist and the broker does not create topics automatically"
-                    " (create it with 'kafkalite topics --create')", topic=topic)
-            if code:  # LEADER_NOT_AVAILABLE: just auto-created; TOPIC_AUTHORIZATION_FAILED ...
-                error = error_for_code(code, "cannot produce to this topic", topic=topic)
-                if not error.retriable:
-                    raise error
-            return None
-        finally:
-            await client.close()
-
-    count = asyncio.run(partitions())
-    if partition is not None and (partition < 0 or (count is not None and partition >= count)):
+    # Only what every client kind takes (connection, security): the producer's own
+    # settings mean nothing to the consumer that looks the topic up.
+    lookup_settings = {**settings_for(ALL, settings), "allow.auto.create.topics": True}
+    with Consumer(lookup_settings) as consumer:
+        partitions = consumer.partitions_for(topic, timeout=timeout)
+    if not partitions:
+        raise UnknownTopicOrPartitionError(
+            "Topic does not exist and the broker does not create topics automatically"
+            " (create it with 'kafkalite topics --create')", topic=topic)
+    count = len(partitions)
+    if partition is not None and not 0 <= partition < count:
         raise UnknownTopicOrPartitionError(f"--partition {partition} does not exist (the topic has {count})",
                                            topic=topic, partition=partition)
 

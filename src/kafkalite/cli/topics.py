@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import uuid
 from typing import Any
 
 from kafkalite.cli.common import (
@@ -110,10 +111,13 @@ def _list(admin: Any, args: argparse.Namespace) -> int | None:
     return None
 
 
+# Kafka's Uuid.ZERO_UUID: the broker reported no topic id (before KRaft topic ids).
+NO_TOPIC_ID = uuid.UUID(int=0)
+
+
 def kafka_uuid(value: Any) -> str:
     """A topic id as Kafka's tools print it: URL-safe base64 without padding (Uuid.toString)."""
     import base64
-    import uuid
 
     raw = value.bytes if isinstance(value, uuid.UUID) else bytes(value)
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
@@ -162,7 +166,7 @@ class _Partition:
 
 
 def _describe(admin: Any, args: argparse.Namespace) -> int | None:
-    from kafkalite.admin.types import ConfigResource
+    from kafkalite import ConfigResource
     from kafkalite.errors import ClusterAuthorizationError, UnsupportedVersionError
     from kafkalite.types import TopicPartition
 
@@ -230,10 +234,8 @@ def _describe(admin: Any, args: argparse.Namespace) -> int | None:
     else:
         for d, parts, shown, _overrides in out:
             if not partition_filter:
-                from kafkalite.protocol.primitives import ZERO_UUID
-
                 head = f"Topic: {d.name}"
-                if d.topic_id != ZERO_UUID:
+                if d.topic_id != NO_TOPIC_ID:
                     head += f"\tTopicId: {kafka_uuid(d.topic_id)}"
                 conf = ",".join(f"{k}={v}" for k, v in shown.items())
                 print(f"{head}\tPartitionCount: {len(d.partitions)}\tReplicationFactor: "
@@ -265,7 +267,7 @@ def _assignment(text: str) -> dict[int, list[int]]:
 
 
 def _create(admin: Any, args: argparse.Namespace) -> int | None:
-    from kafkalite.admin.types import NewTopic
+    from kafkalite import NewTopic
     from kafkalite.errors import TopicExistsError
 
     configs = parse_key_values(args.config, "--config")
@@ -293,7 +295,8 @@ def _create(admin: Any, args: argparse.Namespace) -> int | None:
 
 
 def _alter(admin: Any, args: argparse.Namespace) -> int | None:
-    from kafkalite.admin.types import AlterConfigOp, ConfigResource, NewPartitions
+    from kafkalite import ConfigResource, NewPartitions
+    from kafkalite.admin import AlterConfigOp
 
     if args.partitions is None and not args.config:
         raise UsageError("--alter needs --partitions (and/or --config)")

@@ -6,43 +6,15 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkalite.config import Config, cross_check, resolve
-from kafkalite.errors import ConfigError, IllegalStateError, InvalidGroupIdError
+from kafkalite.config import CONSUMER, Config
+from kafkalite.errors import IllegalStateError, InvalidGroupIdError
+from kafkalite.settings import resolve
 from kafkalite.types import OffsetAndMetadata, TopicPartition
 
 
-@cross_check("consumer")
-def _check_consumer_settings(cfg: Config) -> Config:
-    if cfg["group.instance.id"] is not None and not cfg["group.id"]:
-        raise ConfigError("setting 'group.instance.id' needs 'group.id' (static membership is group membership)")
-    if cfg["group.protocol"] == "consumer":
-        for name in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
-            if cfg.is_set(name):
-                raise ConfigError(
-                    f"setting '{name}' is not used with group.protocol=consumer (KIP-848): the broker "
-                    "decides it; remove it or use group.protocol=classic"
-                    + ("; choose a server-side assignor with 'group.remote.assignor'"
-                       if name == "partition.assignment.strategy" else ""))
-    elif cfg.is_set("group.remote.assignor"):
-        raise ConfigError("setting 'group.remote.assignor' needs group.protocol=consumer (KIP-848)")
-    if cfg["group.id"] is not None and not cfg["group.id"].strip():
-        raise ConfigError("setting 'group.id' must not be empty (leave it unset for no group)")
-    if cfg["heartbeat.interval.ms"] >= cfg["session.timeout.ms"] and cfg["group.protocol"] == "classic":
-        raise ConfigError(
-            f"setting 'heartbeat.interval.ms' ({cfg['heartbeat.interval.ms']}) must be lower than "
-            f"'session.timeout.ms' ({cfg['session.timeout.ms']})")
-    if cfg["auto.offset.reset"] == "by_duration":
-        raise ConfigError("auto.offset.reset=by_duration is not supported yet; use earliest, latest or none")
-    return cfg
-
-
 def resolve_settings(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Config:
-    cfg = resolve("consumer", config, **kwargs)
-    if cfg["group.id"] and cfg["group.protocol"] == "classic":
-        from kafkalite.consumer.assignors import assignors_from_config
-
-        assignors_from_config(cfg["partition.assignment.strategy"])  # fail at construction
-    return cfg
+    """The consumer's settings (checks in :mod:`kafkalite.consumer.settings`)."""
+    return resolve(CONSUMER, config, **kwargs)
 
 
 def require_group(cfg: Config, what: str) -> str:

@@ -275,8 +275,8 @@ class AsyncConsumer:
 
     async def partitions_for(self, topic: str, timeout: float | None = None) -> set[TopicPartition]:
         t = self._timeout(timeout)
-        meta = await self._run(self.core.client.refresh_metadata({topic}, timeout_s=t), t, "partitions_for()")
-        return {TopicPartition(topic, p.partition) for p in meta.partitions_for(topic)}
+        found = await self._run(self.core.client.partitions_of(topic, timeout_s=t), t, "partitions_for()")
+        return {TopicPartition(topic, p.partition) for p in found}
 
     # ------------------------------------------------------------ commits
 

@@ -336,11 +336,13 @@ class Consumer(EngineCalls):
     current_lag = lag
 
     def partitions_for(self, topic: str, timeout: float | None = None) -> set[TopicPartition]:
-        """The partitions of ``topic`` (metadata is fetched if needed)."""
+        """The partitions of ``topic``, asked of the cluster as Java's ``partitionsFor``: an
+        empty set at once when the topic does not exist (and ``allow.auto.create.topics``
+        did not create it), its typed error when it is unauthorized or invalid."""
         self._check_open()
         t = self._timeout(timeout)
-        meta = self._run(self._core.client.refresh_metadata({topic}, timeout_s=t), t, "partitions_for()")
-        return {TopicPartition(topic, p.partition) for p in meta.partitions_for(topic)}
+        found = self._run(self._core.client.partitions_of(topic, timeout_s=t), t, "partitions_for()")
+        return {TopicPartition(topic, p.partition) for p in found}
 
     def list_topics(self, timeout: float | None = None) -> dict[str, set[TopicPartition]]:
         """Every topic the client may see, with its partitions."""

@@ -35,9 +35,10 @@ from kafkalite.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    UnknownTopicOrPartitionError,
     error_for_code,
 )
-from kafkalite.net.cluster import BrokerNode, ClusterMetadata
+from kafkalite.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkalite.net.transport import BrokerConnection, ConnectionStats
 from kafkalite.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafkalite.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -316,6 +317,34 @@ class NetworkClient:
             raise
         future.set_result(result)
         return result
+
+    async def partitions_of(self, topic: str, *, timeout_s: float) -> list[PartitionMetadata]:
+        """The partitions of ``topic`` as Java's ``KafkaConsumer.partitionsFor`` finds them
+        (``TopicMetadataFetcher``), asking with :attr:`allow_auto_create`.
+
+        A topic the broker does not have (and does not create) has none, at once; an
+        unauthorized or invalid topic raises its typed error; retriable answers
+        (``LEADER_NOT_AVAILABLE`` while an auto-created topic gets its leaders) are asked
+        again with backoff until ``timeout_s``, then :class:`KafkaTimeoutError`.
+        """
+        deadline = time.monotonic() + timeout_s
+        attempt = 0
+        while True:
+            meta = await self.refresh_metadata({topic}, timeout_s=max(deadline - time.monotonic(), 0.001))
+            code = meta.topic_errors.get(topic)
+            if code is None:
+                return meta.partitions_for(topic)
+            if code == UnknownTopicOrPartitionError.code:
+                return []
+            error = error_for_code(code, "cannot get the partitions of this topic", topic=topic)
+            if not error.retriable:
+                raise error
+            delay = self._retry_backoff.delay_s(attempt)
+            attempt += 1
+            if time.monotonic() + delay >= deadline:
+                raise KafkaTimeoutError(f"the partitions of topic '{topic}' were not known within "
+                                        f"{timeout_s * 1000:.0f} ms: {error}", topic=topic)
+            await asyncio.sleep(delay)
 
     async def _refresh(self, wanted: set[str] | None, allow_auto_create: bool,
                        timeout_s: float | None) -> ClusterMetadata:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafkalite.config import Config
 from kafkalite.errors import ConfigError, SaslAuthenticationError
 from kafkalite.net.jaas import jaas_entry
 
@@ -294,6 +295,16 @@ def credentials(cfg: Any) -> tuple[str | None, str | None]:
         username = username or values.get("username")
         password = password if password is not None else values.get("password")
     return username, password
+
+
+def check_sasl_settings(cfg: Config) -> Config:
+    """For SASL_PLAINTEXT / SASL_SSL: the mechanism has what it needs (credentials, a
+    token source, a Kerberos login's settings and the ``gssapi`` package), checked when
+    the client is constructed as Java's clients read their JAAS config then. Builds the
+    mechanism without logging in. Returns ``cfg`` unchanged."""
+    if cfg["security.protocol"].startswith("SASL"):
+        mechanism_for(cfg)
+    return cfg
 
 
 def mechanism_for(cfg: Any, host: str | None = None) -> SaslMechanism:

@@ -18,7 +18,8 @@ settings are accepted too:
 Contexts are built once per distinct group of settings and shared by every
 connection (loading keys and CA files per connection would cost a few ms each).
 Every problem is a :class:`ConfigError` naming the setting, raised when the client is
-constructed (see :func:`check_tls_settings`).
+constructed (:func:`check_tls_settings`, one of the checks ``kafkalite.settings.resolve``
+runs for every client kind).
 
 Example::
 
@@ -36,6 +37,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from kafkalite.config import SETTINGS, Config, coerce, lookup
 from kafkalite.errors import ConfigError
 from kafkalite.net import pkcs12
 
@@ -77,10 +79,13 @@ def ssl_context(cfg: Mapping[str, Any]) -> ssl.SSLContext | None:
     return ctx
 
 
-def check_tls_settings(cfg: Mapping[str, Any]) -> None:
-    """Build the context now so that a wrong path or password fails at construction."""
+def check_tls_settings(cfg: Config) -> Config:
+    """Build the context now so that a wrong path or password fails at construction (as
+    Java's clients load their key and trust stores when built), not at the first
+    connection. Returns ``cfg`` unchanged."""
     if uses_tls(cfg):
         ssl_context(cfg)
+    return cfg
 
 
 def _freeze(value: Any) -> Any:
@@ -227,15 +232,13 @@ def context_from_options(options: Mapping[str, str], where: str) -> ssl.SSLConte
     """A TLS context from ``ssl.*`` options given somewhere else than the client's own
     settings (Java reads the token endpoint's TLS settings from ``sasl.jaas.config``).
     Unset options take the client defaults."""
-    from kafkalite.config import SETTINGS, lookup
-
     values: dict[str, Any] = {s.name: s.default for s in SETTINGS if s.name.startswith("ssl.")}
     for key, value in options.items():
         setting = lookup(key)
         if setting is None or not setting.name.startswith("ssl.") or setting.name == "ssl.context":
             raise ConfigError(f"{where}: {key!r} is not an ssl.* setting kafkalite knows")
         try:
-            values[setting.name] = _coerce_option(setting, value)
+            values[setting.name] = coerce(setting, value)
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     values["security.protocol"] = "SSL"
@@ -243,12 +246,6 @@ def context_from_options(options: Mapping[str, str], where: str) -> ssl.SSLConte
         return _build(values)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-
-
-def _coerce_option(setting: Any, value: str) -> Any:
-    from kafkalite.config import _coerce
-
-    return _coerce(setting, value)
 
 
 def _load_chain(ctx: ssl.SSLContext, certfile: str, keyfile: str | None, password: str | None,

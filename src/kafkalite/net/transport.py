@@ -7,6 +7,11 @@ order). A request that exceeds its timeout fails with :class:`KafkaTimeoutError`
 connection is closed, as the Java client does: later responses on it can no longer be
 trusted to be matched correctly by a caller that gave up.
 
+The lifecycle (connect, TLS, ApiVersions, SASL, KIP-368 re-authentication, close) is
+the state machine :class:`~kafkalite.net.lifecycle.ConnectionLifecycle`: each step here
+reports its event to it, and what a request may do (go out, wait, fail) is what the
+current stage permits.
+
 Security: TLS (:mod:`kafkalite.net.tls`) wraps the socket for SSL / SASL_SSL; a failed
 handshake is an :class:`SslAuthenticationError` naming the broker and the reason. SASL
 (:mod:`kafkalite.net.sasl`) runs after ApiVersions; a refused login is a
@@ -33,12 +38,11 @@ import random
 import socket
 import ssl
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite import __version__
+from kafkalite._version import __version__
 from kafkalite.errors import (
     AuthenticationError,
     IllegalSaslStateError,
@@ -54,6 +58,7 @@ from kafkalite.errors import (
 )
 from kafkalite.metrics import Metrics, Sensor
 from kafkalite.net.connection import ConnectionState, PendingRequest
+from kafkalite.net.lifecycle import ConnectionLifecycle, Stage
 from kafkalite.net.sasl import SaslMechanism, mechanism_for
 from kafkalite.net.tls import describe_tls_failure
 from kafkalite.net.tls import ssl_context as ssl_context
@@ -134,6 +139,11 @@ class ConnectionStats:
         self._sensors["reauthentications"] = sensor
 
 
+# A request sent during a KIP-368 re-authentication, held until it ends:
+# (request, api version, timeout ms, expect a response, the caller's future).
+_HeldRequest = tuple[Message, int | None, float | None, bool, "asyncio.Future[Any]"]
+
+
 class _KafkaProtocol(asyncio.BufferedProtocol):
     """asyncio callbacks -> BrokerConnection.
 
@@ -178,23 +188,21 @@ class BrokerConnection:
         self.cfg = cfg
         self.state = ConnectionState(cfg["client.id"], cfg["receive.message.max.bytes"])
         self.versions: ApiVersionTable | None = None
+        self.lifecycle: ConnectionLifecycle[_HeldRequest] = ConnectionLifecycle(
+            authenticates=cfg["security.protocol"].startswith("SASL"))
         self._protocol: _KafkaProtocol | None = None
-        self._closed = False
         self._close_reason: BaseException | None = None
         self._on_close = on_close
         self._timeouts: dict[int, asyncio.TimerHandle] = {}
         self.connected_at = 0.0
         self.last_used = time.monotonic()
         self.stats = stats if stats is not None else ConnectionStats()
-        self._ready = False  # handshake (TLS, ApiVersions, SASL) complete
         # KIP-368 re-authentication
         self.sasl_session_expires_at: float | None = None
         self.sasl_principal: str | None = None
         self.reauthentications = 0
         self._reauth_timer: asyncio.TimerHandle | None = None
         self._reauth_task: asyncio.Task[None] | None = None
-        self._held: deque[tuple[Message, int | None, float | None, bool, asyncio.Future[Any]]] = deque()
-        self._lost_reason: KafkaError | None = None  # the socket closed during a re-authentication
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port}>"
@@ -203,16 +211,22 @@ class BrokerConnection:
 
     @property
     def connected(self) -> bool:
-        return self._protocol is not None and not self._closed
+        """Usable by its client: from ApiVersions on until closed (see ``Permits.open``)."""
+        return self.lifecycle.permits.open
+
+    @property
+    def held(self) -> int:
+        """Requests waiting for a KIP-368 re-authentication to end."""
+        return self.lifecycle.held
 
     @property
     def in_flight(self) -> int:
         """Requests sent and not yet answered, plus those held during re-authentication."""
-        return self.state.in_flight + len(self._held)
+        return self.state.in_flight + self.lifecycle.held
 
     @property
     def reauthenticating(self) -> bool:
-        return self._reauth_task is not None
+        return self.lifecycle.stage in (Stage.REAUTHENTICATING, Stage.LOST)
 
     @property
     def address(self) -> str:
@@ -220,6 +234,7 @@ class BrokerConnection:
 
     async def connect(self, timeout_s: float | None = None) -> None:
         """Open the socket (TLS if configured), negotiate API versions, authenticate."""
+        self.lifecycle.connect()
         try:
             await self._connect(timeout_s)
         except BaseException as exc:
@@ -227,9 +242,8 @@ class BrokerConnection:
             if isinstance(exc, AuthenticationError):
                 self.stats.record("authentication_failures")
             raise
-        self._ready = True
         self.stats.record("created")
-        if self.cfg["security.protocol"].startswith("SASL"):
+        if self.lifecycle.authenticates:
             self.stats.record("authentications")
         self.connected_at = time.monotonic()
 
@@ -259,7 +273,12 @@ class BrokerConnection:
             if ssl_ctx is not None and isinstance(exc, ConnectionError):
                 text += " during the TLS handshake (is this port a TLS listener?)"
             raise KafkaConnectionError(f"cannot connect to {self.address}: {text}") from exc
+        if self.lifecycle.stage is Stage.CLOSED:  # close() was called while connecting
+            if protocol.transport is not None:
+                protocol.transport.close()
+            raise self._closed_error()
         self._protocol = protocol
+        self.lifecycle.connected()
         sock = protocol.transport.get_extra_info("socket") if protocol.transport else None
         if sock is not None:
             try:
@@ -272,8 +291,10 @@ class BrokerConnection:
                 pass
         try:
             await asyncio.wait_for(self._negotiate_versions(), timeout_s * 3)
-            if self.cfg["security.protocol"].startswith("SASL"):
+            self._handshake_step(self.lifecycle.versions_agreed)
+            if self.lifecycle.authenticates:
                 await asyncio.wait_for(self._authenticate(), timeout_s * 3)
+                self._handshake_step(self.lifecycle.authenticated)
         except asyncio.TimeoutError:
             err = KafkaConnectionError(f"handshake with {self.address} timed out")
             self.close(err)
@@ -285,6 +306,13 @@ class BrokerConnection:
         except BaseException as exc:
             self.close(exc if isinstance(exc, KafkaError) else None)
             raise
+
+    def _handshake_step(self, event: Callable[[], None]) -> None:
+        """Report a handshake step done, unless the connection closed meanwhile (it was
+        lost or close() was called while the step's answer was on its way)."""
+        if self.lifecycle.stage is Stage.CLOSED:
+            raise self._closed_error()
+        event()
 
     def _handshake_hint(self) -> str:
         protocol = self.cfg["security.protocol"]
@@ -303,7 +331,7 @@ class BrokerConnection:
         version = ApiVersionsRequest.MAX_VERSION
         request = ApiVersionsRequest(client_software_name="kafkalite", client_software_version=__version__)
         for _ in range(3):
-            response = await self.request(request, api_version=version)
+            response = await self._send_handshake(request, api_version=version)
             if response.error_code == _UNSUPPORTED_VERSION:
                 # The broker answers with v0 and lists its own ApiVersions range (KIP-511).
                 theirs = [k for k in response.api_keys if k.api_key == ApiVersionsRequest.API_KEY]
@@ -322,7 +350,7 @@ class BrokerConnection:
         these requests go straight to the socket (they are not held).
         """
         mechanism = mechanism_for(self.cfg, self.host)
-        handshake = await self._send_now(SaslHandshakeRequest(mechanism=mechanism.name))
+        handshake = await self._send_handshake(SaslHandshakeRequest(mechanism=mechanism.name))
         if handshake.error_code == UnsupportedSaslMechanismError.code:
             raise error_for_code(
                 handshake.error_code,
@@ -336,7 +364,7 @@ class BrokerConnection:
         try:
             token: bytes | None = await self._sasl_step(mechanism, mechanism.first_token)
             while token is not None:
-                response = await self._send_now(SaslAuthenticateRequest(auth_bytes=token))
+                response = await self._send_handshake(SaslAuthenticateRequest(auth_bytes=token))
                 if response.error_code:
                     raise error_for_code(response.error_code, self._sasl_failure(
                         mechanism, response.error_message or "SASL authentication failed"))
@@ -385,8 +413,9 @@ class BrokerConnection:
         if self._reauth_timer is not None:  # called early (not by the timer): drop the timer
             self._reauth_timer.cancel()
             self._reauth_timer = None
-        if self._closed or self._reauth_task is not None:
+        if self.lifecycle.stage is not Stage.READY:  # closed, or already re-authenticating
             return
+        self.lifecycle.reauthentication_started()
         self._reauth_task = asyncio.get_running_loop().create_task(self._reauthenticate())
 
     async def _reauthenticate(self) -> None:
@@ -407,28 +436,29 @@ class BrokerConnection:
             self.close(reason)
             return
         self._reauth_task = None
-        if self._lost_reason is not None:
-            self.close(self._lost_reason)
+        life = self.lifecycle
+        if life.stage is Stage.LOST:
+            self.close(life.lost_reason)
             return
+        if life.stage is Stage.CLOSED:  # closed while the last answer was on its way
+            return
+        held = life.reauthenticated()
         self.reauthentications += 1
         self.stats.record("reauthentications", latency_ms=(time.monotonic() - started) * 1000.0)
         log.debug("%r re-authenticated in %.1f ms", self, (time.monotonic() - started) * 1000.0)
-        self._release_held()
-
-    def _release_held(self) -> None:
-        while self._held and not self._closed and self._reauth_task is None:
-            request, version, timeout_ms, expect_response, future = self._held.popleft()
+        for request, version, timeout_ms, expect_response, future in held:
             if future.done():  # the caller gave up (cancelled) while it waited
                 continue
             self._write(request, version, timeout_ms, expect_response, future)
 
     def close(self, reason: BaseException | None = None) -> None:
         """Close now; every request in flight fails with ``reason`` (or a connection error)."""
-        if self._closed:
+        life = self.lifecycle
+        if life.stage is Stage.CLOSED:
             return
-        self._closed = True
+        held = life.close()
         self._close_reason = reason
-        if self._ready:
+        if life.established:
             self.stats.record("closed")
         if self._reauth_timer is not None:
             self._reauth_timer.cancel()
@@ -438,7 +468,7 @@ class BrokerConnection:
             task.cancel()
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
-        self._fail_pending(reason)
+        self._fail_pending(reason, held)
         if self._on_close is not None:
             self._on_close(self, reason)
 
@@ -459,26 +489,24 @@ class BrokerConnection:
         None once the bytes are handed to the socket. During a KIP-368 re-authentication
         the request waits (in order) until the new session is established.
         """
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        if self._closed or self._lost_reason is not None or self._protocol is None \
-                or self._protocol.transport is None:
-            future.set_exception(self._lost_reason or self._closed_error())
-            return future
-        if self._reauth_task is not None or self._held:
-            self._held.append((request, api_version, timeout_ms, expect_response, future))
-            return future
-        self._write(request, api_version, timeout_ms, expect_response, future)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        life = self.lifecycle
+        if life.sends_now:
+            self._write(request, api_version, timeout_ms, expect_response, future)
+        elif life.permits.holds:
+            life.hold((request, api_version, timeout_ms, expect_response, future))
+        else:
+            future.set_exception(self._unusable_error())
         return future
 
-    def _send_now(self, request: Message) -> asyncio.Future[Any]:
-        """Send bypassing the hold (the handshake's own requests)."""
+    def _send_handshake(self, request: Message, api_version: int | None = None) -> asyncio.Future[Any]:
+        """Send one of the handshake's own requests (ApiVersions, SaslHandshake,
+        SaslAuthenticate): written at once, also while application requests are held."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if self._closed or self._lost_reason is not None or self._protocol is None \
-                or self._protocol.transport is None:
-            future.set_exception(self._lost_reason or self._closed_error())
-            return future
-        self._write(request, None, None, True, future)
+        if self.lifecycle.permits.handshake:
+            self._write(request, api_version, None, True, future)
+        else:
+            future.set_exception(self._unusable_error())
         return future
 
     def _write(self, request: Message, api_version: int | None, timeout_ms: float | None,
@@ -530,22 +558,21 @@ class BrokerConnection:
                 future.set_result(result)
 
     def _on_lost(self, exc: Exception | None) -> None:
-        if self._closed:
+        life = self.lifecycle
+        if life.stage is Stage.CLOSED:
             return
         reason: KafkaError
-        if isinstance(exc, ssl.SSLError) and not self._ready:
+        if isinstance(exc, ssl.SSLError) and not life.established:
             # TLS 1.3: the broker checks our certificate after the handshake, so a
             # refused client certificate shows up as an alert on the first read.
             reason = self._tls_error(exc)
         else:
             reason = KafkaConnectionError(f"connection to {self.address} lost" + (f": {exc}" if exc else ""))
-        task = self._reauth_task
-        if task is not None and not task.done():
+        if life.stage is Stage.REAUTHENTICATING:
             # A broker that refuses a re-authentication answers, then hangs up at once:
             # the hang-up must not hide the refusal. Fail what can no longer be
             # answered; the re-authentication task closes with the precise reason.
-            self._lost_reason = reason
-            self._fail_pending(reason)
+            self._fail_pending(reason, life.transport_lost(reason))
             return
         self.close(reason)
 
@@ -562,6 +589,15 @@ class BrokerConnection:
             future.set_exception(err)
         self.close(KafkaConnectionError(f"closed after a request timed out: {err.message}"))
 
+    def _unusable_error(self) -> BaseException:
+        """Why a request cannot go out in the current stage."""
+        life = self.lifecycle
+        if life.stage is Stage.LOST and life.lost_reason is not None:
+            return life.lost_reason
+        if life.stage is Stage.CLOSED:
+            return self._closed_error()
+        return KafkaConnectionError(f"connection to {self.address} is not established yet ({life.stage.value})")
+
     def _closed_error(self) -> KafkaError:
         reason = self._close_reason
         if isinstance(reason, KafkaConnectionError):
@@ -571,7 +607,7 @@ class BrokerConnection:
             text += f": {reason}"
         return KafkaConnectionError(text)
 
-    def _fail_pending(self, reason: BaseException | None) -> None:
+    def _fail_pending(self, reason: BaseException | None, held: list[_HeldRequest]) -> None:
         for handle in self._timeouts.values():
             handle.cancel()
         self._timeouts.clear()
@@ -579,8 +615,7 @@ class BrokerConnection:
         # so callers see what went wrong rather than just "closed".
         err = reason if isinstance(reason, KafkaError) else self._closed_error()
         futures = [pending.context for pending in self.state.fail_all()]
-        futures += [held[-1] for held in self._held]
-        self._held.clear()
+        futures += [request[-1] for request in held]
         for future in futures:
             if not future.done():
                 future.set_exception(err)

@@ -40,7 +40,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kafkalite import __version__
+from kafkalite._version import __version__
 from kafkalite.config import ADMIN, CONSUMER, PRODUCER, SHARE_CONSUMER
 from kafkalite.errors import ConfigError
 from kafkalite.metrics import SUM, MetricName, Metrics

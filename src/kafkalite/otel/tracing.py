@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from kafkalite import __version__
+from kafkalite._version import __version__
 from kafkalite.errors import ConfigError
 from kafkalite.otel.providers import resolve_provider
 from kafkalite.otel.semconv import Conventions, error_type

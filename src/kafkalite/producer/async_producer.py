@@ -37,13 +37,14 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from kafkalite.config import PRODUCER, Config, resolve
+from kafkalite.config import PRODUCER, Config
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer import exit_guard
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import AsyncRecordFuture
+from kafkalite.settings import resolve
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 

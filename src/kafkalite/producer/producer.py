@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from time import time as _time
 from typing import Any
 
-from kafkalite.config import PRODUCER, Config, resolve
+from kafkalite.config import PRODUCER, Config
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
@@ -52,6 +52,7 @@ from kafkalite.producer import exit_guard
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture, SendManyResult
+from kafkalite.settings import resolve
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 

@@ -1,7 +1,7 @@
-"""Cross-setting rules of the producer, registered with :mod:`kafkalite.config`.
+"""Cross-setting rules of the producer (plain ``Config -> Config`` functions).
 
-They run inside ``config.resolve("producer", ...)`` (importing :mod:`kafkalite.producer`
-registers them) and follow the Java client's ``ProducerConfig``:
+:mod:`kafkalite.settings` registers them and runs them inside ``resolve("producer", ...)``,
+whatever was imported before. They follow the Java client's ``ProducerConfig``:
 
 * idempotence (on by default) needs ``acks=all``, ``retries`` > 0 and at most 5
   requests in flight per connection. When the user set ``enable.idempotence=true``
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from kafkalite.config import Config, acks_value, cross_check
+from kafkalite.config import Config, acks_value
 from kafkalite.errors import ConfigError
 
 log = logging.getLogger("kafkalite.producer")
@@ -27,7 +27,6 @@ log = logging.getLogger("kafkalite.producer")
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 
 
-@cross_check("producer")
 def check_idempotence(cfg: Config) -> Config:
     explicit = cfg.is_set("enable.idempotence")
     enabled = cfg["enable.idempotence"]
@@ -63,7 +62,6 @@ def check_idempotence(cfg: Config) -> Config:
     return cfg
 
 
-@cross_check("producer")
 def check_delivery_timeout(cfg: Config) -> Config:
     minimum = cfg["linger.ms"] + cfg["request.timeout.ms"]
     if cfg["delivery.timeout.ms"] < minimum:
@@ -77,7 +75,6 @@ def check_delivery_timeout(cfg: Config) -> Config:
     return cfg
 
 
-@cross_check("producer")
 def check_two_phase_commit(cfg: Config) -> Config:
     if cfg["transaction.two.phase.commit.enable"]:
         raise ConfigError(

@@ -6,6 +6,7 @@ and poll limits, deserializers, ``share.acknowledgement.mode`` and
 refused with a hint: where the records start, the isolation level, the lock duration,
 the heartbeat and session timings are *group* configs, set by an administrator
 (``AdminClient.incremental_alter_configs`` on ``ConfigResource("group", group_id)``).
+Those refusals are declared in :mod:`kafkalite.config` with the schema.
 """
 
 from __future__ import annotations
@@ -13,46 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkalite.config import SHARE_CONSUMER, Config, cross_check, lookup, resolve
-from kafkalite.errors import ConfigError, IllegalStateError, InvalidGroupIdError
-
-#: consumer settings with a share group counterpart (a group config)
-_GROUP_CONFIG_HINTS = {
-    "auto.offset.reset": "share.auto.offset.reset",
-    "isolation.level": "share.isolation.level",
-    "session.timeout.ms": "share.session.timeout.ms",
-    "heartbeat.interval.ms": "share.heartbeat.interval.ms",
-    "max.poll.interval.ms": "share.record.lock.duration.ms",
-}
-_NOT_FOR_SHARE = ("enable.auto.commit", "auto.commit.interval.ms", "group.instance.id", "group.protocol",
-                  "group.remote.assignor", "partition.assignment.strategy", "max.partition.fetch.bytes")
-
-
-@cross_check(SHARE_CONSUMER)
-def _check_share_settings(cfg: Config) -> Config:
-    group = cfg["group.id"]
-    if group is None or not str(group).strip():
-        raise InvalidGroupIdError("a share consumer needs the setting 'group.id' (its share group)")
-    return cfg
+from kafkalite.config import SHARE_CONSUMER, Config
+from kafkalite.errors import IllegalStateError
+from kafkalite.settings import resolve
 
 
 def resolve_settings(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Config:
-    """Validate share consumer settings; consumer-only settings get a pointed error."""
-    for source in (dict(config or {}), kwargs):
-        for key in source:
-            setting = lookup(key) if isinstance(key, str) else None
-            if setting is None:
-                continue
-            hint = _GROUP_CONFIG_HINTS.get(setting.name)
-            if hint is not None:
-                raise ConfigError(
-                    f"setting '{setting.name}' does not apply to a share consumer: set the share group's "
-                    f"config '{hint}' instead (AdminClient.incremental_alter_configs on "
-                    "ConfigResource('group', <group.id>))")
-            if setting.name in _NOT_FOR_SHARE:
-                raise ConfigError(
-                    f"setting '{setting.name}' does not apply to a share consumer (share groups assign "
-                    "partitions on the broker and track every record's state there)")
+    """Validate share consumer settings. The refusals of consumer-only settings (naming
+    the share group config to set instead) and the required ``group.id`` are part of the
+    schema (:mod:`kafkalite.config`), so ``resolve("share_consumer", ...)`` gives the
+    same errors."""
     return resolve(SHARE_CONSUMER, config, **kwargs)
 
 

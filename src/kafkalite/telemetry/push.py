@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkalite import __version__
+from kafkalite._version import __version__
 from kafkalite.errors import KafkaError
 from kafkalite.metrics import Metrics
 from kafkalite.protocol import compression
