@@ -1,10 +1,11 @@
 """Fetched record batches → Arrow record batches in Spark's Kafka schema, column at a time.
 
 The consumer hands over whole record batches (:meth:`kafkalite.Consumer.poll_batches`);
-:meth:`RecordBatch.columns` decodes each into parallel arrays (offsets, timestamps,
-start and length of every key, value and header inside the batch's buffer) with no
-Python object per record. Here those arrays are concatenated and turned into Arrow
-arrays with numpy, again with no per-record Python work:
+their ``columns()`` (:mod:`kafkalite.protocol.records`, v2 and legacy v0/v1 batches
+alike) decodes each into parallel arrays (offsets, timestamps, start and length of
+every key, value and header inside the batch's buffer) with no Python object per
+record. Here those arrays are concatenated and turned into Arrow arrays with numpy,
+again with no per-record Python work:
 
 * ``key`` / ``value`` / header fields become Arrow *binary view* arrays whose 16-byte
   views point into the fetched buffer (short values inline, as the format requires),
@@ -32,8 +33,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kafkalite.protocol.record_types import RecordColumns
-from kafkalite.protocol.records import Batch, RecordBatch
+from kafkalite.protocol.record_types import CREATE_TIME, RecordColumns
+from kafkalite.protocol.records import Batch
 
 HEADER_TYPE = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 HEADERS_TYPE = pa.list_(pa.field("element", HEADER_TYPE))
@@ -111,30 +112,6 @@ def binary_from_positions(data: np.ndarray, starts: np.ndarray, lengths: np.ndar
     return arr.cast(target)
 
 
-def _legacy_columns(batch: Batch) -> RecordColumns:
-    """Columns for a legacy (v0/v1) message set, built in Python (old brokers only)."""
-    buf = bytearray()
-    cols: list[array[int]] = [array("q"), array("q")] + [array("i") for _ in range(9)]
-    offs, stamps, ks, kls, vs, vls, hoffs, _, _, _, _ = cols
-    hoffs.append(0)
-    ts_type = 0
-    for r in batch.records():
-        if r.control_type is not None:
-            continue
-        offs.append(r.offset)
-        stamps.append(r.timestamp)
-        ts_type = max(r.timestamp_type, 0)
-        for value, starts, lengths in ((r.key, ks, kls), (r.value, vs, vls)):
-            starts.append(len(buf))
-            if value is None:
-                lengths.append(-1)
-            else:
-                lengths.append(len(value))
-                buf += value
-        hoffs.append(0)
-    return RecordColumns._make((bytes(buf), *cols, ts_type))
-
-
 class ArrowBuilder:
     """Builds one Arrow record batch per poll of one partition (see the module doc)."""
 
@@ -147,7 +124,7 @@ class ArrowBuilder:
         """The records of ``batches`` with ``start <= offset < end``; None if there are none."""
         columns: list[RecordColumns] = []
         for b in batches:
-            cols = b.columns() if isinstance(b, RecordBatch) else _legacy_columns(b)
+            cols = b.columns()
             if len(cols.offsets):
                 columns.append(cols)
         if not columns:
@@ -191,7 +168,9 @@ class ArrowBuilder:
         timestamps = cat(2, "q")[rows] * 1000
         key_starts = cat(3, "i")[rows] + shifts[rows]
         value_starts = cat(5, "i")[rows] + shifts[rows]
-        ts_types = np.repeat(np.fromiter((c.timestamp_type for c in columns), dtype=np.int32,
+        # Spark's timestampType is 0 (create time) or 1 (log-append time); a v0 message
+        # set has none (-1) and reads as create time.
+        ts_types = np.repeat(np.fromiter((max(c.timestamp_type, CREATE_TIME) for c in columns), dtype=np.int32,
                                          count=len(columns)), counts)[rows]
         arrays = [
             binary_from_positions(data, key_starts, cat(4, "i")[rows]),

@@ -11,7 +11,10 @@ member) sent.
   is mutated, then re-compressed with the batch's codec and given a correct length and
   CRC, so record-level parsing is reached behind compression and CRC checks.
 * ``fetch:<impl>``: the consumer's own path, ``CompletedFetch.take`` (read_committed
-  filtering with a mutated aborted-transactions list, control batches, positions).
+  filtering with a mutated aborted-transactions list, control batches, positions), or
+  now and then its columnar path (``take_batches`` + ``columns()``, as Spark reads).
+* ``share:<impl>``: the share consumer's path, ``ShareCompletedFetch.take`` over random
+  acquired ranges (GAP and REJECT acknowledgements, corrupt batches, CRC checks on or off).
 * ``frames``: the connection's framing (``ConnectionState.feed``/``received``): size
   prefix, correlation ids, response header tags, then the body decoder.
 
@@ -80,15 +83,11 @@ def _impls() -> dict[str, Any]:
 
 
 def use_impl(impl: Any) -> None:
-    """Point every decoder that imported the kernels at ``impl`` (C or pure Python)."""
-    from kafkalite.consumer import fetch_buffer
-    from kafkalite.protocol import legacy_records
-
+    """Point the record decoder at ``impl`` (C or pure Python): every reader (the
+    consumer's, the share consumer's, the columnar one) decodes through
+    :mod:`kafkalite.protocol.records`."""
     records.decode_records = impl.decode_records
     records.decode_records_columnar = impl.decode_records_columnar
-    fetch_buffer.decode_records = impl.decode_records
-    if hasattr(legacy_records, "decode_records"):
-        legacy_records.decode_records = impl.decode_records
 
 
 # ---------------------------------------------------------------- record targets
@@ -177,6 +176,14 @@ def _fetch_run(impl: Any) -> Callable[[bytes, random.Random], Any]:
                                aborted=aborted, read_committed=rng.random() < 0.5,
                                check_crcs=rng.random() < 0.5)
         out: list[Any] = []
+        if rng.random() < 0.2:
+            batches: list[Any] = []
+            try:
+                fetch.take_batches(batches)
+                out += [b.columns(max_decompressed_size=MAX_DECOMPRESSED) for b in batches]
+            except ProtocolError:
+                pass
+            return out
         for _ in range(100_000):
             try:
                 if not fetch.take(rng.choice((1, 3, 500)), out):
@@ -184,6 +191,31 @@ def _fetch_run(impl: Any) -> Callable[[bytes, random.Random], Any]:
             except ProtocolError:
                 break  # a corrupt batch: raised once no records precede it
         return out
+    return run
+
+
+def _share_run(impl: Any) -> Callable[[bytes, random.Random], Any]:
+    from kafkalite.share.completed_fetch import ShareCompletedFetch
+    from kafkalite.types import TopicPartition
+
+    tp = TopicPartition("t", 0)
+
+    def run(data: bytes, rng: random.Random) -> Any:
+        use_impl(impl)
+        ranges = []
+        for _ in range(rng.randrange(1, 4)):
+            first = rng.choice((0, 0, 1, 5, 12, 40))
+            ranges.append((first, first + rng.choice((0, 3, 20, 200)), rng.randrange(1, 6)))
+        fetch = ShareCompletedFetch(tp, 1, memoryview(data), ranges, check_crcs=rng.random() < 0.5)
+        out: list[Any] = []
+        acks: list[Any] = []
+        for _ in range(100_000):
+            try:
+                if not fetch.take(rng.choice((1, 3, 500)), out, lambda offset, kind: acks.append((offset, kind))):
+                    break
+            except ProtocolError:
+                continue  # a corrupt batch: its records rejected, the next take() goes on
+        return out, acks
     return run
 
 
@@ -274,6 +306,7 @@ def all_targets() -> list[Target]:
         targets.append(Target(f"records-compressed:{name}", "records", _inner_seeds, _inner_run(impl),
                               structured=_compressed_structured))
         targets.append(Target(f"fetch:{name}", "records", S.record_seeds, _fetch_run(impl)))
+        targets.append(Target(f"share:{name}", "records", S.record_seeds, _share_run(impl)))
     # A connection allocates its 256 KiB receive scratch buffer once, whatever it reads,
     # and a frame's buffer starts at 256 KiB (or its size) before bytes arrive.
     targets.append(Target("frames", "frames", _frame_seeds, _frames_run, overhead=512 * 1024))

@@ -3,16 +3,17 @@
 The engine puts one :class:`CompletedFetch` per partition and Fetch response into the
 :class:`FetchBuffer`; it holds the partition's raw records bytes (a zero-copy view of
 the response frame) and is decoded batch by batch only when poll() takes records from
-it, in the thread that calls poll(). Each batch is decoded with one call into the record
-kernels (C when built) straight into :class:`~kafkalite.types.ConsumerRecord` tuples,
-and poll() slices the decoded list: no per-record Python work beyond building the record.
+it, in the thread that calls poll(). Reading the bytes is :mod:`kafkalite.protocol.records`'
+job (batches, CRC checks, decompression, which batches hold records); each batch is
+decoded with one call into the record kernels (C when built) straight into
+:class:`~kafkalite.types.ConsumerRecord` tuples (``RecordBatch.records_as``), and poll()
+slices the decoded list: no per-record Python work beyond building the record.
 
-Filtering follows the Java client's ``CompletedFetch``:
+What this module adds, as the Java client's ``CompletedFetch`` does:
 
-* control batches (transaction markers) are never returned, at any isolation level;
-* with ``read_committed`` the response's aborted-transactions list, ordered by first
-  offset, marks producers whose transactional batches are skipped until their ABORT
-  marker is seen (the broker already stops at the last stable offset);
+* the batches without records for the application (control batches, aborted
+  transactions with ``read_committed``, empty ones) are passed over by
+  :class:`~kafkalite.protocol.records.BatchFilter`, but still move the position;
 * records before the fetch offset (a batch that starts earlier, e.g. a compressed one)
   are skipped; the position after a drained batch is the batch's next offset, never
   "last offset + 1" assumed contiguous (compaction and markers leave gaps);
@@ -28,68 +29,22 @@ Example (poll side)::
 
 from __future__ import annotations
 
-import heapq
-import struct
 import threading
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
 from kafkalite.errors import CorruptRecordsError, IllegalStateError, KafkaError
-from kafkalite.protocol import compression as _compression
-from kafkalite.protocol.record_codec import decode_records
-from kafkalite.protocol.record_types import (
-    BATCH_OVERHEAD,
-    CODEC_MASK,
-    CONTROL_FLAG,
-    TIMESTAMP_TYPE_FLAG,
-    ControlRecordType,
-)
-from kafkalite.protocol.records import Batch, RecordBatch, iter_batches
+from kafkalite.protocol.records import Batch, BatchFilter, iter_batches, scan_end_offset
 from kafkalite.types import ConsumerRecord, TopicPartition
 
-_OFFSET_LENGTH = struct.Struct(">qi")
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-_ABORT = int(ControlRecordType.ABORT)
-_LOG_OVERHEAD = 12
-_MIN_ENTRY = 14  # crc + magic + attributes + key and value lengths of a v0 message
-
-
-def scan_end_offset(data: Any, fetch_offset: int) -> tuple[int, int, int]:
-    """(next offset after the last whole batch, bytes of whole batches, its leader epoch).
-
-    Reads batch headers only (no CRC, no records): the engine uses it to know where the
-    next prefetch starts (and, KIP-320, the epoch of the last record fetched, sent as
-    the next fetch's ``LastFetchedEpoch``) while poll() has not decoded this data yet.
-    The epoch is -1 when unknown (legacy message sets, no whole batch).
-    """
-    pos, end, next_offset, epoch = 0, len(data), fetch_offset, -1
-    while end - pos >= _LOG_OVERHEAD:
-        base, length = _OFFSET_LENGTH.unpack_from(data, pos)
-        # Shorter than the smallest legacy message cannot even hold its magic byte: a
-        # corrupt length (decoding names it); the scan just stops (found by tools/fuzz).
-        if length < _MIN_ENTRY or pos + _LOG_OVERHEAD + length > end:
-            break
-        if data[pos + 16] == 2 and length >= BATCH_OVERHEAD - _LOG_OVERHEAD:
-            (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + 23)
-            last = base + delta
-            (epoch,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + 12)
-        else:
-            # Legacy message sets: a compressed wrapper's offset is its last inner offset.
-            last = base
-            epoch = -1
-        if last + 1 > next_offset:
-            next_offset = last + 1
-        pos += _LOG_OVERHEAD + length
-    return next_offset, pos, epoch
+__all__ = ["CompletedFetch", "FetchBuffer", "scan_end_offset"]
 
 
 class CompletedFetch:
     """One partition's data from one Fetch response, drained by poll()."""
 
     __slots__ = (
-        "_aborted",
-        "_aborted_pids",
         "_batch_epoch",
         "_batch_next",
         "_batches",
@@ -97,6 +52,7 @@ class CompletedFetch:
         "_done",
         "_error",
         "_idx",
+        "_keep",
         "_recs",
         "bytes",
         "data",
@@ -137,11 +93,7 @@ class CompletedFetch:
         self.records_taken = 0
         self.extra_lag_info = None
         self._check_crcs = check_crcs
-        self._aborted: list[tuple[int, int]] = []
-        if read_committed and aborted:
-            self._aborted = [(first, pid) for pid, first in aborted]
-            heapq.heapify(self._aborted)
-        self._aborted_pids: set[int] = set()
+        self._keep = BatchFilter(aborted, read_committed=read_committed)
         self._batches: Iterator[Batch] | None = None
         self._done = False
         self._recs: list[ConsumerRecord] | None = None
@@ -212,6 +164,7 @@ class CompletedFetch:
                 self._done = True
                 return False
             batches = self._batches = iter_batches(self.data, check_crcs=self._check_crcs)
+        keep = self._keep
         while True:
             try:
                 batch = next(batches)
@@ -224,15 +177,16 @@ class CompletedFetch:
             next_offset = batch.next_offset
             if next_offset <= self.next_offset:
                 continue  # already returned (or before the fetch offset)
-            if isinstance(batch, RecordBatch):
-                records = self._decode_v2(batch)
-            else:
-                records = self._decode_legacy(batch)
-            if records is None:
-                return False
+            records: list[ConsumerRecord] = []
+            if keep(batch):
+                try:
+                    records = batch.records_as(ConsumerRecord, self.topic, self.partition)
+                except KafkaError as exc:
+                    self._fail(exc, batch.base_offset)
+                    return False
             self._batch_next = next_offset
-            self._batch_epoch = (batch.partition_leader_epoch
-                                 if isinstance(batch, RecordBatch) and batch.partition_leader_epoch >= 0 else None)
+            epoch = batch.partition_leader_epoch
+            self._batch_epoch = epoch if epoch >= 0 else None
             if records and records[0][0] < self.next_offset:
                 start = self.next_offset
                 records = [r for r in records if r[0] >= start]
@@ -247,62 +201,6 @@ class CompletedFetch:
             self._recs = records
             self._idx = 0
             return True
-
-    def _skip_v2(self, batch: RecordBatch) -> bool:
-        """Whether ``batch`` holds nothing to return: a control batch, an aborted
-        transaction's batch (read_committed), or no records (compaction)."""
-        attributes = batch.attributes
-        if self.read_committed:
-            aborted = self._aborted
-            while aborted and aborted[0][0] <= batch.last_offset:
-                self._aborted_pids.add(heapq.heappop(aborted)[1])
-            if attributes & CONTROL_FLAG:
-                if batch.producer_id in self._aborted_pids and self._is_abort_marker(batch):
-                    self._aborted_pids.discard(batch.producer_id)
-                return True
-            if batch.is_transactional and batch.producer_id in self._aborted_pids:
-                return True
-        elif attributes & CONTROL_FLAG:
-            return True
-        return batch.record_count == 0
-
-    def _decode_v2(self, batch: RecordBatch) -> list[ConsumerRecord] | None:
-        if self._skip_v2(batch):
-            return []
-        attributes = batch.attributes
-        count = batch.record_count
-        try:
-            view = batch.buffer()
-            codec = attributes & CODEC_MASK
-            if codec:
-                data: Any = _compression.decompress(codec, view[BATCH_OVERHEAD:])
-                start, end = 0, len(data)
-            else:
-                data, start, end = view, BATCH_OVERHEAD, len(view)
-            epoch = batch.partition_leader_epoch
-            return decode_records(  # type: ignore[no-any-return]
-                data, start, end, count, batch.base_offset, batch.base_timestamp,
-                batch.max_timestamp if attributes & TIMESTAMP_TYPE_FLAG else None,
-                ConsumerRecord,
-                (1 if attributes & TIMESTAMP_TYPE_FLAG else 0, self.topic, self.partition,
-                 epoch if epoch >= 0 else None),
-            )
-        except KafkaError as exc:
-            self._fail(exc, batch.base_offset)
-            return None
-
-    def _decode_legacy(self, batch: Batch) -> list[ConsumerRecord] | None:
-        try:
-            out = []
-            for r in batch.records(self.topic, self.partition):
-                if r.control_type is not None:
-                    continue
-                out.append(ConsumerRecord._make((r.offset, r.timestamp, r.key, r.value, r.headers,
-                                                 r.timestamp_type, self.topic, self.partition, None)))
-            return out
-        except KafkaError as exc:
-            self._fail(exc, batch.base_offset)
-            return None
 
     def take_batches(self, out: list[Batch]) -> int:
         """Append this fetch's remaining data batches, undecoded, to ``out``.
@@ -344,12 +242,11 @@ class CompletedFetch:
             next_offset = batch.next_offset
             if next_offset <= self.next_offset:
                 continue
-            if isinstance(batch, RecordBatch):
-                if batch.partition_leader_epoch >= 0:
-                    self.last_epoch = batch.partition_leader_epoch
-                if self._skip_v2(batch):
-                    self.next_offset = next_offset
-                    continue
+            if batch.partition_leader_epoch >= 0:
+                self.last_epoch = batch.partition_leader_epoch
+            if not self._keep(batch):
+                self.next_offset = next_offset
+                continue
             out.append(batch)
             n += 1
             self.next_offset = next_offset
@@ -363,14 +260,6 @@ class CompletedFetch:
         if not n and self._error is not None:
             raise self._error
         return n
-
-    @staticmethod
-    def _is_abort_marker(batch: RecordBatch) -> bool:
-        try:
-            records = batch.records()
-        except KafkaError:
-            return False
-        return bool(records) and records[0].control_type == _ABORT
 
     def _fail(self, exc: KafkaError, offset: int | None = None) -> None:
         where = f" at offset {offset}" if offset is not None else f" after offset {self.next_offset}"

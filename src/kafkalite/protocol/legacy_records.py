@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from array import array
 from collections.abc import Iterator
 from typing import Final
 
@@ -36,6 +37,8 @@ from kafkalite.protocol.record_types import (
     NO_TIMESTAMP_TYPE,
     TIMESTAMP_TYPE_FLAG,
     Record,
+    RecordColumns,
+    RecordT,
 )
 
 __all__ = ["LegacyRecordBatch", "decode_message_set"]
@@ -45,6 +48,8 @@ _ENTRY: Final = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 _INT32: Final = struct.Struct(">i")
 _INT64: Final = struct.Struct(">q")
 _MIN_SIZE: Final = {0: 14, 1: 22}  # crc+magic+attrs(+timestamp)+key len+value len
+#: One message: offset, timestamp, key, value.
+_Entry = tuple[int, int, bytes | None, bytes | None]
 
 
 class _Message:
@@ -93,8 +98,11 @@ def _read_bytes(buf: Buffer, p: int, end: int, offset: int, what: str) -> tuple[
 class LegacyRecordBatch:
     """One legacy log entry (a plain message, or a compressed wrapper) viewed as a batch.
 
-    Exposes the same attributes as :class:`~kafkalite.protocol.records.RecordBatch`;
-    producer fields are -1 and transactional/control are False (v0/v1 have neither).
+    Exposes the same attributes and methods as
+    :class:`~kafkalite.protocol.records.RecordBatch` (``records_as``, ``records``,
+    ``columns``, ``ensure_valid`` ...); producer fields are -1 and transactional/control
+    are False (v0/v1 have neither). A wrapper's inner messages are decompressed once,
+    when first needed.
     """
 
     __slots__ = ("_inner", "_msg", "size_in_bytes")
@@ -106,12 +114,14 @@ class LegacyRecordBatch:
     last_sequence = -1
     is_transactional = False
     is_control = False
+    #: A log entry always holds a message: a plain one, or a wrapper of inner messages.
+    is_empty = False
     delete_horizon_ms = None
 
     def __init__(self, buf: Buffer, pos: int = 0) -> None:
         self._msg = _Message(buf, pos, len(buf))
         self.size_in_bytes: int = LOG_OVERHEAD + self._msg.size
-        self._inner: list[Record] | None = None
+        self._inner: list[_Entry] | None = None
 
     @property
     def magic(self) -> int:
@@ -154,14 +164,19 @@ class LegacyRecordBatch:
 
     @property
     def base_offset(self) -> int:
+        """The first record's offset; a wrapper that cannot be decoded gives its own
+        offset (decoding it raises the error)."""
         if self.compression == 0:
             return int(self._msg.offset)
-        inner = self._decoded()
-        return inner[0].offset if inner else int(self._msg.offset)
+        try:
+            inner = self._entries(_compression.DEFAULT_MAX_DECOMPRESSED_SIZE)
+        except (CorruptRecordsError, UnsupportedCodecError):
+            return int(self._msg.offset)
+        return inner[0][0] if inner else int(self._msg.offset)
 
     @property
     def record_count(self) -> int:
-        return 1 if self.compression == 0 else len(self._decoded())
+        return 1 if self.compression == 0 else len(self._entries(_compression.DEFAULT_MAX_DECOMPRESSED_SIZE))
 
     def is_valid(self) -> bool:
         return bool(self._msg.crc_ok)
@@ -173,10 +188,33 @@ class LegacyRecordBatch:
                 f"(stored {self._msg.crc})"
             )
 
-    def _decoded(self) -> list[Record]:
+    def _entries(self, max_size: int) -> list[_Entry]:
+        """(offset, timestamp, key, value) of every message (decompressed, cached)."""
+        msg = self._msg
+        if self.compression == 0:
+            return [(msg.offset, msg.timestamp, msg.key, msg.value)]
+        if max_size != _compression.DEFAULT_MAX_DECOMPRESSED_SIZE:
+            return _decode_wrapper(msg, max_size)
         if self._inner is None:
-            self._inner = _decode_wrapper(self._msg, None, None, _compression.DEFAULT_MAX_DECOMPRESSED_SIZE)
+            self._inner = _decode_wrapper(msg, max_size)
         return self._inner
+
+    def records_as(
+        self,
+        record_type: type[RecordT],
+        topic: str | None = None,
+        partition: int | None = None,
+        *,
+        extra: tuple[object, ...] = (),
+        max_decompressed_size: int = _compression.DEFAULT_MAX_DECOMPRESSED_SIZE,
+    ) -> list[RecordT]:
+        """Every message as a ``record_type`` tuple laid out as :class:`Record` (no
+        headers, no leader epoch) followed by ``extra``, like
+        :meth:`RecordBatch.records_as`."""
+        ts_type = self.timestamp_type
+        new = tuple.__new__
+        return [new(record_type, (offset, timestamp, key, value, [], ts_type, topic, partition, None, *extra))
+                for offset, timestamp, key, value in self._entries(max_decompressed_size)]
 
     def records(
         self,
@@ -185,12 +223,32 @@ class LegacyRecordBatch:
         *,
         max_decompressed_size: int = _compression.DEFAULT_MAX_DECOMPRESSED_SIZE,
     ) -> list[Record]:
-        msg = self._msg
-        if self.compression == 0:
-            return [Record(msg.offset, msg.timestamp, msg.key, msg.value, [], self.timestamp_type, topic, partition)]
-        if topic is None and partition is None and max_decompressed_size == _compression.DEFAULT_MAX_DECOMPRESSED_SIZE:
-            return list(self._decoded())
-        return _decode_wrapper(msg, topic, partition, max_decompressed_size)
+        return self.records_as(Record, topic, partition, max_decompressed_size=max_decompressed_size)
+
+    def columns(
+        self, *, max_decompressed_size: int = _compression.DEFAULT_MAX_DECOMPRESSED_SIZE
+    ) -> RecordColumns:
+        """The messages as parallel arrays, like :meth:`RecordBatch.columns`, built in
+        Python (only old brokers send these): keys and values are copied into a buffer
+        of their own, which the positions index; there are no headers."""
+        entries = self._entries(max_decompressed_size)
+        buf = bytearray()
+        offsets, timestamps = array("q"), array("q")
+        key_starts, key_lengths, value_starts, value_lengths = array("i"), array("i"), array("i"), array("i")
+        for offset, timestamp, key, value in entries:
+            offsets.append(offset)
+            timestamps.append(timestamp)
+            for data, starts, lengths in ((key, key_starts, key_lengths), (value, value_starts, value_lengths)):
+                starts.append(len(buf))
+                if data is None:
+                    lengths.append(-1)
+                else:
+                    lengths.append(len(data))
+                    buf += data
+        no_headers = array("i", bytes(4 * (len(entries) + 1)))  # every record: an empty range
+        return RecordColumns(bytes(buf), offsets, timestamps, key_starts, key_lengths, value_starts,
+                             value_lengths, no_headers, array("i"), array("i"), array("i"), array("i"),
+                             self.timestamp_type)
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
@@ -202,7 +260,7 @@ class LegacyRecordBatch:
         )
 
 
-def _decode_wrapper(msg: _Message, topic: str | None, partition: int | None, max_size: int) -> list[Record]:
+def _decode_wrapper(msg: _Message, max_size: int) -> list[_Entry]:
     codec = msg.attributes & CODEC_MASK
     if codec == _compression.ZSTD or codec > _compression.ZSTD:
         # zstd needs magic v2 (KIP-110); ids above 4 are unknown.
@@ -218,17 +276,13 @@ def _decode_wrapper(msg: _Message, topic: str | None, partition: int | None, max
     inner = decode_message_set(data, expect_magic=msg.magic)
     if not inner:
         return []
-    wrapper_type = LOG_APPEND_TIME if msg.attributes & TIMESTAMP_TYPE_FLAG else CREATE_TIME
     if msg.magic == 0:
-        ts_type = NO_TIMESTAMP_TYPE
-        return [Record(m.offset, m.timestamp, m.key, m.value, [], ts_type, topic, partition) for m in inner]
+        return [(m.offset, m.timestamp, m.key, m.value) for m in inner]
     # v1: inner offsets are relative; the wrapper holds the absolute offset of the last.
+    # A wrapper with log-append time gives every inner message its own timestamp.
     base = msg.offset - inner[-1].offset
-    out = []
-    for m in inner:
-        ts = msg.timestamp if wrapper_type == LOG_APPEND_TIME else m.timestamp
-        out.append(Record(base + m.offset, ts, m.key, m.value, [], wrapper_type, topic, partition))
-    return out
+    log_append = msg.attributes & TIMESTAMP_TYPE_FLAG
+    return [(base + m.offset, msg.timestamp if log_append else m.timestamp, m.key, m.value) for m in inner]
 
 
 def decode_message_set(data: Buffer, expect_magic: int) -> list[_Message]:

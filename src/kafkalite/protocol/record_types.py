@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from array import array
 from enum import IntEnum
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar
 
 __all__ = [
     "BATCH_HEADER",
@@ -28,6 +28,7 @@ __all__ = [
     "ControlRecordType",
     "Record",
     "RecordColumns",
+    "RecordT",
 ]
 
 # Timestamp types (Java's TimestampType ids). Legacy v0 records have no timestamp.
@@ -54,6 +55,11 @@ CRC_OFFSET: Final = 17
 ATTRIBUTES_OFFSET: Final = 21  # the CRC-32C covers attributes .. end of batch
 PRODUCER_ID_OFFSET: Final = 43
 BASE_SEQUENCE_OFFSET: Final = 53
+
+
+#: What a batch's records are decoded into (``RecordBatch.records_as``): ``tuple``, or a
+#: tuple subclass without instance storage laid out as :class:`Record`.
+RecordT = TypeVar("RecordT", bound=tuple[Any, ...])
 
 
 class ControlRecordType(IntEnum):
@@ -124,8 +130,8 @@ class ControlRecord(Record):
 class RecordColumns(NamedTuple):
     """A batch's records as parallel arrays (see ``decode_records_columnar``).
 
-    Positions index ``buffer`` (the decompressed records, or the batch bytes);
-    lengths of -1 mean null. Header arrays are flattened with ``header_offsets``
+    Positions index ``buffer`` (the decompressed records, or the batch bytes; for a
+    legacy message set, a buffer of its keys and values); lengths of -1 mean null. Header arrays are flattened with ``header_offsets``
     (``record_count + 1`` entries) saying where each record's headers start, the
     layout of an Arrow list column.
     """

@@ -1,28 +1,45 @@
 """Kafka record batches: reading what brokers send, and the public face of encoding.
 
 A fetch response's records field is a run of batches, magic v2 ``RecordBatch``es and
-possibly legacy v0/v1 message-set entries, whose last one may be cut short (a broker
-stops at the fetch size limit mid-batch). :func:`iter_batches` walks such a buffer,
-stopping quietly at a partial trailing batch, and yields lazy batch views:
+possibly legacy v0/v1 message-set entries (:class:`LegacyRecordBatch`), whose last one
+may be cut short (a broker stops at the fetch size limit mid-batch). This module is the
+one place that reads them, for every reader (the consumer's ``poll()``, the share
+consumer, the columnar ``poll_batches()`` behind the Spark connector):
 
-* parsing a batch reads its 61-byte header only (one ``struct`` call);
-* ``check_crcs`` (the consumer's ``check.crcs``) validates the CRC-32C over the
-  batch's bytes, which is cheap (C) and does not decode records;
-* records are decoded only by :meth:`RecordBatch.records` (one
-  :class:`~kafkalite.protocol.record_types.Record` tuple per record) or
-  :meth:`RecordBatch.columns` (parallel arrays, no object per record), both through
-  the kernels of :mod:`kafkalite.protocol.record_codec`.
+* :func:`iter_batches` walks a partition's records bytes, stopping quietly at a partial
+  trailing batch, and yields lazy batch views (v2 and legacy alike, with the same
+  attributes and methods); parsing a v2 batch reads its 61-byte header only;
+* ``check_crcs`` (the consumer's ``check.crcs``) validates each batch's CRC
+  (``ensure_valid``: CRC-32C for v2, CRC-32 per legacy message) without decoding records;
+* :class:`BatchFilter` decides which batches hold records for the application: control
+  batches (transaction markers) never, empty batches (compaction) never, and with
+  ``read_committed`` not those of aborted transactions (Java's ``CompletedFetch``);
+* records are decoded (decompressing first) only by :meth:`RecordBatch.records_as` into
+  any tuple type laid out as :class:`Record` (the consumer's ``ConsumerRecord``:
+  one object per record, nothing else), :meth:`RecordBatch.records` (:class:`Record`,
+  :class:`ControlRecord` for control batches) or :meth:`RecordBatch.columns` (parallel
+  arrays, no object per record), through the kernels of
+  :mod:`kafkalite.protocol.record_codec` (C when built, else the pure-Python reference);
+* :func:`scan_end_offset` reads batch headers only: where the next fetch starts.
 
 Encoding lives in :mod:`kafkalite.protocol.record_builder` and is re-exported here.
 Errors are :class:`~kafkalite.errors.CorruptRecordsError` (malformed, CRC mismatch)
 and :class:`~kafkalite.errors.UnsupportedCodecError`; callers add the topic and
 partition with ``exc.with_context(topic=..., partition=...)``.
+
+Example (what the consumer's ``poll()`` does with one partition's data)::
+
+    keep = BatchFilter(aborted_transactions, read_committed=True)
+    for batch in iter_batches(data, check_crcs=True):
+        if keep(batch):
+            out += batch.records_as(ConsumerRecord, "orders", 0)
 """
 
 from __future__ import annotations
 
+import heapq
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from crc32c import crc32c
@@ -54,10 +71,12 @@ from kafkalite.protocol.record_types import (
     ControlRecordType,
     Record,
     RecordColumns,
+    RecordT,
 )
 
 __all__ = [
     "Batch",
+    "BatchFilter",
     "ControlRecord",
     "ControlRecordType",
     "LegacyRecordBatch",
@@ -71,11 +90,12 @@ __all__ = [
     "iter_batches",
     "read_batches",
     "rewrite_producer_state",
+    "scan_end_offset",
 ]
 
 Buffer = bytes | bytearray | memoryview
-_HEAD: Final = struct.Struct(">qib")  # baseOffset, length, partitionLeaderEpoch-or-crc(hi), …
 _LENGTH: Final = struct.Struct(">qi")
+_INT32: Final = struct.Struct(">i")
 # The smallest legacy message: crc + magic + attributes + key length + value length.
 _LEGACY_MIN_SIZE: Final = 14
 _V2_MIN_LENGTH: Final = BATCH_OVERHEAD - LOG_OVERHEAD
@@ -84,7 +104,8 @@ _V2_MIN_LENGTH: Final = BATCH_OVERHEAD - LOG_OVERHEAD
 class RecordBatch:
     """A lazy view of one magic v2 record batch inside a larger buffer.
 
-    Header fields are attributes; records are decoded only on request.
+    Header fields are attributes; records are decoded only on request
+    (:meth:`records_as`, :meth:`records`, :meth:`columns`).
     """
 
     __slots__ = (
@@ -155,6 +176,11 @@ class RecordBatch:
         return bool(self.attributes & CONTROL_FLAG)
 
     @property
+    def is_empty(self) -> bool:
+        """No records: compaction can leave empty batches that keep producer state."""
+        return self.record_count == 0
+
+    @property
     def delete_horizon_ms(self) -> int | None:
         """When the delete-horizon bit is set, base_timestamp holds it (KIP-534)."""
         return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG else None
@@ -208,23 +234,31 @@ class RecordBatch:
         data = _compression.decompress(codec, memoryview(self._buf)[start:end], max_size=max_decompressed_size)
         return data, 0, len(data)
 
-    def records(
+    def records_as(
         self,
+        record_type: type[RecordT],
         topic: str | None = None,
         partition: int | None = None,
         *,
+        extra: tuple[object, ...] = (),
         max_decompressed_size: int = _compression.DEFAULT_MAX_DECOMPRESSED_SIZE,
-    ) -> list[Record]:
-        """Decode every record (decompressing first if needed).
+    ) -> list[RecordT]:
+        """Decode every record (decompressing first if needed) into ``record_type``.
 
-        Records of control batches are :class:`ControlRecord` (with ``control_type``).
-        ``topic``/``partition`` are stored in each record for the consumer.
+        ``record_type`` is ``tuple`` or a tuple subclass without instance storage whose
+        layout starts as :class:`Record`'s: ``(offset, timestamp, key, value, headers,
+        timestamp_type, topic, partition, leader_epoch, *extra)``; one call into the
+        record kernel builds them all (the consumer passes its ``ConsumerRecord``, the
+        share consumer its ``ShareConsumerRecord`` with the delivery count in
+        ``extra``). ``leader_epoch`` is None when the batch has none.
         """
         count = self.record_count
         if count == 0:
             return []  # compaction can leave empty batches that keep producer state
+        attributes = self.attributes
         try:
             data, start, end = self._records_section(max_decompressed_size)
+            log_append_time = self.max_timestamp if attributes & TIMESTAMP_TYPE_FLAG else None
             epoch = self.partition_leader_epoch
             return decode_records(  # type: ignore[no-any-return]
                 data,
@@ -233,12 +267,25 @@ class RecordBatch:
                 count,
                 self.base_offset,
                 self.base_timestamp,
-                self.max_timestamp if self.attributes & TIMESTAMP_TYPE_FLAG else None,
-                ControlRecord if self.attributes & CONTROL_FLAG else Record,
-                (self.timestamp_type, topic, partition, epoch if epoch >= 0 else None),
+                log_append_time,
+                record_type,
+                (CREATE_TIME if log_append_time is None else LOG_APPEND_TIME, topic, partition,
+                 epoch if epoch >= 0 else None, *extra),
             )
         except CorruptRecordsError as exc:
             raise CorruptRecordsError(f"record batch at offset {self.base_offset}: {exc.message}") from None
+
+    def records(
+        self,
+        topic: str | None = None,
+        partition: int | None = None,
+        *,
+        max_decompressed_size: int = _compression.DEFAULT_MAX_DECOMPRESSED_SIZE,
+    ) -> list[Record]:
+        """Decode every record as :class:`Record` (:class:`ControlRecord`, with
+        ``control_type``, in control batches); ``topic``/``partition`` are stored in each."""
+        record_type = ControlRecord if self.attributes & CONTROL_FLAG else Record
+        return self.records_as(record_type, topic, partition, max_decompressed_size=max_decompressed_size)
 
     def columns(
         self, *, max_decompressed_size: int = _compression.DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -275,6 +322,88 @@ class RecordBatch:
 
 
 Batch = RecordBatch | LegacyRecordBatch
+
+
+class BatchFilter:
+    """Which batches hold records to hand to the application, batch after batch.
+
+    Control batches (transaction markers, KRaft records) and empty batches never do.
+    With ``read_committed``, neither do the transactional batches of aborted
+    transactions, found as Java's ``CompletedFetch`` finds them: the fetch response's
+    aborted transactions ``(producer_id, first_offset)``, ordered by first offset, mark
+    a producer as aborted once a batch reaches its first offset, until that producer's
+    ABORT marker (the broker already stops read_committed fetches at the last stable
+    offset). Call it on the batches in log order; it keeps that state.
+
+    Example::
+
+        keep = BatchFilter([(7, 0)], read_committed=True)
+        [b.base_offset for b in iter_batches(data) if keep(b)]
+    """
+
+    __slots__ = ("_aborted", "_aborted_pids", "read_committed")
+
+    def __init__(self, aborted_transactions: Iterable[tuple[int, int]] | None = None, *,
+                 read_committed: bool = False) -> None:
+        self.read_committed = read_committed
+        self._aborted: list[tuple[int, int]] = []
+        if read_committed and aborted_transactions:
+            self._aborted = [(first, pid) for pid, first in aborted_transactions]
+            heapq.heapify(self._aborted)
+        self._aborted_pids: set[int] = set()
+
+    def __call__(self, batch: Batch) -> bool:
+        """Whether ``batch`` holds records for the application."""
+        if self.read_committed:
+            aborted = self._aborted
+            while aborted and aborted[0][0] <= batch.last_offset:
+                self._aborted_pids.add(heapq.heappop(aborted)[1])
+            if batch.is_control:
+                if batch.producer_id in self._aborted_pids and _is_abort_marker(batch):
+                    self._aborted_pids.discard(batch.producer_id)
+                return False
+            if batch.is_transactional and batch.producer_id in self._aborted_pids:
+                return False
+        elif batch.is_control:
+            return False
+        return not batch.is_empty
+
+
+def _is_abort_marker(batch: Batch) -> bool:
+    try:
+        records = batch.records()
+    except (CorruptRecordsError, UnsupportedCodecError):
+        return False
+    return bool(records) and records[0].control_type == ControlRecordType.ABORT
+
+
+def scan_end_offset(data: Buffer, fetch_offset: int) -> tuple[int, int, int]:
+    """(next offset after the last whole batch, bytes of whole batches, its leader epoch).
+
+    Reads batch headers only (no CRC, no records): a consumer learns where its next
+    fetch starts (and, KIP-320, the epoch of the last record fetched, the next fetch's
+    ``LastFetchedEpoch``) before the data is decoded. The epoch is -1 when unknown
+    (legacy message sets, no whole batch). A length too short for any batch stops the
+    scan (decoding reports it).
+    """
+    pos, end, next_offset, epoch = 0, len(data), fetch_offset, -1
+    while end - pos >= LOG_OVERHEAD:
+        base, length = _LENGTH.unpack_from(data, pos)
+        # Shorter than the smallest legacy message cannot even hold its magic byte: a
+        # corrupt length (found by tools/fuzz).
+        if length < _LEGACY_MIN_SIZE or pos + LOG_OVERHEAD + length > end:
+            break
+        if data[pos + 16] == 2 and length >= _V2_MIN_LENGTH:
+            last = base + _INT32.unpack_from(data, pos + 23)[0]  # lastOffsetDelta
+            epoch = _INT32.unpack_from(data, pos + 12)[0]  # partitionLeaderEpoch
+        else:
+            # Legacy message sets: a compressed wrapper's offset is its last inner offset.
+            last = base
+            epoch = -1
+        if last + 1 > next_offset:
+            next_offset = last + 1
+        pos += LOG_OVERHEAD + length
+    return next_offset, pos, epoch
 
 
 def _next_batch(buf: Buffer, pos: int, check_crcs: bool) -> Batch | None:

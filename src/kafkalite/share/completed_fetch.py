@@ -15,6 +15,9 @@ already settled. Following Java's ``ShareCompletedFetch``:
   before it were returned.
 
 Decoding happens in the thread that calls ``poll()``, the first time records are taken.
+Reading the batches is :mod:`kafkalite.protocol.records`' job (CRC checks, decompression,
+control and empty batches passed over by its ``BatchFilter``, records decoded by
+``RecordBatch.records_as``); this module cuts them to the acquired ranges.
 
 Example (poll side)::
 
@@ -24,23 +27,17 @@ Example (poll side)::
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from kafkalite.errors import CorruptRecordsError, KafkaError
-from kafkalite.protocol import compression as _compression
-from kafkalite.protocol.record_codec import decode_records
-from kafkalite.protocol.record_types import (
-    BATCH_OVERHEAD,
-    CODEC_MASK,
-    CONTROL_FLAG,
-    TIMESTAMP_TYPE_FLAG,
-)
-from kafkalite.protocol.records import RecordBatch, iter_batches
+from kafkalite.protocol.records import BatchFilter, iter_batches
 from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
-from kafkalite.types import ConsumerRecord, TopicPartition
+from kafkalite.types import TopicPartition
 
-_new = tuple.__new__
+_offset_of = itemgetter(0)
 
 
 class ShareCompletedFetch:
@@ -60,7 +57,7 @@ class ShareCompletedFetch:
         self.acquired_count = sum(last - first + 1 for first, last, _ in self._acquired)
         self._check_crcs = check_crcs
         #: decoded output, in offset order: lists of records, or (offsets, error) for a corrupt batch
-        self._segments: list[Any] | None = None
+        self._segments: deque[Any] | None = None
         self.records_returned = 0
 
     def __repr__(self) -> str:
@@ -83,7 +80,7 @@ class ShareCompletedFetch:
             if isinstance(head, tuple):  # a corrupt batch
                 if taken:
                     break
-                segments.pop(0)
+                segments.popleft()
                 offsets, error = head
                 for offset in offsets:
                     acks(offset, AcknowledgeType.REJECT)
@@ -92,7 +89,7 @@ class ShareCompletedFetch:
             if len(head) <= room:
                 out += head
                 taken += len(head)
-                segments.pop(0)
+                segments.popleft()
             else:
                 out += head[:room]
                 segments[0] = head[room:]
@@ -102,66 +99,60 @@ class ShareCompletedFetch:
 
     # ------------------------------------------------------------ decoding
 
-    def _decode(self, acks: Any) -> list[Any]:
+    def _decode(self, acks: Any) -> deque[Any]:
         ranges = self._acquired
         acquired: dict[int, int] = {}
         for first, last, count in ranges:
             acquired.update(dict.fromkeys(range(first, last + 1), count))
-        segments: list[Any] = []
+        segments: deque[Any] = deque()
+        # Every acquired offset is settled once: handed out, rejected or acknowledged as GAP.
         settled: set[int] = set()
+        highest = -1  # the highest settled offset (batches come in offset order)
         data, self._data = self._data, None
         if acquired and data is not None and len(data):
-            lo, hi = ranges[0][0], max(r[1] for r in ranges)
+            # No aborted transactions here: the broker acquires committed records only
+            # (share.isolation.level) and archives the others.
+            keep = BatchFilter()
+            topic, partition = self.topic, self.tp.partition
             try:
                 for batch in iter_batches(data, check_crcs=False):
                     first, last = batch.base_offset, batch.last_offset
-                    if last < lo or first > hi or not any(f <= last and first <= la for f, la, _ in ranges):
+                    overlapping = [r for r in ranges if r[0] <= last and first <= r[1]]
+                    if not overlapping:
                         continue
                     try:
                         if self._check_crcs:
                             batch.ensure_valid()
-                        records = self._records_of(batch)
+                        # Decoded straight into ShareConsumerRecords with the delivery
+                        # count of the first range: usually one range holds the batch.
+                        records = (batch.records_as(ShareConsumerRecord, topic, partition,
+                                                    extra=(overlapping[0][2],)) if keep(batch) else [])
                     except KafkaError as exc:
-                        offsets = [o for o in range(first, last + 1) if o in acquired]
-                        settled.update(offsets)
+                        offsets = [o for lo, hi, _ in overlapping for o in range(max(lo, first), min(hi, last) + 1)
+                                   if o not in settled]
+                        if offsets:
+                            settled.update(offsets)
+                            highest = max(highest, offsets[-1])
                         segments.append((offsets, self._corrupt(exc, first)))
                         continue
-                    get = acquired.get
-                    out = [_new(ShareConsumerRecord, (*r[:9], _size(r[2]), _size(r[3]), d))
-                           for r in records if (d := get(r[0])) is not None]
-                    settled.update(r[0] for r in out)
-                    if out:
-                        segments.append(out)
+                    offsets = list(map(_offset_of, records))
+                    lo, hi, _ = overlapping[0]
+                    if offsets and not (len(overlapping) == 1 and max(lo, highest + 1) <= min(offsets)
+                                        and max(offsets) <= hi):
+                        records = _cut(records, acquired, overlapping[0][2], settled)
+                        offsets = list(map(_offset_of, records))
+                    if offsets:
+                        settled.update(offsets)
+                        highest = max(highest, max(offsets))
+                        segments.append(records)
             except CorruptRecordsError as exc:  # a broken batch header: nothing after it can be read
-                rest = [o for o in acquired if o not in settled]
+                rest = sorted(o for o in acquired if o not in settled)
                 settled.update(rest)
-                segments.append((sorted(rest), self._corrupt(exc, rest[0] if rest else -1)))
+                segments.append((rest, self._corrupt(exc, rest[0] if rest else -1)))
         if len(settled) < len(acquired):
             for offset in sorted(acquired.keys() - settled):
                 acks(offset, AcknowledgeType.GAP)
         return segments
-
-    def _records_of(self, batch: Any) -> list[Any]:
-        if not isinstance(batch, RecordBatch):
-            return [ConsumerRecord._make((r.offset, r.timestamp, r.key, r.value, r.headers, r.timestamp_type,
-                                          self.topic, self.tp.partition, None))
-                    for r in batch.records(self.topic, self.tp.partition) if r.control_type is None]
-        attributes = batch.attributes
-        if attributes & CONTROL_FLAG or batch.record_count == 0:
-            return []
-        view = batch.buffer()
-        codec = attributes & CODEC_MASK
-        if codec:
-            data: Any = _compression.decompress(codec, view[BATCH_OVERHEAD:])
-            start, end = 0, len(data)
-        else:
-            data, start, end = view, BATCH_OVERHEAD, len(view)
-        epoch = batch.partition_leader_epoch
-        return decode_records(  # type: ignore[no-any-return]
-            data, start, end, batch.record_count, batch.base_offset, batch.base_timestamp,
-            batch.max_timestamp if attributes & TIMESTAMP_TYPE_FLAG else None, ConsumerRecord,
-            (1 if attributes & TIMESTAMP_TYPE_FLAG else 0, self.topic, self.tp.partition,
-             epoch if epoch >= 0 else None))
 
     def _corrupt(self, exc: KafkaError, offset: int) -> CorruptRecordsError:
         err = CorruptRecordsError(
@@ -171,6 +162,17 @@ class ShareCompletedFetch:
         return err
 
 
-def _size(value: Any) -> int:
-    return len(value) if value is not None else -1
+def _cut(records: list[ShareConsumerRecord], acquired: dict[int, int], decoded_count: int,
+         settled: set[int]) -> list[ShareConsumerRecord]:
+    """The acquired ``records`` not settled yet, each with its range's delivery count."""
+    out = []
+    for r in records:
+        count = acquired.get(r[0])
+        if r[0] in settled:
+            continue
+        if count == decoded_count:
+            out.append(r)
+        elif count is not None:
+            out.append(tuple.__new__(ShareConsumerRecord, (*r[:9], count, *r[10:])))
+    return out
 

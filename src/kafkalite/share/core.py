@@ -344,7 +344,9 @@ class ShareConsumerCore:
                     self.errors.append(err)
                     return out
                 raise err from (None if err is exc else exc)
-            out.append(tuple.__new__(ShareConsumerRecord, (r[0], r[1], new_key, new_value, *r[4:])))
+            out.append(tuple.__new__(ShareConsumerRecord, (r[0], r[1], new_key, new_value, *r[4:10],
+                                                           len(key) if key is not None else -1,
+                                                           len(value) if value is not None else -1)))
         return out
 
 

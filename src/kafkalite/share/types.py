@@ -65,24 +65,51 @@ class ShareConsumerRecord(ConsumerRecord):
 
     __slots__ = ()
 
+    # The tuple layout is a ConsumerRecord's with the delivery count right after the
+    # leader epoch: ``(offset, timestamp, key, value, headers, timestamp_type, topic,
+    # partition, leader_epoch, delivery_count[, serialized_key_size,
+    # serialized_value_size])``, so the record decoder builds it in one call per batch
+    # (the sizes are stored only once a deserializer replaced key or value).
+
     def __new__(cls, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
                 key: object, value: object, headers: list[Header] | None = None,
                 leader_epoch: int | None = None, serialized_key_size: int = -1,
                 serialized_value_size: int = -1, delivery_count: int = 1) -> ShareConsumerRecord:
-        return tuple.__new__(cls, (offset, timestamp, key, value, headers if headers is not None else [],
-                                   timestamp_type, topic, partition, leader_epoch, serialized_key_size,
-                                   serialized_value_size, delivery_count))
+        fields: tuple[object, ...] = (offset, timestamp, key, value, headers if headers is not None else [],
+                                      timestamp_type, topic, partition, leader_epoch, delivery_count)
+        if serialized_key_size != -1 or serialized_value_size != -1:
+            fields += (serialized_key_size, serialized_value_size)
+        return tuple.__new__(cls, fields)
 
-    delivery_count = property(_itemgetter(11), doc="How many times this record has been delivered (1 = first).")
+    delivery_count = property(_itemgetter(9), doc="How many times this record has been delivered (1 = first).")
+
+    @property
+    def serialized_key_size(self) -> int:
+        """Size of the key as stored in Kafka (-1 for a null key)."""
+        if len(self) > 10:
+            return self[10]  # type: ignore[no-any-return]
+        key = self[2]
+        return len(key) if key is not None else -1
+
+    @property
+    def serialized_value_size(self) -> int:
+        """Size of the value as stored in Kafka (-1 for a null value)."""
+        if len(self) > 11:
+            return self[11]  # type: ignore[no-any-return]
+        value = self[3]
+        return len(value) if value is not None else -1
 
     def __repr__(self) -> str:
         return (f"ShareConsumerRecord(topic={self[6]!r}, partition={self[7]}, offset={self[0]}, "
-                f"delivery_count={self[11]}, key={self[2]!r}, value={self[3]!r})")
+                f"delivery_count={self[9]}, key={self[2]!r}, value={self[3]!r})")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ShareConsumerRecord):
             return NotImplemented
-        return tuple.__eq__(self, other)  # type: ignore[no-any-return]
+        return tuple.__eq__(self[:10], other[:10]) and (  # type: ignore[no-any-return]
+            self.serialized_key_size == other.serialized_key_size
+            and self.serialized_value_size == other.serialized_value_size
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
