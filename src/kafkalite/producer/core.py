@@ -33,9 +33,10 @@ from kafkalite.errors import (
 )
 from kafkalite.net.client import NetworkClient
 from kafkalite.producer import exit_guard
-from kafkalite.producer.accumulator import BufferPool, ProducerBatch, RecordAccumulator, TopicState
+from kafkalite.producer.accumulator import BufferPool, RecordAccumulator, TopicState
 from kafkalite.producer.append_kernel import Appender
-from kafkalite.producer.futures import AsyncRecordFuture, DoneSignal, RecordFuture
+from kafkalite.producer.batch import DoneSignal, ProducerBatch
+from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture
 from kafkalite.producer.idempotence import IdempotenceState
 from kafkalite.producer.interceptors import ProducerRecord, load_interceptors
 from kafkalite.producer.partitioner import resolve_partitioner
@@ -268,56 +269,18 @@ class ProducerCore:
             elif key_bytes is not None and not self.ignore_keys:
                 partition = (murmur2(key_bytes) & 0x7FFFFFFF) % n
             else:
-                sticky = state.sticky
-                partition = sticky.current
-                if 0 <= partition < n and sticky.produced_bytes < self.batch_size:
-                    # Fast path of the sticky partitioner: no switch due yet.
-                    future = self._append_fast(state, partition, timestamp, key_bytes, value_bytes, headers,
-                                               klen, vlen, callback)
-                    if future is not None:
-                        sticky.produced_bytes += hint
-                        return future
-                future = self.acc.append_sticky(state, timestamp, key_bytes, value_bytes, headers, klen, vlen,
-                                                self.future_cls, callback, self.ack_interceptor, hint)
+                # The sticky partition (KIP-794): chosen under its lock by the accumulator.
+                future = self.acc.append(state, None, timestamp, key_bytes, value_bytes, headers, klen, vlen,
+                                         self.future_cls, callback, self.ack_interceptor, hint)
                 if future is not None and self.txn is not None:
-                    self._txn_partition(topic, future._batch.partition)
+                    self._txn_partition(topic, future.partition)
                 return future
         elif type(partition) is not int or partition < 0:
             raise UnknownTopicOrPartitionError(f"invalid partition {partition!r}", topic=topic)
         if self.txn is not None:
             self._txn_partition(topic, partition)
-        future = self._append_fast(state, partition, timestamp, key_bytes, value_bytes, headers, klen, vlen,
-                                   callback)
-        if future is not None:
-            return future
         return self.acc.append(state, partition, timestamp, key_bytes, value_bytes, headers, klen, vlen,
                                self.future_cls, callback, self.ack_interceptor, hint)
-
-    def _append_fast(self, state: TopicState, partition: int, timestamp: int, key_bytes: bytes | None,
-                     value_bytes: bytes | None, headers: Any, klen: int, vlen: int,
-                     callback: Callable[..., Any] | None) -> RecordFuture | None:
-        """Append to the partition's open batch if it has room (the common case); else None.
-
-        The same steps as :meth:`RecordAccumulator.append`, inlined here because this
-        runs once per record: one lock, one encode into the batch buffer, one future.
-        """
-        pq = state.queues[partition]
-        with pq.lock:
-            dq = pq.batches
-            if not dq:
-                return None
-            last = dq[-1]
-            if last.closed:
-                return None
-            index = last.builder.try_append(timestamp, key_bytes, value_bytes, headers)
-            if index < 0:
-                return None
-            future = self.future_cls(last, index, timestamp, klen, vlen)
-            if self.ack_interceptor is not None:
-                last.add_callback(future, self.ack_interceptor, 0)
-            if callback is not None:
-                last.add_callback(future, callback, 0)
-            return future
 
     def _txn_partition(self, topic: str, partition: int) -> None:
         txn = self.txn

@@ -57,7 +57,8 @@ from kafkalite.protocol.messages.produce import (
 from kafkalite.protocol.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from kafkalite.producer.accumulator import PartitionQueue, ProducerBatch
+    from kafkalite.producer.accumulator import PartitionQueue
+    from kafkalite.producer.batch import ProducerBatch
     from kafkalite.producer.core import ProducerCore
 
 log = logging.getLogger("kafkalite.producer")
@@ -491,7 +492,7 @@ class Sender:
         # Java splits into batch.size pieces; when batch.size itself is above the topic's
         # limit that never converges, so pieces are also at most half the rejected batch.
         target = max(1, min(self.batch_size, batch.estimated_size() // 2))
-        children = batch.split(target, now)
+        children = self.acc.split(batch, target, now)
         log.info("splitting %r into %d batches after MESSAGE_TOO_LARGE", batch, len(children))
         self.metrics.record_split()
         idem = self.idem
