@@ -267,27 +267,27 @@ class RecordAccumulator:
                             last is None or last.closed or last.builder.is_full()):
                         sticky.update(p, 0, True, state.available, n)  # switch before a new batch
                         continue
-                future = None
+                batch: ProducerBatch | None = None
+                index = 0
                 before = 0
                 if last is not None and not last.closed:
                     before = last.builder.uncompressed_size_in_bytes
                     index = last.builder.try_append(timestamp, key, value, headers)
                     if index >= 0:
-                        future = future_cls(last, index, timestamp, key_size, value_size)
+                        batch = last
                     else:
                         last.closed = True  # full: the next batch starts now
                         if partition is None and sticky.produced_bytes >= batch_size:
                             sticky.update(p, 0, True, state.available, n)
                             continue
-                        before = 0
-                new_batch = future is None
-                if future is None:
+                        before = index = 0
+                new_batch = batch is None
+                if batch is None:
                     self._touch(state)
-                    future = self._new_batch(pq, timestamp, key, value, headers, key_size, value_size,
-                                             future_cls, size_hint)
-                    if future is None:
+                    batch = self._new_batch(pq, timestamp, key, value, headers, size_hint)
+                    if batch is None:
                         return None
-                batch: ProducerBatch = future._batch
+                future = future_cls(batch, index, timestamp, key_size, value_size)
                 if interceptor_cb is not None:
                     batch.add_callback(future, interceptor_cb, CB_SEND)
                 if callback is not None:
@@ -309,8 +309,8 @@ class RecordAccumulator:
             return future
 
     def _new_batch(self, pq: PartitionQueue, timestamp: int, key: bytes | None, value: bytes | None,
-                   headers: Headers | None, key_size: int, value_size: int, future_cls: type[F],
-                   size_hint: int) -> F | None:
+                   headers: Headers | None, size_hint: int) -> ProducerBatch | None:
+        """A new batch at the end of ``pq`` holding the record (index 0); None: no memory."""
         reserve = self.batch_size if size_hint <= self.batch_size else size_hint
         if not self.pool.try_reserve(reserve):
             return None
@@ -324,7 +324,7 @@ class RecordAccumulator:
         builder.append(timestamp, key, value, headers)
         pq.batches.append(batch)
         self.incomplete.add(batch)
-        return future_cls(batch, 0, timestamp, key_size, value_size)
+        return batch
 
     def split(self, batch: ProducerBatch, batch_size: int, now: float) -> list[ProducerBatch]:
         """Split ``batch`` into batches of at most ``batch_size`` (after MESSAGE_TOO_LARGE).
