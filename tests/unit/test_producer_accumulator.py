@@ -195,7 +195,7 @@ def test_split_batch_futures_resolve_through_the_pieces() -> None:
     acc, _ = make_acc(batch_size=100_000, memory=1_000_000)
     futures = [append(acc, 0, b"%05d" % i + b"." * 100) for i in range(50)]
     batch = futures[0]._batch
-    children = batch.split(1000, time.monotonic())
+    children = acc.split(batch, 1000, time.monotonic())
     assert len(children) > 3 and sum(c.record_count for c in children) == 50
     # Each piece holds its records in order (decode them back).
     first = RecordBatch(children[0].wire_bytes()).records()

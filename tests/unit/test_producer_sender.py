@@ -212,7 +212,7 @@ def test_retries_stop_at_the_delivery_timeout_with_the_last_broker_error() -> No
 
 def test_acks_zero_never_retries_and_reports_offset_minus_one() -> None:
     core = make_core(acks="0")
-    assert core.idem is None and core.sender.retries == 0
+    assert core.idem is None and core.sender.settings.retries == 0
     assert not core.sender._can_retry(send(core, 0)._batch, NotLeaderOrFollowerError("x"), time.monotonic())
 
 
@@ -250,7 +250,6 @@ def test_transactional_produce_caps_the_version_for_transactions_v1() -> None:
 class _FakeTxnClient:
     def __init__(self) -> None:
         self.calls: list[tuple[str, object]] = []
-        self.end_task = None
 
     async def end(self, commit: bool, deadline: float) -> None:
         self.calls.append(("end", commit))
@@ -263,7 +262,9 @@ def _txn_core(tv2: bool) -> tuple[ProducerCore, _FakeTxnClient]:
     core = make_core(**{"transactional.id": "tx", "delivery.timeout.ms": 30100, "request.timeout.ms": 30000,
                         "linger.ms": 0})
     fake = _FakeTxnClient()
-    core.txn_client = fake  # type: ignore[assignment]
+    # The coordinator's requests are scripted; the commit / abort flow around them is the real one.
+    core.txn_client.end = fake.end  # type: ignore[method-assign]
+    core.txn_client.init_producer_id = fake.init_producer_id  # type: ignore[method-assign]
     core.txn.start_init()
     core.txn.init_done()
     core.txn.tv2 = tv2

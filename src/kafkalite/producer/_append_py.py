@@ -89,95 +89,21 @@ class Appender:
         self.enabled = True
 
     def append(self, topic: str, key: Any, value: Any, partition: Any, timestamp: Any,
-               callback: Callable[..., Any] | None, _time: Callable[[], float] = time.time,
-               _bytes: type = bytes, _int: type = int, _len: Callable[[Any], int] = len) -> Any:
-        """The record's future, or None: take the general path.
-
-        The same steps as :meth:`_one`, written out once more because this runs once
-        per record without the C extension (locals instead of attribute lookups).
-        """
+               callback: Callable[..., Any] | None) -> Any:
+        """The record's future, or None: take the general path."""
         if not self.enabled:
             return None
         state = self.topics.get(topic)
         if state is None:
             return None
         if timestamp is None:
-            ts = _int(_time() * 1000)
+            ts = int(time.time() * 1000)
         elif type(timestamp) is int and 0 <= timestamp <= _INT64_MAX:
             ts = timestamp
         else:
             return None
-        if key is None:
-            klen = -1
-        elif type(key) is _bytes:
-            klen = _len(key)
-        else:
-            return None
-        if value is None:
-            vlen = -1
-        elif type(value) is _bytes:
-            vlen = _len(value)
-        else:
-            return None
-        if klen + vlen >= self.size_threshold:
-            return None
-        n = state.num_partitions
-        sticky = None
-        if partition is None:
-            if key is not None:
-                if n <= 0:
-                    return None
-                p = (_murmur2(key) & 0x7FFFFFFF) % n
-            else:
-                sticky = state.sticky
-                p = sticky.current
-                if p < 0 or p >= n or sticky.produced_bytes >= 2 * self.batch_size:
-                    return None
-        elif type(partition) is int and 0 <= partition < n:
-            p = partition
-        else:
-            return None
-        queues = state.queues
-        if p >= _len(queues):
-            return None
-        pq = queues[p]
-        lock = pq.lock
-        if not lock.acquire(False):
-            return None
-        try:
-            dq = pq.batches
-            if not dq:
-                return None
-            last = dq[-1]
-            if last.closed or last.done:
-                return None
-            builder = last.builder
-            buf = builder._buf
-            before = _len(buf)
-            index = builder.try_append(ts, key, value, None)
-            if index < 0:
-                return None
-            future = self.future_cls(last, index, ts, klen, vlen)
-            if callback is not None:
-                cbs = last.callbacks
-                if cbs is None:
-                    last.callbacks = [(future, callback, 0)]
-                else:
-                    cbs.append((future, callback, 0))
-        finally:
-            lock.release()
-        if sticky is not None:
-            appended = _len(buf) - before
-            produced = sticky.produced_bytes + appended
-            bs = sticky.batch_size
-            if produced >= bs or produced >= 2 * bs:
-                full = builder.is_full()
-                if (produced >= bs and full) or produced >= 2 * bs:
-                    sticky.update(p, appended, full, state.available, n)
-                    return future
-            if sticky.current == p:
-                sticky.produced_bytes = produced
-        return future
+        placed = self._place(state, key, value, partition, ts, callback, True)
+        return None if placed is None else placed[0]
 
     def append_many(self, topic: str, keys: Any, values: Any, start: int, partition: Any, timestamp: Any,
                     spans: list[tuple[Any, int, int]]) -> int:
@@ -207,7 +133,8 @@ class Appender:
         last = None
         last_index = -2
         while i < count:
-            placed = self._one(state, keys[i] if keys is not None else None, values[i], partition, ts, None, False)
+            placed = self._place(state, keys[i] if keys is not None else None, values[i], partition, ts, None,
+                                 False)
             if placed is None:
                 break
             _, batch, index = placed
@@ -220,22 +147,29 @@ class Appender:
                 break
         return i
 
-    def _one(self, state: Any, key: Any, value: Any, partition: Any, ts: int,
-             callback: Callable[..., Any] | None, want_future: bool) -> tuple[Any, Any, int] | None:
+    def _place(self, state: Any, key: Any, value: Any, partition: Any, ts: int,
+               callback: Callable[..., Any] | None, want_future: bool,
+               _bytes: type = bytes, _len: Callable[[Any], int] = len) -> tuple[Any, Any, int] | None:
+        """Append one record to its partition's open batch: (future or None, batch, index
+        in the batch), or None (nothing changed: the general path takes the record).
+
+        The one per-record step of :meth:`append` and :meth:`append_many`, as the C
+        kernel's ``append_one`` (locals for builtins: this runs once per record).
+        """
         if key is None:
             klen = -1
-        elif type(key) is bytes:
-            klen = len(key)
+        elif type(key) is _bytes:
+            klen = _len(key)
         else:
             return None
         if value is None:
             vlen = -1
-        elif type(value) is bytes:
-            vlen = len(value)
+        elif type(value) is _bytes:
+            vlen = _len(value)
         else:
             return None
         if klen + vlen >= self.size_threshold:
-            return None
+            return None  # the general path checks max.request.size / buffer.memory
         n = state.num_partitions
         sticky = None
         if partition is None:
@@ -253,7 +187,7 @@ class Appender:
         else:
             return None
         queues = state.queues
-        if p >= len(queues):
+        if p >= _len(queues):
             return None
         pq = queues[p]
         lock = pq.lock
@@ -267,11 +201,11 @@ class Appender:
             if last.closed or last.done:
                 return None
             builder = last.builder
-            before = len(builder._buf)
+            buf = builder._buf
+            before = _len(buf)
             index = builder.try_append(ts, key, value, None)
             if index < 0:
                 return None  # full: the general path closes it and starts the next batch
-            appended = len(builder._buf) - before
             future = None
             if want_future:
                 future = self.future_cls(last, index, ts, klen, vlen)
@@ -284,10 +218,13 @@ class Appender:
         finally:
             lock.release()
         if sticky is not None:
+            # StickyPartitioner.update: count the bytes; switch once batch.size was
+            # produced and the batch is full, or twice batch.size regardless.
+            appended = _len(buf) - before
             produced = sticky.produced_bytes + appended
             bs = sticky.batch_size
-            full = builder.is_full()
-            if (produced >= bs and full) or produced >= 2 * bs:
+            full = produced >= bs and builder.is_full()
+            if full or produced >= 2 * bs:
                 sticky.update(p, appended, full, state.available, n)
             elif sticky.current == p:
                 sticky.produced_bytes = produced

@@ -1,11 +1,14 @@
 """The record accumulator: per-partition queues of batches being filled (no I/O).
 
-Callers' threads append records here (``send()`` -> :meth:`RecordAccumulator.append`)
-under a per-partition lock; the sender on the engine asks which leaders have
-sendable batches (:meth:`ready`), takes them (:meth:`drain`) and completes them.
-Records are encoded straight into the open batch's ``bytearray`` by
-:class:`~kafkalite.protocol.record_builder.RecordBatchBuilder` (the C kernel when
-available), so a record costs one encode call and one small future object.
+Callers' threads append records here under a per-partition lock: in the common case
+the append kernel (:mod:`kafkalite.producer.append_kernel`) encodes the record into
+the partition's open batch, and everything else goes through
+:meth:`RecordAccumulator.append`, send()'s one general path, the only code that
+starts batches. The sender on the engine asks which leaders have sendable batches
+(:meth:`ready`), takes them (:meth:`drain`) and completes them. Records are encoded
+straight into the open batch's ``bytearray`` by
+:class:`~kafkalite.protocol.record_builder.RecordBatchBuilder`, so a record costs one
+encode call and one small future object.
 
 Memory: each new batch reserves ``max(batch.size, record size)`` bytes of
 ``buffer.memory`` from the :class:`BufferPool`; the reservation is returned when the
@@ -26,216 +29,25 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-from kafkalite.producer.append_kernel import BatchBase, FastLock, QueueBase, TopicBase
-from kafkalite.producer.futures import DoneSignal, RecordFuture, resolve
+from kafkalite.producer.append_kernel import FastLock, FutureBase, QueueBase, TopicBase
+from kafkalite.producer.batch import CB_SEND, DoneSignal, ProducerBatch
 from kafkalite.producer.partitioner import StickyPartitioner
-from kafkalite.protocol.record_builder import RecordBatchBuilder, rewrite_producer_state
+from kafkalite.protocol.record_builder import RecordBatchBuilder
 from kafkalite.protocol.records import RecordBatch
 
 log = logging.getLogger("kafkalite.producer")
 
 __all__ = ["BufferPool", "PartitionQueue", "ProducerBatch", "RecordAccumulator", "TopicState"]
 
-CB_SEND = 0  # fn(metadata, error)
-CB_FUTURE = 1  # fn(future)
-_SLOW_CALLBACKS_S = 1.0
+F = TypeVar("F", bound=FutureBase)
+Headers = Sequence[tuple[str, "bytes | None"]]
 
 # Java's CompressionRatioEstimator steps.
 _RATIO_WORSE_STEP = 0.05
 _RATIO_BETTER_STEP = 0.005
-
-
-class ProducerBatch(BatchBase):
-    """One batch for one partition: the builder, its records' callbacks and its outcome."""
-
-    # builder, callbacks, closed and done are BatchBase's (the append path's fields).
-    __slots__ = (
-        "_waiters", "attempts", "base_offset", "base_sequence", "children",
-        "created", "delivery_deadline", "error", "in_retry", "last_error", "lock",
-        "log_append_time", "parent", "partition", "producer_epoch", "producer_id", "reserved",
-        "retry_at", "sent_once", "sequence_reset", "signal", "topic", "transactional", "wire",
-        "wire_state",
-    )
-
-    def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder, now: float,
-                 signal: DoneSignal, lock: Any, reserved: int, delivery_deadline: float) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.builder: RecordBatchBuilder = builder
-        self.created = now
-        self.signal = signal
-        self.lock = lock
-        self.reserved = reserved
-        self.delivery_deadline = delivery_deadline
-        self.done: bool = False
-        self.closed: bool = False
-        self.base_offset = -1
-        self.log_append_time = -1
-        self.error: BaseException | None = None
-        self.last_error: BaseException | None = None
-        self.callbacks: list[tuple[Any, Callable[..., Any], int]] | None = None
-        self._waiters: list[asyncio.Future[None]] | None = None
-        self.attempts = 0
-        self.retry_at = 0.0
-        self.in_retry = False
-        self.sent_once = False
-        self.wire: bytes | None = None
-        self.wire_state: tuple[int, int, int, bool] | None = None
-        self.producer_id = -1
-        self.producer_epoch = -1
-        self.base_sequence = -1
-        self.transactional = False
-        self.sequence_reset = False
-        self.children: list[tuple[int, ProducerBatch]] | None = None
-        self.parent: ProducerBatch | None = None
-
-    def __repr__(self) -> str:
-        return (f"<ProducerBatch {self.topic}-{self.partition} records={self.builder.record_count} "
-                f"seq={self.base_sequence} attempts={self.attempts} done={self.done}>")
-
-    @property
-    def record_count(self) -> int:
-        return self.builder.record_count
-
-    @property
-    def tp(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
-
-    def estimated_size(self) -> int:
-        if self.wire is not None:
-            return len(self.wire)
-        return self.builder.estimated_size_in_bytes()
-
-    # -------------------------------------------------------------- producer state
-
-    def set_producer_state(self, producer_id: int, epoch: int, base_sequence: int, transactional: bool) -> None:
-        self.producer_id = producer_id
-        self.producer_epoch = epoch
-        self.base_sequence = base_sequence
-        self.transactional = transactional
-
-    def reset_producer_state(self, producer_id: int, epoch: int, base_sequence: int) -> None:
-        """New sequence after an epoch bump (KIP-360); the wire bytes are rewritten on send."""
-        self.set_producer_state(producer_id, epoch, base_sequence, self.transactional)
-        self.sequence_reset = True
-
-    def wire_bytes(self) -> bytes:
-        """The batch as sent: built once, header rewritten if the producer state changed."""
-        state = (self.producer_id, self.producer_epoch, self.base_sequence, self.transactional)
-        if self.wire is None:
-            self.builder.set_producer_state(*state)
-            self.wire = self.builder.build()
-            self.wire_state = state
-        elif self.wire_state != state:
-            self.wire = rewrite_producer_state(self.wire, *state)
-            self.wire_state = state
-        return self.wire
-
-    # -------------------------------------------------------------- callbacks
-
-    def add_callback(self, future: Any, fn: Callable[..., Any], kind: int) -> None:
-        """Register a callback (under the partition lock, while appending)."""
-        cbs = self.callbacks
-        if cbs is None:
-            self.callbacks = [(future, fn, kind)]
-        else:
-            cbs.append((future, fn, kind))
-
-    def add_future_callback(self, future: Any, fn: Callable[..., Any]) -> bool:
-        """Register ``fn(future)``; False if the batch is already done (caller runs it)."""
-        with self.lock:
-            if self.done:
-                return False
-            self.add_callback(future, fn, CB_FUTURE)
-            return True
-
-    def async_waiter(self) -> asyncio.Future[None]:
-        """A future (of the running loop) resolved when this batch completes."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self.done:
-            fut.set_result(None)
-            return fut
-        if self._waiters is None:
-            self._waiters = [fut]
-        else:
-            self._waiters.append(fut)
-        return fut
-
-    # -------------------------------------------------------------- completion
-
-    def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> bool:
-        """Record the outcome and run callbacks in record order. False if already done."""
-        if self.done:
-            return False
-        self.base_offset = base_offset
-        self.log_append_time = log_append_time
-        self.error = error
-        with self.lock:
-            self.done = True
-            callbacks, self.callbacks = self.callbacks, None
-        self._finish(callbacks)
-        parent = self.parent
-        if parent is not None and all(child.done for _, child in parent.children or ()):
-            parent.complete(-1, -1, None)
-        return True
-
-    def _finish(self, callbacks: list[tuple[Any, Callable[..., Any], int]] | None) -> None:
-        self.signal.notify()
-        waiters, self._waiters = self._waiters, None
-        if waiters:
-            for w in waiters:
-                if not w.done():
-                    w.set_result(None)
-        if not callbacks:
-            return
-        started = time.monotonic()
-        for future, fn, kind in callbacks:
-            try:
-                if kind == CB_SEND:
-                    child = resolve(self, future._index)[0]
-                    fn(future._metadata(), child.error)
-                else:
-                    fn(future)
-            except Exception:
-                log.exception("a producer callback for %s-%d raised", self.topic, self.partition)
-        took = time.monotonic() - started
-        if took > _SLOW_CALLBACKS_S:
-            log.warning(
-                "callbacks of one batch to %s-%d took %.2fs on the producer's I/O thread; "
-                "nothing is sent or acknowledged meanwhile: move slow work out of callbacks",
-                self.topic, self.partition, took,
-            )
-
-    def split(self, batch_size: int, now: float) -> list[ProducerBatch]:
-        """Split into batches of at most ``batch_size`` (after MESSAGE_TOO_LARGE).
-
-        The new batches take over this batch's records in order; futures of this batch
-        resolve through them (:func:`resolve`). Sequence numbers are assigned by the
-        caller.
-        """
-        data = self.wire if self.wire is not None else self.builder.build()
-        records = RecordBatch(data).records()
-        children: list[tuple[int, ProducerBatch]] = []
-        current: ProducerBatch | None = None
-        codec = self.builder._codec
-        level = self.builder._level
-        for index, rec in enumerate(records):
-            headers = rec.headers or None
-            if current is None or current.builder.try_append(rec.timestamp, rec.key, rec.value, headers) < 0:
-                builder = RecordBatchBuilder(compression=codec, compression_level=level, batch_size=batch_size)
-                current = ProducerBatch(self.topic, self.partition, builder, now, self.signal, self.lock,
-                                        0, self.delivery_deadline)
-                current.parent = self
-                current.attempts = self.attempts
-                current.transactional = self.transactional
-                current.closed = True
-                builder.append(rec.timestamp, rec.key, rec.value, headers)
-                children.append((index, current))
-        self.children = children
-        return [c for _, c in children]
 
 
 class BufferPool:
@@ -416,100 +228,89 @@ class RecordAccumulator:
 
     # -------------------------------------------------------------- appending
 
-    def append(self, state: TopicState, partition: int, timestamp: int, key: Any, value: Any,
-               headers: Any, key_size: int, value_size: int, future_cls: type[RecordFuture],
-               callback: Callable[..., Any] | None, interceptor_cb: Callable[..., Any] | None,
-               size_hint: int) -> RecordFuture | None:
-        """Append one record to ``partition``; None when no buffer memory is free.
+    def append(self, state: TopicState, partition: int | None, timestamp: int, key: bytes | None,
+               value: bytes | None, headers: Headers | None, key_size: int, value_size: int,
+               future_cls: type[F], callback: Callable[..., Any] | None,
+               interceptor_cb: Callable[..., Any] | None, size_hint: int) -> F | None:
+        """Append one record to ``partition``, or (None) to the topic's sticky partition.
 
-        ``size_hint`` is the record's encoded size estimate, reserved when it starts
-        a batch of its own beyond ``batch.size``.
+        send()'s general path: whatever the append kernel declined comes here, and this
+        is the only code that starts batches. Under the partition's lock the record goes
+        into the open batch if it has room; else that batch is closed and a new one
+        started (one sender wake-up per batch). Unkeyed records follow KIP-794: they
+        stick to one partition until ``batch.size`` bytes went there and its batch is
+        full (or twice that regardless); the sticky bookkeeping is the append kernel's.
+
+        Returns the record's future, or None when a new batch is needed and
+        ``buffer.memory`` has no room for it (nothing changed then). ``size_hint`` is
+        the record's encoded size estimate, reserved when it starts a batch of its own
+        beyond ``batch.size``.
         """
-        pq = state.queues[partition]
-        with pq.lock:
-            dq = pq.batches
-            if dq:
-                last = dq[-1]
-                if not last.closed:
-                    index = last.builder.try_append(timestamp, key, value, headers)
-                    if index >= 0:
-                        future = future_cls(last, index, timestamp, key_size, value_size)
-                        if interceptor_cb is not None:
-                            last.add_callback(future, interceptor_cb, CB_SEND)
-                        if callback is not None:
-                            last.add_callback(future, callback, CB_SEND)
-                        return future
-                    last.closed = True  # full: the next batch starts now
-            self._touch(state)
-            created = self._new_batch(pq, timestamp, key, value, headers, key_size, value_size, future_cls,
-                                      size_hint)
-            if created is None:
-                return None
-            future = created
-            batch = future._batch
-            if interceptor_cb is not None:
-                batch.add_callback(future, interceptor_cb, CB_SEND)
-            if callback is not None:
-                batch.add_callback(future, callback, CB_SEND)
-        # One wake-up per batch: the sender starts its linger timer, or sends the
-        # batch just closed.
-        self.wakeup()
-        return future
-
-    def append_sticky(self, state: TopicState, timestamp: int, key: Any, value: Any, headers: Any,
-                      key_size: int, value_size: int, future_cls: type[RecordFuture],
-                      callback: Callable[..., Any] | None, interceptor_cb: Callable[..., Any] | None,
-                      size_hint: int) -> RecordFuture | None:
-        """Append an unkeyed record to the topic's sticky partition (KIP-794)."""
         sticky = state.sticky
         batch_size = self.batch_size
         while True:
             n = state.num_partitions
-            partition = sticky.partition(state.available, n)
-            pq = state.queues[partition]
-            new_batch = False
+            if partition is not None:
+                p = partition
+            else:
+                p = sticky.current
+                if p < 0 or p >= n:
+                    p = sticky.partition(state.available, n)
+            pq = state.queues[p]
             with pq.lock:
-                if sticky.current != partition:
-                    continue  # switched by another thread meanwhile
                 dq = pq.batches
                 last = dq[-1] if dq else None
-                all_full = last is None or last.closed or last.builder.is_full()
-                if all_full and sticky.produced_bytes >= batch_size:
-                    sticky.update(partition, 0, True, state.available, n)
-                    continue
-                future = None
+                if partition is None:
+                    if sticky.current != p:
+                        continue  # switched by another thread meanwhile
+                    if sticky.produced_bytes >= batch_size and (
+                            last is None or last.closed or last.builder.is_full()):
+                        sticky.update(p, 0, True, state.available, n)  # switch before a new batch
+                        continue
+                batch: ProducerBatch | None = None
+                index = 0
+                before = 0
                 if last is not None and not last.closed:
                     before = last.builder.uncompressed_size_in_bytes
                     index = last.builder.try_append(timestamp, key, value, headers)
                     if index >= 0:
-                        future = future_cls(last, index, timestamp, key_size, value_size)
-                        appended = last.builder.uncompressed_size_in_bytes - before
+                        batch = last
                     else:
-                        last.closed = True
-                        if sticky.produced_bytes >= batch_size:
-                            sticky.update(partition, 0, True, state.available, n)
+                        last.closed = True  # full: the next batch starts now
+                        if partition is None and sticky.produced_bytes >= batch_size:
+                            sticky.update(p, 0, True, state.available, n)
                             continue
-                if future is None:
+                        before = index = 0
+                new_batch = batch is None
+                if batch is None:
                     self._touch(state)
-                    future = self._new_batch(pq, timestamp, key, value, headers, key_size, value_size,
-                                             future_cls, size_hint)
-                    if future is None:
+                    batch = self._new_batch(pq, timestamp, key, value, headers, size_hint)
+                    if batch is None:
                         return None
-                    appended = future._batch.builder.uncompressed_size_in_bytes
-                    new_batch = True
-                batch = future._batch
+                future = future_cls(batch, index, timestamp, key_size, value_size)
                 if interceptor_cb is not None:
                     batch.add_callback(future, interceptor_cb, CB_SEND)
                 if callback is not None:
                     batch.add_callback(future, callback, CB_SEND)
-                sticky.update(partition, appended, batch.builder.is_full(), state.available, n)
+                if partition is None:
+                    # StickyPartitioner.update, inlined as in the append kernel: count the
+                    # bytes; the call (a switch) only once one is due.
+                    appended = batch.builder.uncompressed_size_in_bytes - before
+                    produced = sticky.produced_bytes + appended
+                    full = produced >= sticky.batch_size and batch.builder.is_full()
+                    if full or produced >= 2 * sticky.batch_size:
+                        sticky.update(p, appended, full, state.available, n)
+                    elif sticky.current == p:
+                        sticky.produced_bytes = produced
             if new_batch:
+                # One wake-up per batch: the sender starts its linger timer, or sends the
+                # batch just closed.
                 self.wakeup()
             return future
 
-    def _new_batch(self, pq: PartitionQueue, timestamp: int, key: Any, value: Any, headers: Any,
-                   key_size: int, value_size: int, future_cls: type[RecordFuture],
-                   size_hint: int) -> RecordFuture | None:
+    def _new_batch(self, pq: PartitionQueue, timestamp: int, key: bytes | None, value: bytes | None,
+                   headers: Headers | None, size_hint: int) -> ProducerBatch | None:
+        """A new batch at the end of ``pq`` holding the record (index 0); None: no memory."""
         reserve = self.batch_size if size_hint <= self.batch_size else size_hint
         if not self.pool.try_reserve(reserve):
             return None
@@ -523,7 +324,34 @@ class RecordAccumulator:
         builder.append(timestamp, key, value, headers)
         pq.batches.append(batch)
         self.incomplete.add(batch)
-        return future_cls(batch, 0, timestamp, key_size, value_size)
+        return batch
+
+    def split(self, batch: ProducerBatch, batch_size: int, now: float) -> list[ProducerBatch]:
+        """Split ``batch`` into batches of at most ``batch_size`` (after MESSAGE_TOO_LARGE).
+
+        The new batches take over its records in order; futures of ``batch`` resolve
+        through them (:func:`~kafkalite.producer.batch.resolve`). Sequence numbers are
+        assigned by the caller.
+        """
+        data = batch.wire if batch.wire is not None else batch.builder.build()
+        records = RecordBatch(data).records()
+        children: list[tuple[int, ProducerBatch]] = []
+        current: ProducerBatch | None = None
+        for index, rec in enumerate(records):
+            headers = rec.headers or None
+            if current is None or current.builder.try_append(rec.timestamp, rec.key, rec.value, headers) < 0:
+                builder = RecordBatchBuilder(compression=self.compression, compression_level=self.compression_level,
+                                             batch_size=batch_size)
+                current = ProducerBatch(batch.topic, batch.partition, builder, now, batch.signal, batch.lock,
+                                        0, batch.delivery_deadline)
+                current.parent = batch
+                current.attempts = batch.attempts
+                current.transactional = batch.transactional
+                current.closed = True
+                builder.append(rec.timestamp, rec.key, rec.value, headers)
+                children.append((index, current))
+        batch.children = children
+        return [c for _, c in children]
 
     # -------------------------------------------------------------- sender side
 

@@ -174,7 +174,7 @@ class AsyncProducer:
         self._finalizer.detach()
         if not self._started:
             core.closed = True
-            core._close_plugins()
+            core.close_plugins()
             return
         await self._telemetry.close(1.0 if timeout is None else min(1.0, timeout / 4))  # KIP-714 last push
         await core.close(timeout)

@@ -1,13 +1,28 @@
 """The producer engine shared by the blocking and the asyncio front ends.
 
-:class:`ProducerCore` owns the settings, the network client, the accumulator, the
-sender, the idempotence and transaction state, serializers, partitioner,
-interceptors and metrics. Its synchronous methods (:meth:`prepare`,
-:meth:`append`) run in the caller's thread and touch only thread-safe structures;
-its coroutines (metadata waits, flush, close, transactions) run on the engine's
-event loop. The front ends (:mod:`kafkalite.producer.producer`,
-:mod:`kafkalite.producer.async_producer`) add only waiting: a thread blocking with
-timeouts and Ctrl-C, or ``await``.
+:class:`ProducerCore` builds the producer's collaborators from its settings and wires
+them, each given only what it works with:
+
+* :class:`~kafkalite.net.client.NetworkClient` (connections, metadata);
+* :class:`~kafkalite.producer.accumulator.RecordAccumulator` (batches per partition,
+  ``buffer.memory``) and the append kernel over its topics
+  (:mod:`~kafkalite.producer.append_kernel`: ``send()``'s common case in one call);
+* :class:`~kafkalite.producer.serializing.RecordSerializer`, the interceptors,
+  :class:`~kafkalite.producer.partitioner.CustomPartitioning` (``partitioner.class``);
+* :class:`~kafkalite.producer.topic_metadata.TopicMetadata` (the topics send() knows,
+  metadata waits);
+* :class:`~kafkalite.producer.idempotence.IdempotenceState` and
+  :class:`~kafkalite.producer.transactions.TransactionManager` (state, no I/O);
+* :class:`~kafkalite.producer.delivery.Delivery` (settling batches, flush),
+  :class:`~kafkalite.producer.sender.Sender` (the engine task) and
+  :class:`~kafkalite.producer.txn_requests.TransactionClient` (transactional
+  operations), woken through one :class:`~kafkalite.producer.wakeup.SenderWakeup`;
+* :class:`~kafkalite.producer.producer_metrics.ProducerMetrics`.
+
+What is left here is send()'s general path (:meth:`ProducerCore.append`: timestamp,
+size, partition; caller's thread), the producer's lifecycle (start, flush, close, a
+fatal error turning the append kernel off) and the calls of the front ends, which add
+only waiting: a thread blocking with timeouts and Ctrl-C, or ``await``.
 """
 
 from __future__ import annotations
@@ -15,64 +30,48 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kafkalite.config import Config, acks_value
+from kafkalite.backoff import ExponentialBackoff
+from kafkalite.config import Config
 from kafkalite.errors import (
-    AuthenticationError,
     ClientClosedError,
-    ConfigError,
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
     RecordTooLargeError,
     SerializationError,
     UnknownTopicOrPartitionError,
-    error_for_code,
 )
 from kafkalite.net.client import NetworkClient
 from kafkalite.producer import exit_guard
-from kafkalite.producer.accumulator import BufferPool, ProducerBatch, RecordAccumulator, TopicState
+from kafkalite.producer.accumulator import BufferPool, RecordAccumulator, TopicState
 from kafkalite.producer.append_kernel import Appender
-from kafkalite.producer.futures import AsyncRecordFuture, DoneSignal, RecordFuture
+from kafkalite.producer.batch import DoneSignal, ProducerBatch
+from kafkalite.producer.delivery import Delivery
+from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture
 from kafkalite.producer.idempotence import IdempotenceState
 from kafkalite.producer.interceptors import ProducerRecord, load_interceptors
-from kafkalite.producer.partitioner import resolve_partitioner
+from kafkalite.producer.partitioner import CustomPartitioning, resolve_partitioner
 from kafkalite.producer.producer_metrics import ProducerMetrics
-from kafkalite.producer.sender import Sender
+from kafkalite.producer.sender import Sender, SenderSettings
+from kafkalite.producer.serializing import RecordSerializer
+from kafkalite.producer.topic_metadata import TopicMetadata
 from kafkalite.producer.transactions import TransactionManager, TxnState
-from kafkalite.producer.txn_requests import TransactionClient, _wait
+from kafkalite.producer.txn_requests import TransactionClient
+from kafkalite.producer.wakeup import SenderWakeup
 from kafkalite.protocol import compression
 from kafkalite.protocol.record_codec import murmur2, record_size
 from kafkalite.protocol.record_types import BATCH_OVERHEAD
-from kafkalite.serialization.base import resolve_serializer
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
 
 __all__ = ["ProducerCore"]
 
-_UNKNOWN_TOPIC = UnknownTopicOrPartitionError.code
-# Topic errors that will not go away by waiting (authorization, invalid name).
-_FINAL_TOPIC_ERRORS = {17, 29}
 _LEVEL_SETTING = {compression.GZIP: "compression.gzip.level", compression.LZ4: "compression.lz4.level",
                   compression.ZSTD: "compression.zstd.level"}
-
-
-class _ClusterView:
-    """What custom partitioners see (see :class:`kafkalite.producer.partitioner.ClusterView`)."""
-
-    def __init__(self, acc: RecordAccumulator) -> None:
-        self._acc = acc
-
-    def partition_count(self, topic: str) -> int:
-        state = self._acc.topics.get(topic)
-        return state.num_partitions if state else 0
-
-    def available_partitions(self, topic: str) -> list[int]:
-        state = self._acc.topics.get(topic)
-        return list(state.available) if state else []
 
 
 class ProducerCore:
@@ -82,7 +81,6 @@ class ProducerCore:
         self.cfg = cfg
         self.client_id: str = cfg["client.id"]
         self.blocking = blocking
-        self.acks = acks_value(cfg)
         self.max_request_size: int = cfg["max.request.size"]
         self.buffer_memory: int = cfg["buffer.memory"]
         self.max_block_s: float = cfg["max.block.ms"] / 1000.0
@@ -97,47 +95,66 @@ class ProducerCore:
         self.client = NetworkClient(cfg)
         self.signal = DoneSignal()
         self.pool = BufferPool(self.buffer_memory)
-        self.sender: Sender  # set below; the accumulator's wakeup refers to it
+        self.sender_wakeup = SenderWakeup()
         self.acc = RecordAccumulator(
             batch_size=cfg["batch.size"], linger_ms=cfg["linger.ms"], compression=codec,
             compression_level=level, delivery_timeout_ms=cfg["delivery.timeout.ms"], pool=self.pool,
-            signal=self.signal, wakeup=self._wakeup_threadsafe if blocking else self._wakeup_local,
+            signal=self.signal, wakeup=self.sender_wakeup.wake_threadsafe if blocking else self.sender_wakeup.wake,
         )
+        #: The topics send() knows (the accumulator's), by name.
+        self.topics = self.acc.topics
         txn_id = cfg["transactional.id"]
         self.idem = IdempotenceState(transactional=txn_id is not None) if cfg["enable.idempotence"] else None
         self.txn = TransactionManager(txn_id, cfg["transaction.timeout.ms"]) if txn_id is not None else None
+        backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
+        self.topic_metadata = TopicMetadata(self.client, self.acc, backoff)
         self.partitioner = resolve_partitioner(cfg["partitioner.class"], cfg)
+        self.custom_partitioning = (CustomPartitioning(self.partitioner, self.topic_metadata)
+                                    if self.partitioner is not None else None)
         self.ignore_keys: bool = cfg["partitioner.ignore.keys"]
-        self.key_serializer = resolve_serializer(cfg["key.serializer"], "key.serializer")
-        self.value_serializer = resolve_serializer(cfg["value.serializer"], "value.serializer")
-        for serializer, is_key in ((self.key_serializer, True), (self.value_serializer, False)):
-            configure = getattr(serializer, "configure", None)
-            if callable(configure):
-                configure(cfg, is_key)
+        self.serializer = RecordSerializer.from_config(cfg)
+        # The front ends read these directly on send()'s path.
+        self.key_serializer = self.serializer.key_serializer
+        self.value_serializer = self.serializer.value_serializer
+        self.serialize = self.serializer.serialize
+        self.check_headers = self.serializer.check_headers
+        #: No key/value serializer: send() hands its arguments to the append path as they are.
+        self.raw = self.serializer.raw
         self.interceptors = load_interceptors(cfg["interceptor.classes"], cfg)
         self.ack_interceptor: Callable[..., Any] | None = (
             self.interceptors.on_acknowledgement if self.interceptors is not None and self.interceptors.wants_acks
             else None
         )
+        in_flight: set[ProducerBatch] = set()
         self.metrics = ProducerMetrics(
             self.client_id, cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"], self.pool, self.acc,
-            lambda: float(len(self.sender.in_flight)),
+            lambda: float(len(in_flight)),
         )
         self.client.stats.register(self.metrics.registry, "producer-metrics", {"client-id": self.client_id})
-        self.sender = Sender(self)
-        self.txn_client = TransactionClient(self) if self.txn is not None else None
+        settings = SenderSettings.from_config(cfg, custom_partitioner=self.partitioner is not None)
+        self.delivery = Delivery(self.acc, self.metrics, in_flight=in_flight, wake=self.sender_wakeup.wake,
+                                 idem=self.idem, txn=self.txn, guarantee_order=settings.max_in_flight == 1)
+        self.txn_client: TransactionClient | None = None
+        if self.txn is not None:
+            assert self.idem is not None  # transactional.id requires idempotence (settings.py)
+            self.txn_client = TransactionClient(
+                client=self.client, txn=self.txn, idem=self.idem, batches=self.delivery, wake=self.sender_wakeup.wake,
+                backoff=backoff, request_timeout_ms=cfg["request.timeout.ms"], max_block_s=self.max_block_s)
+        self.sender = Sender(
+            client=self.client, acc=self.acc, delivery=self.delivery, wakeup=self.sender_wakeup, metrics=self.metrics,
+            settings=settings, backoff=backoff, sync_metadata=self.topic_metadata.sync, on_fatal=self._on_fatal,
+            idem=self.idem, txn=self.txn,
+            add_partitions=self.txn_client.schedule_add_partitions if self.txn_client is not None else None,
+            on_loop_shutdown=None if blocking else self._flush_at_loop_shutdown,
+        )
         self.future_cls: type[RecordFuture] = RecordFuture if blocking else AsyncRecordFuture
-        self.cluster_view = _ClusterView(self.acc)
         self.closed = False
-        self.topics = self.acc.topics
         #: send()'s common case in one call (C when built): see append_kernel.
         self.appender = Appender(self.topics, self.future_cls, self.batch_size, self.size_check_threshold)
         #: Whether send() may take the append path (no interceptors, transaction,
         #: custom partitioner; not closed, no fatal error). Cleared by close/fatal errors.
         self.plain = self.interceptors is None and self.txn is None and self.partitioner is None \
             and not self.ignore_keys
-        #: No key/value serializer: send() hands its arguments to the append path as they are.
-        self.raw = self.key_serializer is None and self.value_serializer is None
         self.close_task: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -156,15 +173,15 @@ class ProducerCore:
         self.loop = loop
         self.sender.start(loop)
 
-    def _wakeup_threadsafe(self) -> None:
-        self.sender.wakeup_threadsafe()
-
-    def _wakeup_local(self) -> None:
-        self.sender.wakeup()
-
-    def set_fatal(self, error: KafkaError) -> None:
-        self.sender.fatal_error = error
+    def _on_fatal(self, error: KafkaError) -> None:
+        """The sender met an error that ends the producer: every send() now raises it."""
         self.plain = False
+
+    def _flush_at_loop_shutdown(self) -> Awaitable[None] | None:
+        """The asyncio producer's loop shuts down under an open producer: deliver first."""
+        if self.closed:
+            return None
+        return exit_guard.flush_at_loop_shutdown(self)
 
     def check_open(self) -> None:
         if self.closed:
@@ -179,56 +196,6 @@ class ProducerCore:
                   headers: Any) -> ProducerRecord:
         assert self.interceptors is not None
         return self.interceptors.on_send(ProducerRecord(topic, value, key, partition, timestamp, headers))
-
-    def check_headers(self, headers: Any, topic: str) -> list[tuple[str, bytes | None]]:
-        """Headers as an ordered list of (str, bytes | None); duplicates kept."""
-        if isinstance(headers, Mapping):
-            headers = list(headers.items())
-        out = []
-        try:
-            for name, value in headers:
-                if not isinstance(name, str):
-                    raise SerializationError(f"header names must be str, got {type(name).__name__}", topic=topic)
-                if value is not None and type(value) is not bytes:
-                    if isinstance(value, (bytearray, memoryview)):
-                        value = bytes(value)
-                    elif isinstance(value, str):
-                        value = value.encode("utf-8")
-                    else:
-                        raise SerializationError(
-                            f"header {name!r} value must be bytes, str or None, got {type(value).__name__}",
-                            topic=topic)
-                out.append((name, value))
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, SerializationError):
-                raise
-            raise SerializationError(f"headers must be a list of (str, bytes) pairs: {exc}", topic=topic) from None
-        return out
-
-    def serialize(self, topic: str, data: Any, headers: Any, is_key: bool) -> bytes | None:
-        serializer = self.key_serializer if is_key else self.value_serializer
-        what = "key" if is_key else "value"
-        if serializer is None:
-            if data is None or type(data) is bytes:
-                return data  # type: ignore[no-any-return]
-            if isinstance(data, (bytearray, memoryview)):
-                return bytes(data)
-            raise SerializationError(
-                f"the {what} must be bytes (or None) without a {what}.serializer; got {type(data).__name__} "
-                f"(set {what}.serializer, e.g. 'str' or 'json')", topic=topic)
-        try:
-            out = serializer.serialize(topic, data, headers)
-        except SerializationError as exc:
-            exc.message = f"{what} serializer failed: {exc.message}"
-            raise exc.with_context(topic=topic) from None
-        except Exception as exc:
-            raise SerializationError(f"{what} serializer {serializer!r} failed: {exc!r}", topic=topic) from exc
-        if out is not None and type(out) is not bytes:
-            if isinstance(out, (bytearray, memoryview)):
-                return bytes(out)
-            raise SerializationError(
-                f"{what} serializer {serializer!r} returned {type(out).__name__}, not bytes", topic=topic)
-        return out
 
     def _check_size(self, topic: str, key: bytes | None, value: bytes | None, headers: Any) -> int:
         size = record_size(0, 0, key, value, headers) + BATCH_OVERHEAD
@@ -263,61 +230,24 @@ class ProducerCore:
             hint = self._check_size(topic, key_bytes, value_bytes, headers)
         n = state.num_partitions
         if partition is None:
-            if self.partitioner is not None:
-                partition = self._custom_partition(topic, key, key_bytes, value, value_bytes, n)
+            custom = self.custom_partitioning
+            if custom is not None:
+                partition = custom.partition(topic, key, key_bytes, value, value_bytes, n)
             elif key_bytes is not None and not self.ignore_keys:
                 partition = (murmur2(key_bytes) & 0x7FFFFFFF) % n
             else:
-                sticky = state.sticky
-                partition = sticky.current
-                if 0 <= partition < n and sticky.produced_bytes < self.batch_size:
-                    # Fast path of the sticky partitioner: no switch due yet.
-                    future = self._append_fast(state, partition, timestamp, key_bytes, value_bytes, headers,
-                                               klen, vlen, callback)
-                    if future is not None:
-                        sticky.produced_bytes += hint
-                        return future
-                future = self.acc.append_sticky(state, timestamp, key_bytes, value_bytes, headers, klen, vlen,
-                                                self.future_cls, callback, self.ack_interceptor, hint)
+                # The sticky partition (KIP-794): chosen under its lock by the accumulator.
+                future = self.acc.append(state, None, timestamp, key_bytes, value_bytes, headers, klen, vlen,
+                                         self.future_cls, callback, self.ack_interceptor, hint)
                 if future is not None and self.txn is not None:
-                    self._txn_partition(topic, future._batch.partition)
+                    self._txn_partition(topic, future.partition)
                 return future
         elif type(partition) is not int or partition < 0:
             raise UnknownTopicOrPartitionError(f"invalid partition {partition!r}", topic=topic)
         if self.txn is not None:
             self._txn_partition(topic, partition)
-        future = self._append_fast(state, partition, timestamp, key_bytes, value_bytes, headers, klen, vlen,
-                                   callback)
-        if future is not None:
-            return future
         return self.acc.append(state, partition, timestamp, key_bytes, value_bytes, headers, klen, vlen,
                                self.future_cls, callback, self.ack_interceptor, hint)
-
-    def _append_fast(self, state: TopicState, partition: int, timestamp: int, key_bytes: bytes | None,
-                     value_bytes: bytes | None, headers: Any, klen: int, vlen: int,
-                     callback: Callable[..., Any] | None) -> RecordFuture | None:
-        """Append to the partition's open batch if it has room (the common case); else None.
-
-        The same steps as :meth:`RecordAccumulator.append`, inlined here because this
-        runs once per record: one lock, one encode into the batch buffer, one future.
-        """
-        pq = state.queues[partition]
-        with pq.lock:
-            dq = pq.batches
-            if not dq:
-                return None
-            last = dq[-1]
-            if last.closed:
-                return None
-            index = last.builder.try_append(timestamp, key_bytes, value_bytes, headers)
-            if index < 0:
-                return None
-            future = self.future_cls(last, index, timestamp, klen, vlen)
-            if self.ack_interceptor is not None:
-                last.add_callback(future, self.ack_interceptor, 0)
-            if callback is not None:
-                last.add_callback(future, callback, 0)
-            return future
 
     def _txn_partition(self, topic: str, partition: int) -> None:
         txn = self.txn
@@ -327,102 +257,24 @@ class ProducerCore:
             txn.maybe_add_partition(tp)
             self.acc.wakeup()
 
-    def _custom_partition(self, topic: str, key: Any, key_bytes: bytes | None, value: Any,
-                          value_bytes: bytes | None, n: int) -> int:
-        assert self.partitioner is not None
-        try:
-            partition = self.partitioner.partition(topic, key, key_bytes, value, value_bytes, self.cluster_view)
-        except KafkaError:
-            raise
-        except Exception as exc:
-            raise ConfigError(f"the custom partitioner (partitioner.class) failed: {exc!r}", topic=topic) from exc
-        if type(partition) is not int or not 0 <= partition < n:
-            raise ConfigError(
-                f"the custom partitioner (partitioner.class) returned {partition!r}; topic '{topic}' has "
-                f"partitions 0..{n - 1}", topic=topic)
-        return partition
-
     def memory_needed(self, key_bytes: bytes | None, value_bytes: bytes | None) -> int:
         size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0) + 64
-        return max(size, self.cfg["batch.size"])
+        return max(size, self.batch_size)
 
     # -------------------------------------------------------------- metadata (engine loop)
 
-    def sync_metadata(self) -> None:
-        """Apply new metadata to the topics send() knows (partition counts, leaders)."""
-        metadata = self.client.metadata
-        for topic in list(self.acc.topics):
-            meta = metadata.topics.get(topic)
-            if meta is not None and meta.partitions:
-                self.acc.update_topic(topic, meta.partition_count, metadata.available_partitions(topic))
-
     async def wait_for_topic(self, topic: str, partition: int | None, timeout_s: float) -> TopicState:
         """Metadata for ``topic`` (with ``partition``), waiting up to ``timeout_s`` (max.block.ms)."""
-        if not isinstance(topic, str) or not topic:
-            raise UnknownTopicOrPartitionError(f"invalid topic name {topic!r}")
-        deadline = time.monotonic() + timeout_s
-        self.client.track_topics([topic])
-        metadata = self.client.metadata
-        refreshed = False
-        attempt = 0
-        last_error: BaseException | None = None
-        while True:
-            meta = metadata.topics.get(topic)
-            if meta is not None and meta.partitions:
-                state = self.acc.update_topic(topic, meta.partition_count, metadata.available_partitions(topic))
-                if partition is None or partition < state.num_partitions:
-                    return state
-                if refreshed:
-                    raise UnknownTopicOrPartitionError(
-                        f"partition {partition} of topic '{topic}' does not exist (the topic has "
-                        f"{state.num_partitions} partitions)", topic=topic, partition=partition)
-            code = metadata.topic_errors.get(topic)
-            if refreshed and code in _FINAL_TOPIC_ERRORS:
-                raise error_for_code(code, f"cannot produce to topic '{topic}'", topic=topic)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                if code == _UNKNOWN_TOPIC:
-                    raise UnknownTopicOrPartitionError(
-                        f"topic '{topic}' not present in metadata after {timeout_s * 1000:.0f} ms "
-                        "(it does not exist and the broker does not create topics automatically?)",
-                        topic=topic)
-                raise KafkaTimeoutError(
-                    f"topic '{topic}' not present in metadata after {timeout_s * 1000:.0f} ms"
-                    + (f": {last_error}" if last_error else ""), topic=topic)
-            if refreshed:
-                await asyncio.sleep(min(remaining, self.sender.backoff.delay_s(attempt)))
-                attempt += 1
-            try:
-                await self.client.refresh_metadata({topic}, timeout_s=max(0.001, deadline - time.monotonic()))
-                last_error = None
-            except AuthenticationError:
-                raise  # a refused login: waiting out max.block.ms will not fix it (Java raises too)
-            except KafkaError as exc:
-                last_error = exc
-            refreshed = True
+        return await self.topic_metadata.wait_for_topic(topic, partition, timeout_s)
+
+    def partitions_for_cached(self, topic: str) -> list[int] | None:
+        return self.topic_metadata.partitions_cached(topic)
 
     # -------------------------------------------------------------- flush / close (engine loop)
 
-    async def _wait_batches(self, batches: list[ProducerBatch]) -> None:
-        for batch in batches:
-            if not batch.done:
-                await batch.async_waiter()
-
     async def flush(self, timeout_s: float | None) -> None:
         """Send everything buffered now and wait until it is acknowledged (or failed)."""
-        pending = [b for b in list(self.acc.incomplete) if not b.done]
-        if not pending:
-            return
-        self.acc.flushes_in_progress += 1
-        self.sender.wakeup()
-        try:
-            await asyncio.wait_for(self._wait_batches(pending), timeout_s)
-        except asyncio.TimeoutError:
-            left = sum(b.record_count for b in pending if not b.done)
-            raise KafkaTimeoutError(f"flush() did not complete within {timeout_s:.3f}s; "
-                                    f"{left} record(s) are still unacknowledged") from None
-        finally:
-            self.acc.flushes_in_progress -= 1
+        await self.delivery.flush(timeout_s)
 
     async def close(self, timeout_s: float | None) -> None:
         """Flush (bounded by ``timeout_s``), then stop; unsent records fail after the timeout."""
@@ -452,26 +304,26 @@ class ProducerCore:
                     await self.flush(remaining)
                 except KafkaTimeoutError:
                     pass
-            left = [b for b in self.acc.incomplete if not b.done]
+            left = self.delivery.unacknowledged()
             if left:
                 records = sum(b.record_count for b in left)
                 log.warning("producer closed with %d record(s) unacknowledged after the close timeout; "
                             "they fail", records)
-                self.sender.abort_all(KafkaError(
+                self.delivery.fail_all(KafkaError(
                     "the producer was closed before the record was acknowledged (close timeout passed)"))
         finally:
             remaining = 1.0 if deadline is None else deadline - time.monotonic()
             txn_tasks: list[asyncio.Future[Any]] = []
             if self.txn_client is not None:
-                txn_tasks = [t for t in (self.txn_client.init_task, self.txn_client.add_task,
-                                         self.txn_client.end_task) if t is not None]
+                txn_tasks = list(self.txn_client.tasks())
             try:
                 await self.sender.stop(max(0.05, min(1.0, remaining)), extra=txn_tasks)
             finally:
                 await self.client.close()
-                self._close_plugins()
+                self.close_plugins()
 
-    def _close_plugins(self) -> None:
+    def close_plugins(self) -> None:
+        """Close serializers, partitioner and interceptors (their ``close()``); errors are logged."""
         for plugin in (self.key_serializer, self.value_serializer, self.partitioner, self.interceptors):
             close = getattr(plugin, "close", None)
             if callable(close):
@@ -480,12 +332,13 @@ class ProducerCore:
                 except Exception:
                     log.exception("closing %r failed", plugin)
 
-    def unacknowledged(self) -> int:
-        return sum(b.record_count for b in list(self.acc.incomplete) if not b.done)
+    def pending_batches(self) -> list[ProducerBatch]:
+        """The batches not acknowledged or failed yet."""
+        return self.delivery.unacknowledged()
 
-    def partitions_for_cached(self, topic: str) -> list[int] | None:
-        state = self.acc.topics.get(topic)
-        return list(range(state.num_partitions)) if state is not None else None
+    def unacknowledged(self) -> int:
+        """How many records are not acknowledged or failed yet."""
+        return sum(b.record_count for b in self.delivery.unacknowledged())
 
     # -------------------------------------------------------------- transactions (engine loop)
 
@@ -514,41 +367,9 @@ class ProducerCore:
         await client.send_offsets(offsets, group_metadata, timeout_s)
 
     async def commit_transaction(self, timeout_s: float | None) -> None:
-        txn, client = self._txn()
-        fresh = txn.begin_commit()
-        if fresh or client.end_task is None or client.end_task.done():
-            client.end_task = asyncio.ensure_future(self._finish_transaction(True))
-        await _wait(client.end_task, timeout_s, "commit_transaction()")
+        _, client = self._txn()
+        await client.commit(timeout_s)
 
     async def abort_transaction(self, timeout_s: float | None) -> None:
-        txn, client = self._txn()
-        fresh = txn.begin_abort()
-        if fresh or client.end_task is None or client.end_task.done():
-            client.end_task = asyncio.ensure_future(self._finish_transaction(False))
-        await _wait(client.end_task, timeout_s, "abort_transaction()")
-
-    async def _finish_transaction(self, commit: bool) -> None:
-        txn, client = self._txn()
-        if not commit:
-            for batch in self.acc.remove_all():
-                self.sender._fail(batch, KafkaError("the transaction was aborted before the record was sent",
-                                                    abortable=True, transactional_id=txn.transactional_id))
-        pending = [b for b in list(self.acc.incomplete) if not b.done]
-        if pending:
-            self.acc.flushes_in_progress += 1
-            self.sender.wakeup()
-            try:
-                await self._wait_batches(pending)
-            finally:
-                self.acc.flushes_in_progress -= 1
-        if commit and txn.has_error:
-            txn.pending_operation = None
-            txn.fail_if_error()
-        deadline = time.monotonic() + max(self.max_block_s, txn.transaction_timeout_ms / 1000.0)
-        if txn.started_on_broker:
-            await client.end(commit, deadline)
-        if not commit and txn.epoch_bump_required and not txn.tv2:
-            # A request of the aborted transaction had an unknown outcome: fence it (KIP-360).
-            await client.init_producer_id(deadline, bump=True)
-        txn.epoch_bump_required = False
-        txn.end_done()
+        _, client = self._txn()
+        await client.abort(timeout_s)

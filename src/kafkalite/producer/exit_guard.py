@@ -36,29 +36,47 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from kafkalite.net.engine import EngineThread
-    from kafkalite.producer.accumulator import ProducerBatch
-    from kafkalite.producer.core import ProducerCore
+    from kafkalite.producer.batch import ProducerBatch
 
 log = logging.getLogger("kafkalite.producer")
 
-__all__ = ["flush_at_loop_shutdown", "register", "undelivered_by_topic", "unregister"]
+__all__ = ["GuardedProducer", "flush_at_loop_shutdown", "register", "undelivered_by_topic", "unregister"]
+
+
+class GuardedProducer(Protocol):
+    """What the exit guard needs of a producer's engine (``ProducerCore``)."""
+
+    blocking: bool
+    client_id: str
+    closed: bool
+    loop: asyncio.AbstractEventLoop | None
+
+    @property
+    def cfg(self) -> Mapping[str, Any]: ...
+
+    def pending_batches(self) -> list[ProducerBatch]:
+        """The batches not acknowledged or failed yet."""
+        ...
+
+    async def close(self, timeout_s: float | None) -> None: ...
+
 
 # Producers not closed yet: core -> its engine thread (None: an asyncio producer).
-_OPEN: dict[ProducerCore, EngineThread | None] = {}
+_OPEN: dict[GuardedProducer, EngineThread | None] = {}
 _LOCK = threading.Lock()
 
 
-def register(core: ProducerCore, engine: EngineThread | None) -> None:
+def register(core: GuardedProducer, engine: EngineThread | None) -> None:
     with _LOCK:
         _OPEN[core] = engine
 
 
-def unregister(core: ProducerCore) -> None:
+def unregister(core: GuardedProducer) -> None:
     with _LOCK:
         _OPEN.pop(core, None)
 
@@ -84,7 +102,7 @@ def _last_error(batches: Iterable[ProducerBatch]) -> BaseException | None:
     return errors[-1] if errors else None
 
 
-def _report(core: ProducerCore, batches: list[ProducerBatch], when: str) -> None:
+def _report(core: GuardedProducer, batches: list[ProducerBatch], when: str) -> None:
     lost = undelivered_by_topic(batches)
     kind = "Producer" if core.blocking else "aio Producer"
     setting = f"exit.flush.timeout.ms={core.cfg['exit.flush.timeout.ms']}"
@@ -116,15 +134,15 @@ def _report(core: ProducerCore, batches: list[ProducerBatch], when: str) -> None
             pass
 
 
-def _snapshot(core: ProducerCore) -> list[ProducerBatch]:
-    return [b for b in list(core.acc.incomplete) if not b.done]
+def _snapshot(core: GuardedProducer) -> list[ProducerBatch]:
+    return core.pending_batches()
 
 
-def _timeout_s(core: ProducerCore) -> float:
+def _timeout_s(core: GuardedProducer) -> float:
     return max(0.0, core.cfg["exit.flush.timeout.ms"] / 1000.0)
 
 
-async def flush_at_loop_shutdown(core: ProducerCore) -> None:
+async def flush_at_loop_shutdown(core: GuardedProducer) -> None:
     """The sender was cancelled while its producer is open: its event loop is shutting
     down (``asyncio.run()`` returning). Flush and close, bounded, then report."""
     unregister(core)
@@ -136,7 +154,7 @@ async def flush_at_loop_shutdown(core: ProducerCore) -> None:
     _report(core, batches, "when its event loop shut down")
 
 
-def _start_close(core: ProducerCore, engine: EngineThread | None
+def _start_close(core: GuardedProducer, engine: EngineThread | None
                  ) -> tuple[concurrent.futures.Future[Any] | None, str]:
     """Begin closing ``core`` (for at most its exit timeout); None if it cannot run."""
     timeout = _timeout_s(core)

@@ -21,8 +21,6 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -33,65 +31,10 @@ from kafkalite.producer.append_kernel import (
     FutureBase,
     install_methods,
 )
+from kafkalite.producer.batch import DoneSignal, ProducerBatch, record_metadata, resolve
 from kafkalite.types import RecordMetadata
 
-if TYPE_CHECKING:
-    from kafkalite.producer.accumulator import ProducerBatch
-
-
-def resolve(batch: ProducerBatch, index: int) -> tuple[ProducerBatch, int]:
-    """The batch (and index in it) holding record ``index`` of ``batch`` after splits."""
-    while batch.children:
-        for start, child in reversed(batch.children):
-            if index >= start:
-                batch, index = child, index - start
-                break
-    return batch, index
-
 __all__ = ["AsyncRecordFuture", "DoneSignal", "RecordFuture", "SendManyResult"]
-
-_WAIT_SLICE_S = 0.1
-
-
-class DoneSignal:
-    """Wakes threads blocked in ``RecordFuture.result()`` / ``flush()`` when batches complete.
-
-    One per producer. Completing a batch costs one attribute read when nobody waits.
-    """
-
-    __slots__ = ("_cond", "waiters")
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self.waiters = 0
-
-    def notify(self) -> None:
-        if self.waiters:
-            with self._cond:
-                self._cond.notify_all()
-
-    def wait_until(self, predicate: Callable[[], bool], timeout: float | None, what: str) -> None:
-        """Block until ``predicate()`` is true; KafkaTimeoutError after ``timeout`` s.
-
-        Waits in slices so that KeyboardInterrupt is raised promptly.
-        """
-        if predicate():
-            return
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        cond = self._cond
-        with cond:
-            self.waiters += 1
-            try:
-                while not predicate():
-                    if deadline is None:
-                        slice_s = _WAIT_SLICE_S
-                    else:
-                        slice_s = min(_WAIT_SLICE_S, deadline - time.monotonic())
-                        if slice_s <= 0:
-                            raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s")
-                    cond.wait(slice_s)
-            finally:
-                self.waiters -= 1
 
 
 class RecordFuture(FutureBase):
@@ -132,14 +75,7 @@ class RecordFuture(FutureBase):
         return self._batch.partition
 
     def _metadata(self) -> RecordMetadata:
-        b, index = self._batch, self._index
-        if b.children:  # the batch was split after MESSAGE_TOO_LARGE
-            b, index = resolve(b, index)
-        offset = b.base_offset
-        if offset >= 0:
-            offset += index
-        ts = b.log_append_time if b.log_append_time >= 0 else self._timestamp
-        return RecordMetadata(b.topic, b.partition, offset, ts, self._key_size, self._value_size)
+        return record_metadata(self._batch, self._index, self._timestamp, self._key_size, self._value_size)
 
     def _wait(self, timeout: float | None) -> None:
         b = self._batch

@@ -36,12 +36,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from kafkalite.errors import ConfigError
+from kafkalite.errors import ConfigError, KafkaError
 from kafkalite.producer.append_kernel import StickyBase
 from kafkalite.protocol.record_codec import murmur2
 
 __all__ = [
     "ClusterView",
+    "CustomPartitioning",
     "Partitioner",
     "RoundRobinPartitioner",
     "StickyPartitioner",
@@ -202,6 +203,33 @@ class _CallablePartitioner:
         close = getattr(self.fn, "close", None)
         if callable(close):
             close()
+
+
+class CustomPartitioning:
+    """``partitioner.class`` on send()'s path: the partitioner asked, its answer checked.
+
+    Its errors become :class:`~kafkalite.errors.ConfigError` naming the setting (a
+    ``KafkaError`` it raises passes through), and so does a partition that is not an
+    int of the topic's range.
+    """
+
+    def __init__(self, partitioner: Partitioner, cluster: ClusterView) -> None:
+        self.partitioner = partitioner
+        self.cluster = cluster
+
+    def partition(self, topic: str, key: Any, key_bytes: bytes | None, value: Any, value_bytes: bytes | None,
+                  num_partitions: int) -> int:
+        try:
+            partition = self.partitioner.partition(topic, key, key_bytes, value, value_bytes, self.cluster)
+        except KafkaError:
+            raise
+        except Exception as exc:
+            raise ConfigError(f"the custom partitioner (partitioner.class) failed: {exc!r}", topic=topic) from exc
+        if type(partition) is not int or not 0 <= partition < num_partitions:
+            raise ConfigError(
+                f"the custom partitioner (partitioner.class) returned {partition!r}; topic '{topic}' has "
+                f"partitions 0..{num_partitions - 1}", topic=topic)
+        return partition
 
 
 _BUILTIN_DEFAULT = {"default", "sticky", "builtin", "built-in",

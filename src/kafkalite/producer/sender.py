@@ -22,18 +22,26 @@ splits a batch of several records; sequence errors go through the idempotence st
 Produce versions: the negotiated one, but at most 12 when a topic id is unknown
 (v13 addresses topics by id), and at most 11 inside a transaction of protocol v1
 (v12+ implies KIP-890's implicit AddPartitionsToTxn).
+
+The sender gets what it works with, not the producer: the network client, the
+accumulator, :class:`~kafkalite.producer.delivery.Delivery` (which settles batches),
+its :class:`~kafkalite.producer.wakeup.SenderWakeup`, the metrics, the idempotence
+and transaction state, its :class:`SenderSettings`, and callbacks for what belongs to
+others: applying metadata to the producer's topics, a fatal error, transaction
+partitions to add, the event loop shutting down under an open producer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.backoff import ExponentialBackoff
+from kafkalite.config import Config, acks_value
 from kafkalite.errors import (
     ApiError,
     DuplicateSequenceError,
@@ -46,9 +54,9 @@ from kafkalite.errors import (
     RecordTooLargeError,
     error_for_code,
 )
+from kafkalite.net.client import NetworkClient
 from kafkalite.net.cluster import BrokerNode
 from kafkalite.net.engine import cancel_and_wait
-from kafkalite.producer import exit_guard
 from kafkalite.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafkalite.protocol.messages.produce import (
     ProduceRequest,
@@ -58,47 +66,86 @@ from kafkalite.protocol.messages.produce import (
 from kafkalite.protocol.primitives import ZERO_UUID
 
 if TYPE_CHECKING:
-    from kafkalite.producer.accumulator import PartitionQueue, ProducerBatch
-    from kafkalite.producer.core import ProducerCore
+    from kafkalite.producer.accumulator import PartitionQueue, RecordAccumulator
+    from kafkalite.producer.batch import ProducerBatch
+    from kafkalite.producer.delivery import Delivery
+    from kafkalite.producer.idempotence import IdempotenceState
+    from kafkalite.producer.producer_metrics import ProducerMetrics
+    from kafkalite.producer.transactions import TransactionManager
+    from kafkalite.producer.wakeup import SenderWakeup
 
 log = logging.getLogger("kafkalite.producer")
 
-__all__ = ["Sender"]
+__all__ = ["Sender", "SenderSettings"]
 
 _INT32_MAX = 2**31 - 1
 _EXPIRY_CHECK_S = 0.05
 _IDLE_CHECK_S = 1.0  # how often topics are checked against metadata.max.idle.ms
 
 
-class Sender:
-    """The engine side of one producer."""
+@dataclass(frozen=True)
+class SenderSettings:
+    """The settings the sender works by (from the producer's :class:`~kafkalite.config.Config`)."""
 
-    def __init__(self, core: ProducerCore) -> None:
-        self.core = core
-        cfg = core.cfg
-        self.client = core.client
-        self.acc = core.acc
-        self.idem = core.idem
-        self.txn = core.txn
-        self.metrics = core.metrics
-        self.acks = core.acks
-        self.request_timeout_ms = cfg["request.timeout.ms"]
-        self.max_request_size = cfg["max.request.size"]
-        self.max_in_flight = cfg["max.in.flight.requests.per.connection"]
-        self.retries = cfg["retries"] if self.acks != 0 else 0
-        self.batch_size = cfg["batch.size"]
-        self.adaptive = core.partitioner is None and cfg["partitioner.adaptive.partitioning.enable"]
-        self.availability_timeout_s = cfg["partitioner.availability.timeout.ms"] / 1000.0
-        self.metadata_idle_s = cfg["metadata.max.idle.ms"] / 1000.0
+    acks: int
+    request_timeout_ms: int
+    max_request_size: int
+    max_in_flight: int
+    retries: int
+    batch_size: int
+    adaptive_partitioning: bool
+    availability_timeout_s: float
+    metadata_idle_s: float
+
+    @classmethod
+    def from_config(cls, cfg: Config, *, custom_partitioner: bool) -> SenderSettings:
+        acks = acks_value(cfg)
+        return cls(
+            acks=acks, request_timeout_ms=cfg["request.timeout.ms"], max_request_size=cfg["max.request.size"],
+            max_in_flight=cfg["max.in.flight.requests.per.connection"],
+            retries=cfg["retries"] if acks != 0 else 0, batch_size=cfg["batch.size"],
+            # KIP-794's load statistics serve the built-in partitioner only.
+            adaptive_partitioning=not custom_partitioner and cfg["partitioner.adaptive.partitioning.enable"],
+            availability_timeout_s=cfg["partitioner.availability.timeout.ms"] / 1000.0,
+            metadata_idle_s=cfg["metadata.max.idle.ms"] / 1000.0,
+        )
+
+
+class Sender:
+    """The engine side of one producer (see the module doc).
+
+    ``sync_metadata()`` applies metadata to the producer's topics; ``on_fatal(error)``
+    is told of an error that ends the producer (also kept as :attr:`fatal_error`);
+    ``add_partitions()`` (transactional producers) sends the pending
+    AddPartitionsToTxn; ``on_loop_shutdown()`` is called when the sender is cancelled
+    by its event loop's shutdown while the producer is open (asyncio producers): it
+    returns what to wait for while sending goes on, or None to stop.
+    """
+
+    def __init__(self, *, client: NetworkClient, acc: RecordAccumulator, delivery: Delivery,
+                 wakeup: SenderWakeup, metrics: ProducerMetrics, settings: SenderSettings,
+                 backoff: ExponentialBackoff, sync_metadata: Callable[[], None],
+                 on_fatal: Callable[[KafkaError], None], idem: IdempotenceState | None = None,
+                 txn: TransactionManager | None = None, add_partitions: Callable[[], None] | None = None,
+                 on_loop_shutdown: Callable[[], Awaitable[None] | None] | None = None) -> None:
+        self.client = client
+        self.acc = acc
+        self.delivery = delivery
+        self.wake_signal = wakeup
+        self.idem = idem
+        self.txn = txn
+        self.metrics = metrics
+        self.settings = settings
+        self.sync_metadata = sync_metadata
+        self.on_fatal = on_fatal
+        self.add_partitions = add_partitions
+        self.on_loop_shutdown = on_loop_shutdown
         self._next_idle_check = 0.0
-        self.guarantee_order = self.max_in_flight == 1
-        self.backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
+        self.backoff = backoff
         self.loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Task[None] | None = None
-        self.in_flight: set[ProducerBatch] = set()
-        self.wake_requested = False
-        self._waiter: asyncio.Future[None] | None = None
-        self._wake_pending = False
+        #: Batches sent and not answered yet (shared with ``delivery``, which settles them).
+        self.in_flight: set[ProducerBatch] = delivery.in_flight
         self._stopping = False
         self._connecting: set[int] = set()
         self._connect_tasks: set[asyncio.Future[None]] = set()
@@ -117,26 +164,12 @@ class Sender:
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.wake_signal.bind(loop)
         self.task = loop.create_task(self._run(), name="kafkalite-producer-sender")
 
-    def wakeup_threadsafe(self) -> None:
-        """Wake the sender from any thread (one cross-thread call while one is pending)."""
-        if not self.wake_requested:
-            self.wake_requested = True
-            loop = self.loop
-            if loop is not None and not loop.is_closed():
-                try:
-                    loop.call_soon_threadsafe(self.wakeup)
-                except RuntimeError:  # loop closed meanwhile
-                    pass
-
     def wakeup(self) -> None:
-        """Wake the sender (engine thread only)."""
-        self.wake_requested = False
-        self._wake_pending = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        """Wake the sender (engine loop only; other threads: ``SenderWakeup.wake_threadsafe``)."""
+        self.wake_signal.wake()
 
     async def stop(self, timeout_s: float = 1.0, extra: list[asyncio.Future[Any]] | None = None) -> None:
         """Stop the sender loop and its side tasks (and ``extra`` tasks) within ``timeout_s``."""
@@ -158,12 +191,14 @@ class Sender:
         try:
             await self._loop()
         except asyncio.CancelledError:
-            core = self.core
-            if self._stopping or core.closed or core.blocking:
+            shutdown = None
+            if not self._stopping and self.on_loop_shutdown is not None:
+                shutdown = self.on_loop_shutdown()
+            if shutdown is None:
                 raise
             # Cancelled while the producer is open: its event loop is shutting down
             # (asyncio.run() cancels every task when the main coroutine returns). Deliver
-            # what can be delivered first, bounded by exit.flush.timeout.ms.
+            # what can be delivered first (``shutdown``: bounded by exit.flush.timeout.ms).
             task = asyncio.current_task()
             uncancel = getattr(task, "uncancel", None)  # Python >= 3.11
             if uncancel is not None:
@@ -171,12 +206,12 @@ class Sender:
             # The sending goes on in a new task (the shutdown cancelled the tasks it knew
             # of, not this one); this one waits for the flush, so the shutdown does too.
             self.task = asyncio.get_running_loop().create_task(self._loop(), name="kafkalite-producer-sender")
-            await exit_guard.flush_at_loop_shutdown(core)
+            await shutdown
 
     async def _loop(self) -> None:
-        loop = asyncio.get_running_loop()
+        wake_signal = self.wake_signal
         while not self._stopping:
-            self._wake_pending = False
+            wake_signal.begin_pass()
             try:
                 delay = self.run_once(time.monotonic())
             except Exception:
@@ -184,26 +219,18 @@ class Sender:
                 delay = 0.1
             if self._stopping:
                 break
-            if self._wake_pending or delay <= 0.0:
+            if wake_signal.pending or delay <= 0.0:
                 await asyncio.sleep(0)  # let responses in, then look again at once
                 continue
-            waiter = loop.create_future()
-            self._waiter = waiter
-            handle = loop.call_later(delay, _set_none, waiter)
-            try:
-                await waiter
-            finally:
-                handle.cancel()
-                self._waiter = None
+            await wake_signal.sleep(delay)
 
     # -------------------------------------------------------------- one pass
 
     def run_once(self, now: float) -> float:
-        core = self.core
         metadata = self.client.metadata
         if metadata.version != self._seen_metadata_version:
             self._seen_metadata_version = metadata.version
-            core.sync_metadata()
+            self.sync_metadata()
         delay = 1.0
         idem = self.idem
         if idem is not None:
@@ -213,18 +240,20 @@ class Sender:
         if txn is not None:
             if txn.has_error:
                 self._abort_queued(txn.last_error)
-            elif txn.new_partitions and core.txn_client is not None:
-                core.txn_client.schedule_add_partitions()
+            elif txn.new_partitions and self.add_partitions is not None:
+                self.add_partitions()
         if now >= self._next_expiry_check:
             self._expire(now)
             self._next_expiry_check = now + _EXPIRY_CHECK_S
         if now >= self._next_idle_check or self.acc.revived:
             self._next_idle_check = now + _IDLE_CHECK_S
             self._forget_idle_topics(now)
+        settings = self.settings
         unavailable: set[int] | None = None
-        if self.availability_timeout_s > 0:
-            unavailable = {n for n, t in self._ready_since.items() if now - t > self.availability_timeout_s}
-        ready, next_check, unknown = self.acc.ready(metadata.leader_for, now, self.adaptive, unavailable)
+        if settings.availability_timeout_s > 0:
+            unavailable = {n for n, t in self._ready_since.items() if now - t > settings.availability_timeout_s}
+        ready, next_check, unknown = self.acc.ready(metadata.leader_for, now, settings.adaptive_partitioning,
+                                                    unavailable)
         if unknown:
             self.request_metadata(unknown)
         elif self.client.metadata_is_stale() and self.acc.topics:
@@ -247,7 +276,7 @@ class Sender:
                 self._ready_since.setdefault(node, now)
                 self._connect(node)
                 continue
-            if conn.in_flight >= self.max_in_flight:
+            if conn.in_flight >= settings.max_in_flight:
                 self._ready_since.setdefault(node, now)
                 continue
             # Up to max.in.flight.requests.per.connection requests per pass: after each,
@@ -255,12 +284,12 @@ class Sender:
             # at once (Java loops with poll timeout 0 while nodes are ready; one pass
             # here saves an event-loop round per request).
             while True:
-                batches = self.acc.drain(node, queues, self.max_request_size, now, self._allowed)
+                batches = self.acc.drain(node, queues, settings.max_request_size, now, self._allowed)
                 if not batches:
                     break
                 self._ready_since.pop(node, None)
                 self._send(node, conn, batches, now)
-                if conn.in_flight >= self.max_in_flight:
+                if conn.in_flight >= settings.max_in_flight:
                     break
                 queues = [pq for pq in queues if self.acc.sendable(pq, now)]
                 if not queues:
@@ -298,8 +327,7 @@ class Sender:
             else:
                 self.metrics.record_retry(batch.record_count)
             by_topic.setdefault(batch.topic, []).append(batch)
-            if self.guarantee_order:
-                self.acc.topics[batch.topic].queues[batch.partition].muted = True
+            self.delivery.mute(batch)
         if version >= 13 and any(metadata.topic_id(t) == ZERO_UUID for t in by_topic):
             version = 12
         topic_data = [
@@ -312,20 +340,21 @@ class Sender:
         ]
         request = ProduceRequest(
             transactional_id=txn.transactional_id if txn is not None else None,
-            acks=self.acks, timeout_ms=self.request_timeout_ms, topic_data=topic_data,
+            acks=self.settings.acks, timeout_ms=self.settings.request_timeout_ms, topic_data=topic_data,
         )
         for batch in batches:
             batch.sent_once = True
             batch.in_retry = False
         if txn is not None:
             txn.started_on_broker = True  # (with transactions v2 the produce request starts it)
-        if self.acks == 0:
+        if self.settings.acks == 0:
             future = conn.send(request, api_version=version, expect_response=False)
             for batch in batches:
-                if future.done() and future.exception() is not None:
-                    self._fail(batch, future.exception())
+                error = future.exception() if future.done() else None
+                if error is not None:
+                    self.delivery.fail(batch, error)
                 else:
-                    self._complete(batch, -1, -1)
+                    self.delivery.complete(batch, -1, -1)
             self.metrics.record_request(len(batches), sum(b.record_count for b in batches), 0.0)
             return
         future = conn.send(request, api_version=version)
@@ -365,7 +394,7 @@ class Sender:
             log.exception("handling a produce response from node %d failed", node)
             for batch in batches:
                 if not batch.done and batch in self.in_flight:
-                    self._fail(batch, KafkaError("internal error while handling the produce response"))
+                    self.delivery.fail(batch, KafkaError("internal error while handling the produce response"))
         finally:
             self.wakeup()
 
@@ -386,7 +415,7 @@ class Sender:
                     continue
                 code = p.error_code
                 if code == 0:
-                    self._complete(batch, p.base_offset, p.log_append_time_ms)
+                    self.delivery.complete(batch, p.base_offset, p.log_append_time_ms)
                     continue
                 message = p.error_message
                 if p.record_errors:
@@ -404,61 +433,16 @@ class Sender:
 
     # -------------------------------------------------------------- outcomes
 
-    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
-        self.in_flight.discard(batch)
-        self._unmute(batch)
-        if self.idem is not None:
-            self.idem.on_success(batch, base_offset)
-        if batch.complete(base_offset, log_append_time, None):
-            self.metrics.record_success(batch)
-        self._done(batch)
-
-    def _done(self, batch: ProducerBatch) -> None:
-        self.acc.batch_done(batch)
-        parent = batch.parent
-        while parent is not None and parent.done:  # the pieces of a split batch are all done
-            self.acc.batch_done(parent)
-            parent = parent.parent
-
-    def _fail(self, batch: ProducerBatch, error: BaseException, written_unknown: bool = False) -> None:
-        self.in_flight.discard(batch)
-        self._unmute(batch)
-        if batch.done:
-            return
-        if isinstance(error, KafkaError):
-            if written_unknown and not error.outcome_unknown:
-                # Its own copy: one error object may fail batches that were never sent too.
-                error = copy.copy(error)
-                error.outcome_unknown = True
-                error.message = f"{error.message}; it was sent to the broker, so it may have been written"
-            error.with_context(topic=batch.topic, partition=batch.partition)
-        if self.idem is not None:
-            self.idem.on_failure(batch, error, written_unknown)
-        txn = self.txn
-        if txn is not None and isinstance(error, KafkaError):
-            # A failed record fails the transaction: abortable (or fatal when fenced).
-            if txn.handle_error(error, from_coordinator=False) == "retriable":
-                txn.abortable_error(error)
-        batch.complete(-1, -1, error)
-        self.metrics.record_error(batch.record_count)
-        self._done(batch)
-
-    def _unmute(self, batch: ProducerBatch) -> None:
-        if self.guarantee_order:
-            state = self.acc.topics.get(batch.topic)
-            if state is not None:
-                state.queues[batch.partition].muted = False
-
     def _handle_error(self, batch: ProducerBatch, error: BaseException, now: float, presp: Any) -> None:
         if batch.done:
             self.in_flight.discard(batch)
             return
         self.in_flight.discard(batch)
-        self._unmute(batch)
+        self.delivery.unmute(batch)
         if isinstance(error, DuplicateSequenceError):
             # The broker already has this batch (a retry of a written batch).
-            self._complete(batch, presp.base_offset if presp is not None else -1,
-                           presp.log_append_time_ms if presp is not None else -1)
+            self.delivery.complete(batch, presp.base_offset if presp is not None else -1,
+                                   presp.log_append_time_ms if presp is not None else -1)
             return
         if isinstance(error, RecordTooLargeError) and batch.record_count > 1 and now < batch.delivery_deadline:
             self._split(batch, now)
@@ -475,10 +459,10 @@ class Sender:
             self.acc.reenqueue(batch, now, self.backoff.delay_s(batch.attempts))
             return
         written_unknown = batch.sent_once and isinstance(error, (KafkaConnectionError, KafkaTimeoutError))
-        self._fail(batch, error, written_unknown)
+        self.delivery.fail(batch, error, written_unknown)
 
     def _can_retry(self, batch: ProducerBatch, error: BaseException, now: float) -> bool:
-        if now >= batch.delivery_deadline or batch.attempts >= self.retries:
+        if now >= batch.delivery_deadline or batch.attempts >= self.settings.retries:
             return False
         if self.fatal_error is not None or (self.txn is not None and self.txn.is_fatal):
             return False
@@ -496,8 +480,8 @@ class Sender:
     def _split(self, batch: ProducerBatch, now: float) -> None:
         # Java splits into batch.size pieces; when batch.size itself is above the topic's
         # limit that never converges, so pieces are also at most half the rejected batch.
-        target = max(1, min(self.batch_size, batch.estimated_size() // 2))
-        children = batch.split(target, now)
+        target = max(1, min(self.settings.batch_size, batch.estimated_size() // 2))
+        children = self.acc.split(batch, target, now)
         log.info("splitting %r into %d batches after MESSAGE_TOO_LARGE", batch, len(children))
         self.metrics.record_split()
         idem = self.idem
@@ -519,7 +503,7 @@ class Sender:
         for that long, and forget it, so that the next send fetches it anew (Java's
         ProducerMetadata); topics a send used again are tracked again."""
         client = self.client
-        forgotten = self.acc.forget_idle_topics(now, self.metadata_idle_s)
+        forgotten = self.acc.forget_idle_topics(now, self.settings.metadata_idle_s)
         if forgotten:
             log.debug("forgetting the metadata of idle topics %s (metadata.max.idle.ms)", forgotten)
             client.untrack_topics(forgotten)
@@ -542,27 +526,12 @@ class Sender:
                     f"{int(self.acc.delivery_timeout_s * 1000)} passed before they could be sent",
                     topic=batch.topic, partition=batch.partition,
                 )
-            self._fail(batch, error, written_unknown=batch.sent_once)
+            self.delivery.fail(batch, error, written_unknown=batch.sent_once)
 
     def _abort_queued(self, error: BaseException | None) -> None:
         """Fail queued batches of a transaction that must be aborted (Java's abortUndrainedBatches)."""
-        queued = self.acc.remove_all()
-        if not queued:
-            return
-        for batch in queued:
-            err = KafkaError(
-                f"the transaction is being aborted because an earlier operation failed: {error}",
-                topic=batch.topic, partition=batch.partition, abortable=True,
-            )
-            self._fail(batch, err)
-
-    def abort_all(self, error: KafkaError) -> None:
-        """Fail every incomplete batch, queued or in flight (forced close)."""
-        for batch in self.acc.remove_all():
-            self._fail(batch, error)
-        for batch in list(self.acc.incomplete):
-            if not batch.done and not batch.children:
-                self._fail(batch, error)
+        self.delivery.fail_queued(lambda: KafkaError(
+            f"the transaction is being aborted because an earlier operation failed: {error}", abortable=True))
 
     # -------------------------------------------------------------- side tasks
 
@@ -584,7 +553,7 @@ class Sender:
 
         self._connect_tasks.add(asyncio.ensure_future(connect()))
 
-    def request_metadata(self, topics: Any) -> None:
+    def request_metadata(self, topics: Iterable[str]) -> None:
         """Refresh metadata soon (coalesced; at most once per retry.backoff.ms)."""
         self._metadata_wanted.update(topics)
         if self._stopping or (self._metadata_task is not None and not self._metadata_task.done()):
@@ -598,10 +567,10 @@ class Sender:
         self._last_metadata_request = time.monotonic()
         topics, self._metadata_wanted = self._metadata_wanted, set()
         try:
-            await self.client.refresh_metadata(topics, timeout_s=self.request_timeout_ms / 1000.0)
+            await self.client.refresh_metadata(topics, timeout_s=self.settings.request_timeout_ms / 1000.0)
         except Exception as exc:
             log.debug("metadata refresh failed: %s", exc)
-        self.core.sync_metadata()
+        self.sync_metadata()
         self.wakeup()
 
     def _ensure_producer_id(self) -> None:
@@ -620,7 +589,7 @@ class Sender:
                 node = self.client.least_loaded_node()
                 response = await self.client.send(
                     node, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=_INT32_MAX),
-                    timeout_ms=self.request_timeout_ms)
+                    timeout_ms=self.settings.request_timeout_ms)
                 if response.error_code:
                     raise error_for_code(response.error_code, "InitProducerId failed")
                 idem.set_producer_id(response.producer_id, response.producer_epoch)
@@ -635,16 +604,9 @@ class Sender:
                     self._pid_attempts += 1
                     continue
                 exc.fatal = True
-                self.core.set_fatal(exc)
+                self.fatal_error = exc
+                self.on_fatal(exc)
                 log.error("the idempotent producer cannot get a producer id: %s", exc)
-                self.abort_all(exc)
+                self.delivery.fail_all(exc)
                 return
         self.wakeup()
-
-
-def _set_none(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
-SenderFactory = Callable[["ProducerCore"], Sender]

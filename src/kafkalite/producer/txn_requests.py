@@ -1,13 +1,17 @@
-"""The transactional producer's requests: one handler per request kind (asyncio).
+"""The transactional producer's operations and requests (asyncio).
 
-Each handler builds its request, sends it to the transaction (or group) coordinator
-found with ``NetworkClient.find_coordinator``, and maps every error code to an action:
-retry with backoff (after finding the coordinator again for NOT_COORDINATOR /
-COORDINATOR_NOT_AVAILABLE; quickly for CONCURRENT_TRANSACTIONS), or hand the error to
-the :class:`~kafkalite.producer.transactions.TransactionManager` as fatal or
-abortable. Timeouts bound every operation; a timed-out commit or abort keeps running in
-the background so that calling it again picks up the same outcome (an unknown outcome
-is never reported as success).
+:class:`TransactionClient` carries out ``init_transactions()``,
+``send_offsets_to_transaction()``, ``commit_transaction()`` and
+``abort_transaction()``: the state changes are the
+:class:`~kafkalite.producer.transactions.TransactionManager`'s, the batches are waited
+for (commit) or failed (abort) through :class:`TransactionBatches`, and there is one
+handler per request kind. Each handler builds its request, sends it to the transaction
+(or group) coordinator found with ``NetworkClient.find_coordinator``, and maps every
+error code to an action: retry with backoff (after finding the coordinator again for
+NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE; quickly for CONCURRENT_TRANSACTIONS), or
+hand the error to the transaction manager as fatal or abortable. Timeouts bound every
+operation; a timed-out commit or abort keeps running in the background so that calling
+it again picks up the same outcome (an unknown outcome is never reported as success).
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from kafkalite.backoff import ExponentialBackoff
 from kafkalite.errors import (
     ApiError,
     ConcurrentTransactionsError,
@@ -28,7 +33,9 @@ from kafkalite.errors import (
     NotCoordinatorError,
     error_for_code,
 )
-from kafkalite.net.client import COORDINATOR_GROUP, COORDINATOR_TRANSACTION
+from kafkalite.net.client import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NetworkClient
+from kafkalite.producer.idempotence import IdempotenceState
+from kafkalite.producer.transactions import TransactionManager, TxnState
 from kafkalite.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kafkalite.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
@@ -44,12 +51,9 @@ from kafkalite.protocol.messages.txn_offset_commit import (
 )
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
-if TYPE_CHECKING:
-    from kafkalite.producer.core import ProducerCore
-
 log = logging.getLogger("kafkalite.producer")
 
-__all__ = ["TransactionClient"]
+__all__ = ["TransactionBatches", "TransactionClient"]
 
 T = TypeVar("T")
 
@@ -67,21 +71,80 @@ class _Retry(Exception):
         self.delay = delay
 
 
-class TransactionClient:
-    """Sends the transaction requests of one producer."""
+class TransactionBatches(Protocol):
+    """What the transaction client does with the producer's batches
+    (:class:`~kafkalite.producer.delivery.Delivery` does it)."""
 
-    def __init__(self, core: ProducerCore) -> None:
-        assert core.txn is not None and core.idem is not None
-        self.core = core
-        self.client = core.client
-        self.txn = core.txn
-        self.idem = core.idem
-        self.transactional_id = core.txn.transactional_id
-        self.request_timeout_ms = core.cfg["request.timeout.ms"]
-        self.backoff = core.sender.backoff
+    async def flush(self, timeout_s: float | None) -> None:
+        """Send everything buffered and wait until each batch is settled."""
+        ...
+
+    def fail_queued(self, make_error: Callable[[], KafkaError]) -> None:
+        """Fail every batch not sent yet, each with its own error."""
+        ...
+
+
+class TransactionClient:
+    """The transactional operations and requests of one producer (see the module doc).
+
+    ``wake()`` wakes the sender (partitions were added, or could not be);
+    ``max_block_s`` bounds AddPartitionsToTxn, and with the transaction timeout the
+    end of a transaction.
+    """
+
+    def __init__(self, *, client: NetworkClient, txn: TransactionManager, idem: IdempotenceState,
+                 batches: TransactionBatches, wake: Callable[[], None], backoff: ExponentialBackoff,
+                 request_timeout_ms: int, max_block_s: float) -> None:
+        self.client = client
+        self.txn = txn
+        self.idem = idem
+        self.batches = batches
+        self.wake = wake
+        self.transactional_id = txn.transactional_id
+        self.request_timeout_ms = request_timeout_ms
+        self.max_block_s = max_block_s
+        self.backoff = backoff
         self.add_task: asyncio.Task[None] | None = None
         self.end_task: asyncio.Task[None] | None = None
         self.init_task: asyncio.Task[None] | None = None
+
+    def tasks(self) -> list[asyncio.Task[None]]:
+        """The background operations running or done (for the producer's close to stop)."""
+        return [t for t in (self.init_task, self.add_task, self.end_task) if t is not None]
+
+    # -------------------------------------------------------------- commit / abort
+
+    async def commit(self, timeout_s: float | None) -> None:
+        """commit_transaction(): flush, fail if any record failed, then EndTxn(commit)."""
+        fresh = self.txn.begin_commit()
+        if fresh or self.end_task is None or self.end_task.done():
+            self.end_task = asyncio.ensure_future(self._finish(True))
+        await _wait(self.end_task, timeout_s, "commit_transaction()")
+
+    async def abort(self, timeout_s: float | None) -> None:
+        """abort_transaction(): fail what is queued, wait for what is in flight, EndTxn(abort)."""
+        fresh = self.txn.begin_abort()
+        if fresh or self.end_task is None or self.end_task.done():
+            self.end_task = asyncio.ensure_future(self._finish(False))
+        await _wait(self.end_task, timeout_s, "abort_transaction()")
+
+    async def _finish(self, commit: bool) -> None:
+        txn = self.txn
+        if not commit:
+            self.batches.fail_queued(lambda: KafkaError("the transaction was aborted before the record was sent",
+                                                        abortable=True, transactional_id=txn.transactional_id))
+        await self.batches.flush(None)
+        if commit and txn.has_error:
+            txn.pending_operation = None
+            txn.fail_if_error()
+        deadline = time.monotonic() + max(self.max_block_s, txn.transaction_timeout_ms / 1000.0)
+        if txn.started_on_broker:
+            await self.end(commit, deadline)
+        if not commit and txn.epoch_bump_required and not txn.tv2:
+            # A request of the aborted transaction had an unknown outcome: fence it (KIP-360).
+            await self.init_producer_id(deadline, bump=True)
+        txn.epoch_bump_required = False
+        txn.end_done()
 
     # -------------------------------------------------------------- plumbing
 
@@ -192,7 +255,7 @@ class TransactionClient:
         partitions = txn.take_new_partitions()
         if not partitions:
             return
-        deadline = time.monotonic() + self.core.cfg["max.block.ms"] / 1000.0
+        deadline = time.monotonic() + self.max_block_s
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
@@ -232,15 +295,15 @@ class TransactionClient:
         except KafkaError as exc:
             txn.partitions_not_added(partitions, retry=False)
             txn.handle_error(exc)
-            if txn.state.name not in ("FATAL_ERROR", "ABORTABLE_ERROR", "ABORTING"):
+            if txn.state not in (TxnState.FATAL_ERROR, TxnState.ABORTABLE_ERROR, TxnState.ABORTING):
                 txn.abortable_error(exc)
-            self.core.sender.wakeup()
+            self.wake()
             return
         except asyncio.CancelledError:
             txn.partitions_not_added(partitions, retry=True)
             raise
         txn.partitions_added(partitions)
-        self.core.sender.wakeup()
+        self.wake()
         if txn.new_partitions:
             self.add_task = asyncio.ensure_future(self._add_partitions())
 

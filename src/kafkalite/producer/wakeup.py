@@ -1,0 +1,82 @@
+"""Waking the producer's sender: from callers' threads and from the engine loop.
+
+The sender sleeps between passes until its next timer (linger, backoff, expiry) is
+due or someone has news for it: a caller's ``send()`` started or closed a batch
+(:meth:`SenderWakeup.wake_threadsafe`, any thread: one ``call_soon_threadsafe`` while
+one is pending, not one per record), or code on the engine loop completed a batch,
+got a response, flushes or added transaction partitions (:meth:`SenderWakeup.wake`).
+The accumulator, the delivery bookkeeping and the transaction client get these
+methods; only the sender sleeps on it.
+
+Example (on the engine loop)::
+
+    wakeup = SenderWakeup()
+    wakeup.bind(asyncio.get_running_loop())
+    wakeup.begin_pass()
+    ...                                   # one pass of the sender
+    if not wakeup.pending:
+        await wakeup.sleep(0.5)           # returns early once someone calls wake()
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+__all__ = ["SenderWakeup"]
+
+
+class SenderWakeup:
+    """The sender's wake-up signal (see the module doc)."""
+
+    __slots__ = ("_requested", "_waiter", "loop", "pending")
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        #: Woken since the current pass began: the sender looks again at once.
+        self.pending = False
+        self._requested = False  # a call_soon_threadsafe(wake) is on its way
+        self._waiter: asyncio.Future[None] | None = None
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The engine loop the sender runs on (before :meth:`wake_threadsafe` reaches it)."""
+        self.loop = loop
+
+    def wake_threadsafe(self) -> None:
+        """Wake the sender from any thread (one cross-thread call while one is pending)."""
+        if not self._requested:
+            self._requested = True
+            loop = self.loop
+            if loop is not None and not loop.is_closed():
+                try:
+                    loop.call_soon_threadsafe(self.wake)
+                except RuntimeError:  # loop closed meanwhile
+                    pass
+
+    def wake(self) -> None:
+        """Wake the sender (engine loop only)."""
+        self._requested = False
+        self.pending = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def begin_pass(self) -> None:
+        """The sender starts a pass: what woke it so far is being looked at."""
+        self.pending = False
+
+    async def sleep(self, delay_s: float) -> None:
+        """Sleep until :meth:`wake` or ``delay_s`` seconds passed (engine loop)."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self._waiter = waiter
+        handle = loop.call_later(delay_s, _set_none, waiter)
+        try:
+            await waiter
+        finally:
+            handle.cancel()
+            self._waiter = None
+
+
+def _set_none(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
