@@ -89,6 +89,8 @@ class Front:
 FRONTS = (
     Front("kafkalite.producer.async_producer:AsyncProducer", "kafkalite.producer.fronts:BlockingProducerFront",
           "kafkalite.producer.producer:Producer", "kafkalite.Producer"),
+    Front("kafkalite.consumer.async_consumer:AsyncConsumer", "kafkalite.consumer.fronts:BlockingConsumerFront",
+          "kafkalite.consumer.consumer:Consumer", "kafkalite.Consumer"),
     Front("kafkalite.admin.async_admin:AsyncAdminClient", "kafkalite.admin.fronts:BlockingAdminFront",
           "kafkalite.admin.admin:AdminClient", "kafkalite.AdminClient"),
 )

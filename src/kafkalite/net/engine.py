@@ -219,20 +219,25 @@ class LoopCalls:
             raise WakeupError(f"{what} was interrupted by wakeup()")
         loop = asyncio.get_running_loop()
         task = loop.create_task(coro)
-        waker: asyncio.Future[None] = loop.create_future()
-        self._waker = waker
+        deadline = None if timeout is None else loop.time() + max(0.0, timeout)
         try:
-            done, _ = await asyncio.wait((task, waker), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            while True:
+                waker: asyncio.Future[None] = loop.create_future()
+                self._waker = waker
+                remaining = None if deadline is None else max(0.0, deadline - loop.time())
+                done, _ = await asyncio.wait((task, waker), timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                if task in done:
+                    return task.result()
+                if not waker.done():
+                    raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s")
+                if self._take_wakeup():
+                    raise WakeupError(f"{what} was interrupted by wakeup()")
+                # The wake-up of a wakeup() an earlier call already raised: wait on.
         finally:
             self._waker = None
             if not task.done():
                 task.cancel()
                 task.add_done_callback(_retrieve)
-        if task in done:
-            return task.result()
-        if waker.done() and self._take_wakeup():
-            raise WakeupError(f"{what} was interrupted by wakeup()")
-        raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s")
 
     def _take_wakeup(self) -> bool:
         """Whether wakeup() was called since the last check (and clear it)."""
