@@ -91,6 +91,8 @@ FRONTS = (
           "kafkalite.producer.producer:Producer", "kafkalite.Producer"),
     Front("kafkalite.consumer.async_consumer:AsyncConsumer", "kafkalite.consumer.fronts:BlockingConsumerFront",
           "kafkalite.consumer.consumer:Consumer", "kafkalite.Consumer"),
+    Front("kafkalite.share.async_consumer:AsyncShareConsumer", "kafkalite.share.fronts:BlockingShareConsumerFront",
+          "kafkalite.share.consumer:ShareConsumer", "kafkalite.ShareConsumer"),
     Front("kafkalite.admin.async_admin:AsyncAdminClient", "kafkalite.admin.fronts:BlockingAdminFront",
           "kafkalite.admin.admin:AdminClient", "kafkalite.AdminClient"),
 )

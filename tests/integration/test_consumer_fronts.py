@@ -22,10 +22,12 @@ import kafkalite
 from kafkalite import OffsetAndMetadata, TopicPartition, aio
 from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from tests.integration.consumer_support import produce_spread
+from tests.integration.share_support import configure_group, new_group, produce_values, settings
 
 pytestmark = pytest.mark.broker
 
 FRONTS = {"blocking": kafkalite.Consumer, "asyncio": aio.Consumer}
+SHARE_FRONTS = {"blocking": kafkalite.ShareConsumer, "asyncio": aio.ShareConsumer}
 
 
 async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -151,3 +153,63 @@ async def test_subscribe_to_nothing_unsubscribes_or_says_to_await_unsubscribe(ka
         assert asynchronous.subscription() == {topic}
         await asynchronous.unsubscribe()
         assert asynchronous.subscription() == set()
+    async with aio.ShareConsumer(cfg) as share:
+        with pytest.raises(IllegalStateError, match="await consumer.unsubscribe"):
+            share.subscribe([])
+
+
+@pytest.mark.parametrize("front", sorted(SHARE_FRONTS))
+async def test_share_consumer_wakeup_and_close_alike(front, kafka_broker, topic_factory) -> None:
+    topic = topic_factory(partitions=1)
+    c = SHARE_FRONTS[front]({"bootstrap.servers": kafka_broker.bootstrap, "group.id": f"s-{topic}-{front}"})
+    try:
+        c.subscribe([topic])
+        timer = threading.Timer(0.5, c.wakeup)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(WakeupError, match="poll"):
+            await call(c.poll, 30)
+        assert time.monotonic() - started < 15
+        c.wakeup()
+        with pytest.raises(WakeupError):
+            await call(c.poll, 30)
+        assert await call(c.poll, 0.2) == []  # the wakeup was used up
+    finally:
+        c.wakeup()
+        started = time.monotonic()
+        await call(c.close, 10)  # not interrupted by the pending wakeup, bounded
+        assert time.monotonic() - started < 15
+    with pytest.raises(ClientClosedError):
+        await call(c.poll, 0.1)
+    assert "closed" in repr(c)
+
+
+@pytest.mark.parametrize("front", sorted(SHARE_FRONTS))
+async def test_share_commit_async_hands_finished_acknowledgements_to_the_callback(front, kafka_broker,
+                                                                                 topic_factory) -> None:
+    """Java's commitAsync() first reports the acknowledgements already answered; the
+    asyncio front did only from poll() and commit_sync()."""
+    bs = kafka_broker.bootstrap
+    topic, group = topic_factory(), new_group()
+    await asyncio.to_thread(configure_group, bs, group)
+    await asyncio.to_thread(produce_values, bs, topic, [b"a0", b"a1"], 2)
+    tp = TopicPartition(topic, 0)
+    outcomes: list[Any] = []
+    c = SHARE_FRONTS[front](settings(bs, group, share_acknowledgement_mode="explicit"))
+    try:
+        c.set_acknowledgement_commit_callback(lambda offsets, error: outcomes.append((offsets, error)))
+        c.subscribe([topic])
+        got: list[Any] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 2:
+            assert time.monotonic() < deadline, f"got {len(got)} of 2 records"
+            got += await call(c.poll, 0.5)
+        for record in got:
+            c.acknowledge(record)
+        c.commit_async()
+        await until(lambda: len(c._core.ack_results) == 1, "the acknowledgements' answer")
+        assert outcomes == []
+        c.commit_async()  # nothing new to send; the answer known goes to the callback now
+        assert outcomes == [({tp: {0, 1}}, None)]
+    finally:
+        await call(c.close, 10)
