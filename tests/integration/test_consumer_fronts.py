@@ -42,6 +42,15 @@ async def until(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> No
         await asyncio.sleep(0.02)
 
 
+async def wakeup_from_another_thread_ends_a_long_poll(consumer: Any) -> None:
+    timer = threading.Timer(0.5, consumer.wakeup)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(WakeupError, match="poll"):
+        await call(consumer.poll, 30)
+    assert time.monotonic() - started < 15
+
+
 async def poll_until(consumer: Any, n: int, timeout: float = 60.0) -> list[Any]:
     out: list[Any] = []
     deadline = time.monotonic() + timeout
@@ -119,13 +128,7 @@ async def test_wakeup_interrupts_any_blocking_call_and_not_close(front, kafka_br
             await call(c.commit_sync, {tp: OffsetAndMetadata(3)})
         await call(c.commit_sync, {tp: OffsetAndMetadata(4)})
         assert (await call(c.committed, [tp]))[tp].offset == 4
-        # From another thread, into a poll that would wait for 30 s.
-        timer = threading.Timer(0.5, c.wakeup)
-        timer.start()
-        started = time.monotonic()
-        with pytest.raises(WakeupError, match="poll"):
-            await call(c.poll, 30)
-        assert time.monotonic() - started < 15
+        await wakeup_from_another_thread_ends_a_long_poll(c)  # would wait 30 s
         # close() ignores a pending wakeup (Java's too): the auto-commit still happens.
         c.wakeup()
     finally:
@@ -164,12 +167,7 @@ async def test_share_consumer_wakeup_and_close_alike(front, kafka_broker, topic_
     c = SHARE_FRONTS[front]({"bootstrap.servers": kafka_broker.bootstrap, "group.id": f"s-{topic}-{front}"})
     try:
         c.subscribe([topic])
-        timer = threading.Timer(0.5, c.wakeup)
-        timer.start()
-        started = time.monotonic()
-        with pytest.raises(WakeupError, match="poll"):
-            await call(c.poll, 30)
-        assert time.monotonic() - started < 15
+        await wakeup_from_another_thread_ends_a_long_poll(c)
         c.wakeup()
         with pytest.raises(WakeupError):
             await call(c.poll, 30)

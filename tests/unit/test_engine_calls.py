@@ -19,38 +19,27 @@ from kafkalite.errors import ClientClosedError, KafkaTimeoutError, WakeupError
 from kafkalite.net.engine import EngineCalls, EngineThread, LoopCalls
 
 
-class AsyncFront(LoopCalls):
+class _Front:
+    _CLIENT = "the front"
+    config = {"default.api.timeout.ms": 1000}
+    _wakeup = False
+    _closed = False
+
+    def wakeup(self) -> None:
+        self._wakeup = True
+        self._wake_waiters()  # type: ignore[attr-defined]
+
+
+class AsyncFront(_Front, LoopCalls):
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._closed = False
-        self._wakeup = False
         self._event = asyncio.Event()
-        self.config = {"default.api.timeout.ms": 1000}
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the front is closed")
-
-    def wakeup(self) -> None:
-        self._wakeup = True
-        self._wake_waiters()
 
 
-class BlockingFront(EngineCalls):
+class BlockingFront(_Front, EngineCalls):
     def __init__(self, engine: EngineThread) -> None:
         self._engine = engine
-        self._closed = False
-        self._wakeup = False
         self._event = threading.Event()
-        self.config = {"default.api.timeout.ms": 1000}
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the front is closed")
-
-    def wakeup(self) -> None:
-        self._wakeup = True
-        self._wake_waiters()
 
 
 async def value_after(delay: float, value: Any) -> Any:

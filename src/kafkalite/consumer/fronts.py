@@ -54,6 +54,7 @@ class AsyncConsumerFront(LoopCalls):
     (or a commit) and may be coroutines."""
 
     _PUBLIC = "kafkalite.aio.Consumer"
+    _CLIENT = "the consumer"
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = fe.resolve_settings(config, kwargs)
@@ -66,14 +67,9 @@ class AsyncConsumerFront(LoopCalls):
         if tracing is not None:
             install_consumer_tracing(self, tracing, asynchronous=True)
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the consumer is closed")
-
     def _open_core(self) -> ConsumerCore:
         """The core, once the consumer is known to be open; made on the running loop at first use."""
-        if self._closed:
-            raise ClientClosedError("the consumer is closed")
+        self._check_open()
         core = self._core
         if core is None:
             loop = self._loop = asyncio.get_running_loop()
@@ -118,6 +114,7 @@ class BlockingConsumerFront(EngineCalls):
     """
 
     _PUBLIC = "kafkalite.Consumer"
+    _CLIENT = "the consumer"
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self._closed = True
@@ -141,10 +138,6 @@ class BlockingConsumerFront(EngineCalls):
         engine.call_soon(self._core.start)
         if tracing is not None:
             install_consumer_tracing(self, tracing)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the consumer is closed")
 
     def _open_core(self) -> ConsumerCore:
         """The core, once the consumer is known to be open."""

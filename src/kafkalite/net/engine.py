@@ -133,26 +133,44 @@ class EngineThread:
                 self._thread.join(timeout)
 
 
-class EngineCalls:
+class FrontCalls:
+    """What both fronts of a consumer share around their calls: ``self._closed``,
+    ``self._wakeup`` (set by ``wakeup()``), ``self.config`` and ``_CLIENT`` (its name in
+    errors, "the consumer") come from the subclass."""
+
+    _CLIENT = "the client"
+    _closed: bool
+    _wakeup: bool
+    config: Any
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError(f"{self._CLIENT} is closed")
+
+    def _take_wakeup(self) -> bool:
+        """Whether wakeup() was called since the last check (and clear it)."""
+        if self._wakeup:
+            self._wakeup = False
+            return True
+        return False
+
+    def _timeout(self, timeout: float | None) -> float:
+        return float(self.config["default.api.timeout.ms"]) / 1000.0 if timeout is None else timeout
+
+
+class EngineCalls(FrontCalls):
     """How a blocking front with ``wakeup()`` (Consumer, ShareConsumer) runs its calls: on
     its :class:`EngineThread`, waiting in the caller's thread.
 
     The asyncio fronts get the same contract from :class:`LoopCalls`, so that the API
     written once for asyncio (see ``tools/generate_fronts.py``) behaves the same on
     both: ``_run`` honours ``timeout`` and ``wakeup()`` (Java's ``WakeupException`` from
-    any blocking call), ``_call_soon`` hands a callable to the engine. ``self._engine``,
-    ``self._closed``, ``self._wakeup`` (set by ``wakeup()``), ``self._event`` (what a
-    waiting poll() sleeps on), ``self.config`` and ``_check_open()`` come from the subclass.
+    any blocking call), ``_call_soon`` hands a callable to the engine. ``self._engine``
+    and ``self._event`` (what a waiting poll() sleeps on) come from the subclass.
     """
 
     _engine: EngineThread
-    _closed: bool
-    _wakeup: bool
     _event: threading.Event
-    config: Any
-
-    def _check_open(self) -> None:
-        raise NotImplementedError
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str, *,
              wakeable: bool = True) -> T:
@@ -162,13 +180,6 @@ class EngineCalls:
             self._check_open()
         return self._engine.run(coro, timeout, what, interrupted=self._take_wakeup if wakeable else None)
 
-    def _take_wakeup(self) -> bool:
-        """Whether wakeup() was called since the last check (and clear it)."""
-        if self._wakeup:
-            self._wakeup = False
-            return True
-        return False
-
     def _wake_waiters(self) -> None:
         """Wake a waiting poll() or ``_run`` (thread-safe; the flag is ``self._wakeup``)."""
         self._event.set()
@@ -177,34 +188,24 @@ class EngineCalls:
         """Sleep until the engine has news for poll() (``self._event``), at most ``timeout`` s."""
         self._event.wait(timeout)
 
-    def _timeout(self, timeout: float | None) -> float:
-        return float(self.config["default.api.timeout.ms"]) / 1000.0 if timeout is None else timeout
-
     def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the engine soon (thread-safe; nothing waits for it)."""
         self._engine.call_soon(fn, *args)
 
 
-class LoopCalls:
+class LoopCalls(FrontCalls):
     """:class:`EngineCalls` for an asyncio front: the engine is the caller's running loop.
 
     ``_run`` awaits the coroutine as a task, at most ``timeout`` seconds, and cancels it
     when ``wakeup()`` is called meanwhile (from any thread: :meth:`_wake_waiters` is
-    thread-safe), raising :class:`WakeupError` as the blocking front does.
-    ``self._loop`` (None until the client first runs on a loop), ``self._closed``,
-    ``self._wakeup``, ``self._event``, ``self.config`` and ``_check_open()`` come from the
+    thread-safe), raising :class:`WakeupError` as the blocking front does. ``self._loop``
+    (None until the client first runs on a loop) and ``self._event`` come from the
     subclass.
     """
 
     _loop: asyncio.AbstractEventLoop | None
-    _closed: bool
-    _wakeup: bool
     _event: asyncio.Event
     _waker: asyncio.Future[None] | None = None
-    config: Any
-
-    def _check_open(self) -> None:
-        raise NotImplementedError
 
     async def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str, *,
                    wakeable: bool = True) -> T:
@@ -239,15 +240,8 @@ class LoopCalls:
                 task.cancel()
                 task.add_done_callback(_retrieve)
 
-    def _take_wakeup(self) -> bool:
-        """Whether wakeup() was called since the last check (and clear it)."""
-        if self._wakeup:
-            self._wakeup = False
-            return True
-        return False
-
     def _wake_waiters(self) -> None:
-        """Interrupt a ``_run`` in progress (thread-safe; the flag is ``self._wakeup``)."""
+        """Interrupt a waiting poll() or ``_run`` (thread-safe; the flag is ``self._wakeup``)."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._on_wakeup)
@@ -264,9 +258,6 @@ class LoopCalls:
             await asyncio.wait_for(self._event.wait(), timeout)
         except asyncio.TimeoutError:
             pass
-
-    def _timeout(self, timeout: float | None) -> float:
-        return float(self.config["default.api.timeout.ms"]) / 1000.0 if timeout is None else timeout
 
     def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the loop soon (after the current step, as the engine thread would)."""

@@ -216,15 +216,10 @@ def install_producer_tracing(producer: Any, tracing: Tracing, *, asynchronous: b
 
         def __init__(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None,
                      partition: int | None, timestamp: int | None) -> None:
-            if not isinstance(values, (list, tuple)):
-                values = list(values)
-            n = len(values)
-            if keys is not None:
-                if not isinstance(keys, (list, tuple)):
-                    keys = list(keys)
-                if len(keys) != n:
-                    raise ValueError(f"send_many(): {len(keys)} keys for {n} values")
-            self.values, self.keys, self.n = values, keys, n
+            from kafkalite.producer.fronts import many_args
+
+            self.values, self.keys = many_args(values, keys)
+            n = self.n = len(self.values)
             self.timestamp = int(time.time() * 1000) if timestamp is None else timestamp
             self.span = start(topic, partition, False, count=n)
             self.headers = tracing.inject(self.span, None)

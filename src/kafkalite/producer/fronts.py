@@ -30,7 +30,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Generator, Mapping
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafkalite.config import PRODUCER, Config, resolve
@@ -63,6 +63,26 @@ def _telemetry(cfg: Config, core: ProducerCore) -> ClientTelemetry:
     return ClientTelemetry(cfg, PRODUCER, core.client, core.metrics.registry, core.metrics.snapshot,
                            labels=lambda: {"transactional_id": cfg["transactional.id"],
                                            "client_rack": cfg["client.rack"] or None})
+
+
+def many_args(values: Iterable[Any], keys: Iterable[Any] | None) -> tuple[Sequence[Any], Sequence[Any] | None]:
+    """send_many()'s values and keys as sequences (lists and tuples as they are), one key
+    per value."""
+    if not isinstance(values, (list, tuple)):
+        values = list(values)
+    if keys is not None:
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
+        if len(keys) != len(values):
+            raise ValueError(f"send_many(): {len(keys)} keys for {len(values)} values")
+    return values, keys
+
+
+def _warn_unclosed(core: ProducerCore, front: str, what_happens: str) -> None:
+    left = core.unacknowledged()
+    if left:
+        log.warning(f"kafkalite {front} (client.id={core.client_id}) was garbage-collected without close() "
+                    f"with {left} record(s) not yet acknowledged; {what_happens}")
 
 
 def _not_started(*args: Any) -> None:
@@ -259,12 +279,8 @@ def _finalize_async(core: ProducerCore) -> None:
     if core.loop is None:  # never started: nothing was sent, nothing to flush at exit
         exit_guard.unregister(core)
         return
-    left = core.unacknowledged()
-    if left:
-        text = (f"kafkalite aio Producer (client.id={core.client_id}) was garbage-collected without close() "
-                f"with {left} record(s) not yet acknowledged; its sender keeps sending them while the event "
-                "loop runs. Await producer.close() (or use 'async with Producer(...)').")
-        log.warning(text)
+    _warn_unclosed(core, "aio Producer", "its sender keeps sending them while the event loop runs. Await "
+                   "producer.close() (or use 'async with Producer(...)').")
 
 
 def _finalize_blocking(core: ProducerCore, engine: EngineThread) -> None:
@@ -273,12 +289,8 @@ def _finalize_blocking(core: ProducerCore, engine: EngineThread) -> None:
     if core.closed:
         engine.stop(0.5)
         return
-    left = core.unacknowledged()
-    if left:
-        text = (f"kafkalite Producer (client.id={core.client_id}) was garbage-collected without close() "
-                f"with {left} record(s) not yet acknowledged; they are sent in the background "
-                "(delivery.timeout.ms). Call producer.close(), or use 'with Producer(...)'.")
-        log.warning(text)
+    _warn_unclosed(core, "Producer", "they are sent in the background (delivery.timeout.ms). Call "
+                   "producer.close(), or use 'with Producer(...)'.")
     try:
         # Deliver what can be delivered in the background, then stop the engine.
         future = engine.submit(core.close(core.cfg["delivery.timeout.ms"] / 1000.0))

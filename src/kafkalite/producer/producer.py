@@ -19,7 +19,7 @@ from typing import Any
 from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
-from kafkalite.producer.fronts import UNSET, BlockingProducerFront, Callback
+from kafkalite.producer.fronts import UNSET, BlockingProducerFront, Callback, many_args
 from kafkalite.producer.futures import RecordFuture, SendManyResult
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
@@ -157,14 +157,8 @@ class Producer(BlockingProducerFront):
             producer.flush()
             outcome.result()          # 3, or raises the first record's error
         """
-        if not isinstance(values, (list, tuple)):
-            values = list(values)
+        values, keys = many_args(values, keys)
         n = len(values)
-        if keys is not None:
-            if not isinstance(keys, (list, tuple)):
-                keys = list(keys)
-            if len(keys) != n:
-                raise ValueError(f"send_many(): {len(keys)} keys for {n} values")
         core = self._core
         key_bytes: Sequence[Any] | None = keys
         value_bytes: Sequence[Any] = values

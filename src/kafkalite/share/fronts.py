@@ -47,6 +47,7 @@ class AsyncShareConsumerFront(LoopCalls):
     ``poll()`` / a commit and may be a coroutine function."""
 
     _PUBLIC = "kafkalite.aio.ShareConsumer"
+    _CLIENT = "the share consumer"
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = st.resolve_settings(config, kwargs)
@@ -57,14 +58,9 @@ class AsyncShareConsumerFront(LoopCalls):
         self._closed = False
         self._callback_tasks: set[asyncio.Task[Any]] = set()
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the share consumer is closed")
-
     def _open_core(self) -> ShareConsumerCore:
         """The core, once the consumer is known to be open; made on the running loop at first use."""
-        if self._closed:
-            raise ClientClosedError("the share consumer is closed")
+        self._check_open()
         core = self._core
         if core is None:
             self._loop = asyncio.get_running_loop()
@@ -113,6 +109,7 @@ class BlockingShareConsumerFront(EngineCalls):
     per thread; only ``wakeup()`` may be called from another thread."""
 
     _PUBLIC = "kafkalite.ShareConsumer"
+    _CLIENT = "the share consumer"
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self._closed = True
@@ -133,10 +130,6 @@ class BlockingShareConsumerFront(EngineCalls):
             raise
         self._closed = False
         engine.call_soon(self._core.start)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the share consumer is closed")
 
     def _open_core(self) -> ShareConsumerCore:
         """The core, once the consumer is known to be open."""
