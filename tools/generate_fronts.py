@@ -27,6 +27,21 @@ use ``asyncio`` itself: what differs between the fronts belongs in the bases. Th
 generator refuses anything else, naming the line. Generated files are never edited
 by hand; ``tests/unit/test_fronts.py`` runs ``--check`` and compares both fronts'
 public methods (names, signatures, docstrings), allowing only the differences it lists.
+
+To add a method to a client:
+
+1. write it once in the asyncio definition (e.g. ``AsyncConsumer`` in
+   ``consumer/async_consumer.py``), with its docstring: ``async def`` when it waits
+   for the engine, through ``await self._run(core.something(...), timeout, "what()")``;
+   a plain ``def`` when it only reads or changes local state (hand engine work to
+   ``self._call_soon(fn, ...)``). Docstring examples are written for asyncio
+   (``await consumer.x()``); the blocking docstring drops the ``await``;
+2. if the fronts must really differ (a wait in the caller's thread, a callback that may
+   be a coroutine), add a private primitive with the same name and parameters to both
+   base classes in ``<client>/fronts.py`` and call it from the definition;
+3. run ``python tools/generate_fronts.py`` and commit both files; a method meant for
+   one front only goes in that front's base class and in the allowed list of
+   ``tests/unit/test_fronts.py``, with the reason.
 """
 
 from __future__ import annotations
