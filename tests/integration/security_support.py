@@ -16,8 +16,6 @@ SCRAM_ADMIN = {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin", "sas
 
 def stats(client: Any) -> ConnectionStats:
     """The connection counters of a Producer, Consumer or AdminClient."""
-    if isinstance(client, AdminClient):
-        return client._aio._core.client.stats  # type: ignore[no-any-return]
     return client._core.client.stats  # type: ignore[no-any-return]
 
 

@@ -159,7 +159,7 @@ def test_committed_offsets_go_by_topic_id_where_the_broker_offers_it(request, br
     broker = request.getfixturevalue(broker_fixture)
     with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
         sent: list[tuple[str, int]] = []
-        core = admin._aio._core
+        core = admin._core
         send = core.send
 
         async def spy(node, req, deadline, **kwargs):

@@ -97,3 +97,27 @@ async def test_wakeup_and_timeouts() -> None:
     started = time.monotonic()
     await c.close(timeout=1)
     assert time.monotonic() - started < 2.0
+
+
+async def test_list_topics_commit_sync_and_commit_as_the_blocking_consumer(kafka_broker, topic_factory) -> None:
+    """The methods the asyncio consumer lacked: list_topics(), commit_sync(offsets, timeout),
+    commit(asynchronous=True, callback=...)."""
+    topic = topic_factory(partitions=3)
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    async with aio.Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": f"g-{topic}"}) as c:
+        listed = await c.list_topics(timeout=30)
+        assert listed[topic] == set(tps)
+        assert await c.partitions_for(topic) == set(tps)
+        c.assign(tps)
+        await c.commit_sync({tps[0]: 5, tps[1]: OffsetAndMetadata(6, "meta")}, 30)
+        committed = await c.committed(tps)
+        assert committed[tps[0]].offset == 5 and committed[tps[1]].metadata == "meta" and committed[tps[2]] is None
+        done: list[object] = []
+        await c.commit({tps[2]: 7}, asynchronous=True, callback=lambda offsets, error: done.append((offsets, error)))
+        deadline = time.monotonic() + 30
+        while not done:
+            assert time.monotonic() < deadline, "the commit callback did not run"
+            await c.poll(0.1)
+        assert done == [({tps[2]: OffsetAndMetadata(7)}, None)]
+        await c.commit({tps[2]: 8}, timeout=30)
+        assert (await c.committed(tps[2]))[tps[2]].offset == 8

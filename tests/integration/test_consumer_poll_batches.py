@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import pytest
 
-from kafkalite import Consumer, TopicPartition
+from kafkalite import Consumer, TopicPartition, aio
 from kafkalite.protocol import compression
 from kafkalite.protocol.records import RecordBatch
 from tests.integration.consumer_support import produce
@@ -52,3 +53,21 @@ def test_poll_batches_needs_an_assignment(kafka_broker: Any) -> None:
     with Consumer({"bootstrap.servers": kafka_broker.bootstrap}) as consumer, \
             pytest.raises(IllegalStateError, match="no assigned partitions"):
         consumer.poll_batches(timeout=0.1)
+
+
+async def test_the_asyncio_consumer_polls_batches_too(kafka_broker: Any, topic_factory: Any) -> None:
+    topic = topic_factory(partitions=1)
+    await asyncio.to_thread(produce, kafka_broker.bootstrap, topic, count=200, batch_size=50)
+    tp = TopicPartition(topic, 0)
+    async with aio.Consumer({"bootstrap.servers": kafka_broker.bootstrap, "max.partition.fetch.bytes": 4096}) as c:
+        c.assign([tp])
+        c.seek(tp, 120)  # inside the third batch: it comes whole, starting at 100
+        offsets: list[int] = []
+        deadline = time.monotonic() + 60
+        while await c.position(tp) < 200:
+            assert time.monotonic() < deadline, "poll_batches() did not reach the end offset"
+            for got_tp, batches in await c.poll_batches(timeout=0.5, max_bytes=4096):
+                assert got_tp == tp
+                offsets += [off for b in batches for off in b.columns().offsets]
+        assert offsets == list(range(100, 200))
+        assert await c.poll_batches(timeout=0.2) == []  # nothing more: an empty list after the timeout

@@ -170,8 +170,13 @@ async def test_asyncio_clients_trace_too(kafka_broker, topic_factory, spans) -> 
     cfg = {"bootstrap.servers": kafka_broker.bootstrap, "otel.tracer.provider": provider}
     async with AsyncProducer(cfg) as producer:
         metadata = await producer.send_and_wait(topic, b"async")
-    (send,) = exporter.get_finished_spans()
+        (send,) = exporter.get_finished_spans()
+        outcome = await producer.send_many(topic, [b"m1", b"m2"])  # one span for the call, as blocking
+        assert await outcome.wait(30) == 2
     assert send.attributes["messaging.kafka.message.offset"] == metadata.offset
+    many = [s for s in exporter.get_finished_spans() if s is not send]
+    assert len(many) == 1 and many[0].attributes["messaging.batch.message_count"] == 2
+    assert many[0].status.status_code is not StatusCode.ERROR
     async with AsyncConsumer({**cfg, "auto.offset.reset": "earliest"}) as consumer:
         consumer.assign([TopicPartition(topic, 0)])
         records: list[Any] = []

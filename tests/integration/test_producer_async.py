@@ -10,11 +10,14 @@ import pytest
 from kafkalite.aio import Producer
 from kafkalite.errors import (
     ClientClosedError,
+    IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
+    RecordTooLargeError,
     SerializationError,
     UnknownTopicOrPartitionError,
 )
+from kafkalite.producer.fronts import AsyncSendManyResult
 from kafkalite.producer.futures import AsyncRecordFuture
 from kafkalite.producer.partitioner import partition_for_key
 from tests.integration.producer_support import read_back_async, throttled_client_id
@@ -113,3 +116,57 @@ async def test_async_transactions_commit_and_abort(kafka_broker, topic_factory, 
     await p.close()
     committed = await read_back_async(kafka_broker.bootstrap, topic, read_committed=True)
     assert sorted(r.value for rs in committed.values() for r in rs) == sorted(b"keep-%d" % i for i in range(10))
+
+
+async def test_send_many_delivers_in_order_and_reports_the_failed_record(kafka_broker, topic_factory) -> None:
+    """kafkalite.aio.Producer.send_many: what the blocking producer's does, awaited."""
+    topic = topic_factory(partitions=3)
+    values = [b"v%d" % i for i in range(5000)]
+    keys = [b"k%d" % (i % 40) for i in range(5000)]
+    async with Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 5}) as p:
+        outcome = await p.send_many(topic, values, keys)  # the first record waits for metadata
+        more = await p.send_many(topic, (b"unkeyed-%d" % i for i in range(1000)))  # any iterable
+        assert isinstance(outcome, AsyncSendManyResult) and len(more) == 1000
+        assert not outcome.done()  # appended; the loop has not run the sender since
+        with pytest.raises(IllegalStateError, match="not all acknowledged"):
+            outcome.result()  # does not block the loop
+        assert await outcome == 5000 and await more.wait(60) == 1000
+        assert outcome.failures() == [] and outcome.done() and outcome.result() == 5000
+        assert p.metrics()["record-send-total"] == 6000
+    back = await read_back_async(kafka_broker.bootstrap, topic)
+    assert sum(len(v) for v in back.values()) == 6000
+    for partition, records in back.items():
+        keyed = [r for r in records if r.key is not None]
+        expect = [v for k, v in zip(keys, values) if partition_for_key(k, 3) == partition]
+        assert [r.value for r in keyed] == expect  # send order per partition
+        assert {r.key for r in keyed} <= {k for k in keys if partition_for_key(k, 3) == partition}
+    # A record the topic refuses fails alone; the rest of the call is delivered.
+    small = topic_factory(partitions=1, configs={"max.message.bytes": "2000"})
+    batch = [b"ok-%d" % i for i in range(50)]
+    batch[20] = b"x" * 5000
+    async with Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 50}) as p:
+        outcome = await p.send_many(small, batch)
+        await p.flush(60)
+        failures = outcome.failures()
+        assert [i for i, _ in failures] == [20] and isinstance(failures[0][1], RecordTooLargeError)
+        with pytest.raises(RecordTooLargeError):
+            await outcome
+        with pytest.raises(ValueError, match="2 keys for 3 values"):
+            await p.send_many(small, [b"a", b"b", b"c"], keys=[b"1", b"2"])
+    assert [r.value for r in (await read_back_async(kafka_broker.bootstrap, small))[0]] == batch[:20] + batch[21:]
+
+
+async def test_send_many_serializes_and_honours_partition_and_timestamp(kafka_broker, topic_factory) -> None:
+    topic = topic_factory(partitions=2)
+    async with Producer({"bootstrap.servers": kafka_broker.bootstrap, "value.serializer": "json",
+                         "key.serializer": "string"}) as p:
+        outcome = await p.send_many(topic, [{"n": i} for i in range(10)], keys=[f"k{i}" for i in range(10)],
+                                    partition=1, timestamp=1_700_000_000_000)
+        assert await outcome.wait(30) == 10
+        with pytest.raises(SerializationError, match=topic):
+            await p.send_many(topic, [{"ok": 1}, object()])
+    records = (await read_back_async(kafka_broker.bootstrap, topic))[1]
+    assert [r.value for r in records][:10] == [b'{"n":%d}' % i for i in range(10)]
+    assert [r.key for r in records][:10] == [b"k%d" % i for i in range(10)]
+    assert {r.timestamp for r in records[:10]} == {1_700_000_000_000}
+    assert records[10:] == []  # values are serialized before any is appended: none of that call was sent

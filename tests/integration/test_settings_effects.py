@@ -25,7 +25,7 @@ pytestmark = pytest.mark.broker
 def test_idle_connections_are_closed_and_reopened_on_demand(kafka_broker, topic_factory) -> None:
     topic = topic_factory()
     with AdminClient({"bootstrap.servers": kafka_broker.bootstrap, "connections.max.idle.ms": 1000}) as admin:
-        stats = admin._aio._core.client.stats
+        stats = admin._core.client.stats
         assert topic in admin.list_topics()
         opened = stats.created
         wait_until(lambda: stats.active == 0, 15, interval=0.1, what="the idle connections to be closed")

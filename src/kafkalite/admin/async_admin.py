@@ -1,10 +1,14 @@
-"""The asyncio admin client (``kafkalite.aio.AdminClient``).
+"""The admin client's API, written once: ``kafkalite.aio.AdminClient``.
 
-Every call is a coroutine. Calls on several items return an
-:class:`~kafkalite.admin.results.AdminResult` (per-item value or typed error, see
-:mod:`kafkalite.admin.results`); calls with one answer return it or raise. Each call
-takes ``timeout`` in seconds (default ``default.api.timeout.ms``) and retries retriable
-errors with backoff until then; see :mod:`kafkalite.admin.core` for routing.
+This class is the definition of the admin API: ``kafkalite.AdminClient`` (blocking) is
+generated from it by ``tools/generate_fronts.py`` over
+:class:`~kafkalite.admin.fronts.BlockingAdminFront`; here it runs on the caller's event
+loop (:class:`~kafkalite.admin.fronts.AsyncAdminFront`). Every call is a coroutine.
+Calls on several items return an :class:`~kafkalite.admin.results.AdminResult`
+(per-item value or typed error, see :mod:`kafkalite.admin.results`); calls with one
+answer return it or raise. Each call takes ``timeout`` in seconds (default
+``default.api.timeout.ms``) and retries retriable errors with backoff until then; see
+:mod:`kafkalite.admin.core` for routing.
 
 Example::
 
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from kafkalite.admin import (
     acls,
@@ -35,7 +38,8 @@ from kafkalite.admin import (
 )
 from kafkalite.admin import topics as topic_calls
 from kafkalite.admin import transactions as txn
-from kafkalite.admin.core import METRICS_GROUP, AdminCore
+from kafkalite.admin.core import METRICS_GROUP
+from kafkalite.admin.fronts import AsyncAdminFront
 from kafkalite.admin.group_types import (
     ConsumerGroupDescription,
     GroupListing,
@@ -84,33 +88,37 @@ from kafkalite.admin.types import (
     TopicDescription,
     TopicListing,
 )
-from kafkalite.config import Config
 from kafkalite.metrics import MetricsSnapshot
-from kafkalite.settings import resolve
 from kafkalite.types import IsolationLevel, OffsetAndMetadata, TopicPartition
 
 
-class AsyncAdminClient:
-    """Manage topics, configs, groups, ACLs, quotas and more, on the caller's event loop.
+class AsyncAdminClient(AsyncAdminFront):
+    """Manage topics, configs, groups, ACLs, quotas and more.
 
     Settings are the admin client's (``bootstrap.servers``, ``security.protocol``,
     ``sasl.*``, ``request.timeout.ms``, ``default.api.timeout.ms``, ``retries``,
-    ``retry.backoff.ms`` ...), as a dict with Java names or snake_case keywords.
-    """
+    ``retry.backoff.ms`` ...), as a dict with Java names or snake_case keywords. Use it
+    as a context manager or call :meth:`close`.
 
-    def __init__(self, config: Mapping[str, Any] | Config | None = None, **kwargs: Any) -> None:
-        self.config = config if isinstance(config, Config) and not kwargs else resolve("admin", config, **kwargs)
-        self._core = AdminCore(self.config)
+    Calls on several items return an :class:`~kafkalite.admin.results.AdminResult`
+    (``{key: ItemResult}``; ``.all()`` returns the values or raises naming every
+    failure); calls with one answer return it or raise. Each call takes ``timeout`` in
+    seconds (default ``default.api.timeout.ms``) and retries retriable errors with
+    backoff until then.
+
+    Example::
+
+        async with AdminClient({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
+            result = await admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=1)])
+            result.all()                                   # raises TopicExistsError if it exists
+            print((await admin.describe_topics(["orders"]))["orders"].result().partitions)
+    """
 
     async def __aenter__(self) -> AsyncAdminClient:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    async def close(self) -> None:
-        """Close every connection (idempotent)."""
-        await self._core.close()
 
     def metrics(self) -> MetricsSnapshot:
         """Current metrics, ``{MetricName: value}``, with the Java admin client's names
@@ -121,34 +129,54 @@ class AsyncAdminClient:
 
     async def create_topics(self, new_topics: Iterable[NewTopic], *, validate_only: bool = False,
                             timeout: float | None = None) -> AdminResult[str, CreateTopicResult]:
-        """Create topics; per topic: :class:`CreateTopicResult` or e.g. ``TopicExistsError``."""
-        return await topic_calls.create_topics(self._core, new_topics, validate_only=validate_only, timeout=timeout)
+        """Create topics; per topic: :class:`CreateTopicResult` or e.g. ``TopicExistsError``.
+
+        ``validate_only=True`` asks the controller to check the request without creating.
+        """
+        return await self._run(topic_calls.create_topics(self._core, new_topics, validate_only=validate_only,
+                                                         timeout=timeout), timeout)
 
     async def delete_topics(self, topics: Iterable[str | uuid.UUID], *,
                             timeout: float | None = None) -> AdminResult[str | uuid.UUID, None]:
-        """Delete topics by name or topic id."""
-        return await topic_calls.delete_topics(self._core, topics, timeout=timeout)
+        """Delete topics by name or topic id (ids need Kafka 2.8+)."""
+        return await self._run(topic_calls.delete_topics(self._core, topics, timeout=timeout), timeout)
 
     async def list_topics(self, *, list_internal: bool = False,
                           timeout: float | None = None) -> dict[str, TopicListing]:
-        return await topic_calls.list_topics(self._core, list_internal=list_internal, timeout=timeout)
+        """Every topic the client may describe, ``{name: TopicListing}`` sorted by name
+        (internal topics such as ``__consumer_offsets`` only with ``list_internal``)."""
+        return await self._run(topic_calls.list_topics(self._core, list_internal=list_internal, timeout=timeout),
+                               timeout)
 
     async def describe_topics(self, topics: Iterable[str], *, include_authorized_operations: bool = False,
                               use_describe_topic_partitions: bool = False,
                               partition_size_limit_per_response: int | None = None,
                               timeout: float | None = None) -> AdminResult[str, TopicDescription]:
-        """Describe topics (see :meth:`AdminClient.describe_topics`)."""
-        return await topic_calls.describe_topics(
+        """Partitions, leaders, replicas and ISR of each topic (``{name: TopicDescription}``).
+
+        By default one Metadata request. ``use_describe_topic_partitions=True`` asks
+        with DescribeTopicPartitions (Kafka 3.8+, KIP-966) instead, which also reports
+        each partition's eligible leader replicas (``elr``, ``last_known_elr``) and
+        pages through big topics ``partition_size_limit_per_response`` partitions at a
+        time (default 2000, as kafka-topics); a broker without it is asked with
+        Metadata (``elr`` stays None), like Java's admin client.
+
+        Example::
+
+            d = (await admin.describe_topics(["orders"], use_describe_topic_partitions=True))["orders"].result()
+            [(p.partition, p.isr, p.elr) for p in d.partitions]
+        """
+        return await self._run(topic_calls.describe_topics(
             self._core, topics, include_authorized_operations=include_authorized_operations,
             use_describe_topic_partitions=use_describe_topic_partitions,
-            partition_size_limit_per_response=partition_size_limit_per_response, timeout=timeout)
+            partition_size_limit_per_response=partition_size_limit_per_response, timeout=timeout), timeout)
 
     async def create_partitions(self, new_partitions: Mapping[str, NewPartitions | int], *,
                                 validate_only: bool = False,
                                 timeout: float | None = None) -> AdminResult[str, None]:
         """Grow topics to a new partition count (a decrease fails that topic with INVALID_PARTITIONS)."""
-        return await topic_calls.create_partitions(self._core, new_partitions, validate_only=validate_only,
-                                                   timeout=timeout)
+        return await self._run(topic_calls.create_partitions(self._core, new_partitions, validate_only=validate_only,
+                                                             timeout=timeout), timeout)
 
     # ------------------------------------------------------------ configs
 
@@ -156,46 +184,70 @@ class AsyncAdminClient:
                                config_names: Mapping[ConfigResource, Sequence[str]] | None = None,
                                include_synonyms: bool = False, include_documentation: bool = False,
                                timeout: float | None = None) -> AdminResult[ConfigResource, dict[str, ConfigEntry]]:
-        return await configs.describe_configs(self._core, resources, config_names=config_names,
-                                              include_synonyms=include_synonyms,
-                                              include_documentation=include_documentation, timeout=timeout)
+        """The configs of each resource, ``{resource: {name: ConfigEntry}}`` (all of them, or
+        the ``config_names`` asked for per resource; with their synonyms and documentation
+        when asked)."""
+        return await self._run(configs.describe_configs(self._core, resources, config_names=config_names,
+                                                        include_synonyms=include_synonyms,
+                                                        include_documentation=include_documentation,
+                                                        timeout=timeout), timeout)
 
     async def incremental_alter_configs(self, changes: Mapping[ConfigResource, Iterable[AlterConfigOp]], *,
                                         validate_only: bool = False,
                                         timeout: float | None = None) -> AdminResult[ConfigResource, None]:
-        return await configs.incremental_alter_configs(self._core, changes, validate_only=validate_only,
-                                                       timeout=timeout)
+        """Apply SET / DELETE / APPEND / SUBTRACT operations to each resource's configs."""
+        return await self._run(configs.incremental_alter_configs(self._core, changes, validate_only=validate_only,
+                                                                 timeout=timeout), timeout)
 
     async def list_config_resources(self, types: Iterable[ResourceType | str] | None = None, *,
                                     timeout: float | None = None) -> list[ConfigResource]:
-        return await configs.list_config_resources(self._core, types, timeout=timeout)
+        """Resources that have configs (KIP-1142, Kafka 4.1+); by default client metrics
+        resources, or the given ``types``."""
+        return await self._run(configs.list_config_resources(self._core, types, timeout=timeout), timeout)
 
     # ------------------------------------------------------------ cluster
 
     async def describe_cluster(self, *, include_authorized_operations: bool = False,
                                include_fenced_brokers: bool = False,
                                timeout: float | None = None) -> ClusterDescription:
-        return await cluster.describe_cluster(self._core, include_authorized_operations=include_authorized_operations,
-                                              include_fenced_brokers=include_fenced_brokers, timeout=timeout)
+        """The cluster id, its brokers and the controller."""
+        return await self._run(cluster.describe_cluster(self._core,
+                                                        include_authorized_operations=include_authorized_operations,
+                                                        include_fenced_brokers=include_fenced_brokers,
+                                                        timeout=timeout), timeout)
 
     async def controller(self, *, timeout: float | None = None) -> Node | None:
         """The controller node as DescribeCluster reports it."""
         return (await self.describe_cluster(timeout=timeout)).controller
 
     async def describe_features(self, *, timeout: float | None = None) -> FeatureMetadata:
-        return await cluster.describe_features(self._core, timeout=timeout)
+        """Finalized and supported feature levels (KIP-584)."""
+        return await self._run(cluster.describe_features(self._core, timeout=timeout), timeout)
 
     async def update_features(self, updates: Mapping[str, FeatureUpdate | int], *, validate_only: bool = False,
                               timeout: float | None = None) -> AdminResult[str, None]:
-        return await cluster.update_features(self._core, updates, validate_only=validate_only, timeout=timeout)
+        """Upgrade or downgrade finalized feature levels (``{"transaction.version": 2}``)."""
+        return await self._run(cluster.update_features(self._core, updates, validate_only=validate_only,
+                                                       timeout=timeout), timeout)
 
     # ------------------------------------------------------------ groups
 
     async def list_groups(self, *, states: Iterable[GroupState | str] | None = None,
                           types: Iterable[GroupType | str] | None = None,
                           timeout: float | None = None) -> ListResult[GroupListing]:
-        """Groups of every broker (a :class:`ListResult`: ``.errors`` names brokers that did not answer)."""
-        return await groups.list_groups(self._core, states=states, types=types, timeout=timeout)
+        """Groups of every broker, sorted by id.
+
+        A :class:`ListResult` (a list): a broker that does not answer within ``timeout``
+        is named in ``.errors`` while the groups of the others are still listed;
+        ``.all()`` returns the list only if it is complete. Raises if no broker answers.
+
+        Example::
+
+            groups = await admin.list_groups(states=["Stable"], timeout=10)
+            if not groups.ok:
+                print("incomplete:", groups.errors)
+        """
+        return await self._run(groups.list_groups(self._core, states=states, types=types, timeout=timeout), timeout)
 
     async def list_consumer_groups(self, *, states: Iterable[GroupState | str] | None = None,
                                    types: Iterable[GroupType | str] | None = None,
@@ -206,12 +258,14 @@ class AsyncAdminClient:
 
     async def describe_consumer_groups(self, group_ids: Iterable[str], *, include_authorized_operations: bool = False,
                                        timeout: float | None = None) -> AdminResult[str, ConsumerGroupDescription]:
-        return await groups.describe_consumer_groups(self._core, group_ids,
-                                                     include_authorized_operations=include_authorized_operations,
-                                                     timeout=timeout)
+        """State, protocol, coordinator and members (with their assignments) of each group."""
+        return await self._run(groups.describe_consumer_groups(
+            self._core, group_ids, include_authorized_operations=include_authorized_operations, timeout=timeout),
+            timeout)
 
     async def delete_groups(self, group_ids: Iterable[str], *, timeout: float | None = None) -> AdminResult[str, None]:
-        return await groups.delete_groups(self._core, group_ids, timeout=timeout)
+        """Delete groups (a group with members fails with NON_EMPTY_GROUP, per group)."""
+        return await self._run(groups.delete_groups(self._core, group_ids, timeout=timeout), timeout)
 
     delete_consumer_groups = delete_groups
 
@@ -219,128 +273,168 @@ class AsyncAdminClient:
         self, groups_: Mapping[str, Iterable[TopicPartition] | None] | Iterable[str], *,
         require_stable: bool = False, timeout: float | None = None,
     ) -> AdminResult[str, dict[TopicPartition, OffsetAndMetadata]]:
-        return await groups.list_consumer_group_offsets(self._core, groups_, require_stable=require_stable,
-                                                        timeout=timeout)
+        """Committed offsets per group, ``{group: {partition: OffsetAndMetadata}}`` (all of a
+        group's, or the partitions given for it)."""
+        return await self._run(groups.list_consumer_group_offsets(self._core, groups_, require_stable=require_stable,
+                                                                  timeout=timeout), timeout)
 
     async def alter_consumer_group_offsets(self, group_id: str,
                                            offsets_: Mapping[TopicPartition, OffsetAndMetadata | int], *,
                                            timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        return await groups.alter_consumer_group_offsets(self._core, group_id, offsets_, timeout=timeout)
+        """Commit offsets for a group with no active members (the broker refuses while it has some)."""
+        return await self._run(groups.alter_consumer_group_offsets(self._core, group_id, offsets_, timeout=timeout),
+                               timeout)
 
     async def delete_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition], *,
                                             timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        return await groups.delete_consumer_group_offsets(self._core, group_id, partitions, timeout=timeout)
+        """Delete committed offsets of partitions the group no longer consumes."""
+        return await self._run(groups.delete_consumer_group_offsets(self._core, group_id, partitions,
+                                                                    timeout=timeout), timeout)
 
     async def remove_members_from_consumer_group(self, group_id: str, members: Iterable[MemberToRemove] | None = None,
                                                  *, reason: str | None = None,
                                                  timeout: float | None = None) -> AdminResult[MemberToRemove, None]:
-        return await groups.remove_members_from_consumer_group(self._core, group_id, members, reason=reason,
-                                                               timeout=timeout)
+        """Remove members from a classic group (``members=None``: every member)."""
+        return await self._run(groups.remove_members_from_consumer_group(self._core, group_id, members, reason=reason,
+                                                                         timeout=timeout), timeout)
 
     # ------------------------------------------------------------ share groups
 
     async def describe_share_groups(self, group_ids: Iterable[str], *, include_authorized_operations: bool = False,
                                     timeout: float | None = None) -> AdminResult[str, ShareGroupDescription]:
-        return await share_groups.describe_share_groups(
-            self._core, group_ids, include_authorized_operations=include_authorized_operations, timeout=timeout)
+        """State, coordinator and members (with their assignments) of each share group."""
+        return await self._run(share_groups.describe_share_groups(
+            self._core, group_ids, include_authorized_operations=include_authorized_operations, timeout=timeout),
+            timeout)
 
     async def list_share_group_offsets(
         self, groups_: Mapping[str, Iterable[TopicPartition] | None] | Iterable[str], *,
         timeout: float | None = None,
     ) -> AdminResult[str, dict[TopicPartition, SharePartitionOffset]]:
-        return await share_groups.list_share_group_offsets(self._core, groups_, timeout=timeout)
+        """Start offsets (and lag, Kafka 4.1+) per share group and partition."""
+        return await self._run(share_groups.list_share_group_offsets(self._core, groups_, timeout=timeout), timeout)
 
     async def alter_share_group_offsets(self, group_id: str, offsets_: Mapping[TopicPartition, int], *,
                                         timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        return await share_groups.alter_share_group_offsets(self._core, group_id, offsets_, timeout=timeout)
+        """Set the start offsets of an empty share group."""
+        return await self._run(share_groups.alter_share_group_offsets(self._core, group_id, offsets_,
+                                                                      timeout=timeout), timeout)
 
     async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str], *,
                                          timeout: float | None = None) -> AdminResult[str, None]:
-        return await share_groups.delete_share_group_offsets(self._core, group_id, topics, timeout=timeout)
+        """Forget an empty share group's state for whole topics."""
+        return await self._run(share_groups.delete_share_group_offsets(self._core, group_id, topics,
+                                                                       timeout=timeout), timeout)
 
     # ------------------------------------------------------------ offsets and records
 
     async def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec | str | int], *,
                            isolation_level: IsolationLevel | str = IsolationLevel.READ_UNCOMMITTED,
                            timeout: float | None = None) -> AdminResult[TopicPartition, ListOffsetsResultInfo]:
-        return await offsets.list_offsets(self._core, specs, isolation_level=isolation_level, timeout=timeout)
+        """Offsets per partition for earliest / latest / max-timestamp / a timestamp (ms)."""
+        return await self._run(offsets.list_offsets(self._core, specs, isolation_level=isolation_level,
+                                                    timeout=timeout), timeout)
 
     async def delete_records(self, before: Mapping[TopicPartition, int], *,
                              timeout: float | None = None) -> AdminResult[TopicPartition, DeletedRecords]:
-        return await offsets.delete_records(self._core, before, timeout=timeout)
+        """Delete records before the given offsets (-1: the high watermark, i.e. everything)."""
+        return await self._run(offsets.delete_records(self._core, before, timeout=timeout), timeout)
 
     # ------------------------------------------------------------ security
 
     async def create_acls(self, bindings: Iterable[AclBinding], *,
                           timeout: float | None = None) -> AdminResult[AclBinding, None]:
-        return await acls.create_acls(self._core, bindings, timeout=timeout)
+        """Create ACL bindings; per binding: None or its error."""
+        return await self._run(acls.create_acls(self._core, bindings, timeout=timeout), timeout)
 
     async def describe_acls(self, acl_filter: AclBindingFilter | None = None, *,
                             timeout: float | None = None) -> list[AclBinding]:
-        return await acls.describe_acls(self._core, acl_filter, timeout=timeout)
+        """Every ACL binding matching ``acl_filter`` (default: all)."""
+        return await self._run(acls.describe_acls(self._core, acl_filter, timeout=timeout), timeout)
 
     async def delete_acls(self, filters: Iterable[AclBindingFilter], *,
                           timeout: float | None = None) -> AdminResult[AclBindingFilter, list[AclBinding]]:
-        return await acls.delete_acls(self._core, filters, timeout=timeout)
+        """Delete the ACLs matching each filter; each filter's value is what it deleted."""
+        return await self._run(acls.delete_acls(self._core, filters, timeout=timeout), timeout)
 
     async def describe_user_scram_credentials(self, users: Iterable[str] | None = None, *,
                                               timeout: float | None = None
                                               ) -> AdminResult[str, UserScramCredentialsDescription]:
-        return await scram.describe_user_scram_credentials(self._core, users, timeout=timeout)
+        """SCRAM mechanisms and iteration counts per user (never the credentials themselves)."""
+        return await self._run(scram.describe_user_scram_credentials(self._core, users, timeout=timeout), timeout)
 
     async def alter_user_scram_credentials(
         self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion], *,
         timeout: float | None = None,
     ) -> AdminResult[str, None]:
-        return await scram.alter_user_scram_credentials(self._core, alterations, timeout=timeout)
+        """Upsert or delete SCRAM credentials; results are keyed by user name."""
+        return await self._run(scram.alter_user_scram_credentials(self._core, alterations, timeout=timeout), timeout)
 
     async def describe_client_quotas(self, components: Iterable[ClientQuotaFilterComponent] = (), *,
                                      strict: bool = False, timeout: float | None = None
                                      ) -> dict[ClientQuotaEntity, dict[str, float]]:
-        return await quotas.describe_client_quotas(self._core, components, strict=strict, timeout=timeout)
+        """Quotas of the entities matching every component (none: all entities)."""
+        return await self._run(quotas.describe_client_quotas(self._core, components, strict=strict,
+                                                             timeout=timeout), timeout)
 
     async def alter_client_quotas(self, alterations: Iterable[ClientQuotaAlteration], *, validate_only: bool = False,
                                   timeout: float | None = None) -> AdminResult[ClientQuotaEntity, None]:
-        return await quotas.alter_client_quotas(self._core, alterations, validate_only=validate_only, timeout=timeout)
+        """Set (a value) or remove (None) quota keys, per entity."""
+        return await self._run(quotas.alter_client_quotas(self._core, alterations, validate_only=validate_only,
+                                                          timeout=timeout), timeout)
 
     # ------------------------------------------------------------ operations
 
     async def elect_leaders(self, election_type: ElectionType | str = ElectionType.PREFERRED,
                             partitions: Iterable[TopicPartition] | None = None, *,
                             timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        return await operations.elect_leaders(self._core, election_type, partitions, timeout=timeout)
+        """Run preferred or unclean leader elections (``partitions=None``: every partition)."""
+        return await self._run(operations.elect_leaders(self._core, election_type, partitions, timeout=timeout),
+                               timeout)
 
     async def alter_partition_reassignments(self, reassignments: Mapping[TopicPartition, Sequence[int] | None], *,
                                             timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        return await operations.alter_partition_reassignments(self._core, reassignments, timeout=timeout)
+        """Move partitions to new replica lists (None cancels an ongoing reassignment)."""
+        return await self._run(operations.alter_partition_reassignments(self._core, reassignments, timeout=timeout),
+                               timeout)
 
     async def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None, *,
                                            timeout: float | None = None
                                            ) -> dict[TopicPartition, PartitionReassignment]:
-        return await operations.list_partition_reassignments(self._core, partitions, timeout=timeout)
+        """Ongoing reassignments (of ``partitions``, or all)."""
+        return await self._run(operations.list_partition_reassignments(self._core, partitions, timeout=timeout),
+                               timeout)
 
     async def describe_log_dirs(self, broker_ids: Iterable[int] | None = None, *,
                                 timeout: float | None = None) -> AdminResult[int, dict[str, LogDirDescription]]:
-        return await operations.describe_log_dirs(self._core, broker_ids, timeout=timeout)
+        """Log directories of each broker (default: every broker) with replica sizes."""
+        return await self._run(operations.describe_log_dirs(self._core, broker_ids, timeout=timeout), timeout)
 
     async def describe_producers(self, partitions: Iterable[TopicPartition], *,
                                  timeout: float | None = None) -> AdminResult[TopicPartition, list[ProducerState]]:
-        return await operations.describe_producers(self._core, partitions, timeout=timeout)
+        """Active idempotent and transactional producers per partition (from its leader)."""
+        return await self._run(operations.describe_producers(self._core, partitions, timeout=timeout), timeout)
 
     async def list_transactions(self, *, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
                                 duration_ms: int | None = None, transactional_id_pattern: str | None = None,
                                 timeout: float | None = None) -> ListResult[TransactionListing]:
-        return await txn.list_transactions(self._core, states=states, producer_ids=producer_ids,
-                                           duration_ms=duration_ms,
-                                           transactional_id_pattern=transactional_id_pattern, timeout=timeout)
+        """Transactions of every broker's transaction coordinator, sorted by id; a
+        :class:`ListResult` like :meth:`list_groups` (``.errors`` by broker id)."""
+        return await self._run(txn.list_transactions(self._core, states=states, producer_ids=producer_ids,
+                                                     duration_ms=duration_ms,
+                                                     transactional_id_pattern=transactional_id_pattern,
+                                                     timeout=timeout), timeout)
 
     async def describe_transactions(self, transactional_ids: Iterable[str], *,
                                     timeout: float | None = None) -> AdminResult[str, TransactionDescription]:
-        return await txn.describe_transactions(self._core, transactional_ids, timeout=timeout)
+        """State, producer id and epoch, timeout and partitions of each transactional id."""
+        return await self._run(txn.describe_transactions(self._core, transactional_ids, timeout=timeout), timeout)
 
     async def abort_transaction(self, spec: AbortTransactionSpec, *, timeout: float | None = None) -> None:
-        await txn.abort_transaction(self._core, spec, timeout=timeout)
+        """Abort a hanging transaction on one partition (as ``kafka-transactions abort``)."""
+        await self._run(txn.abort_transaction(self._core, spec, timeout=timeout), timeout)
 
     async def fence_producers(self, transactional_ids: Iterable[str], *,
                               timeout: float | None = None) -> AdminResult[str, ProducerIdAndEpoch]:
-        return await txn.fence_producers(self._core, transactional_ids, timeout=timeout)
+        """Fence the current producer of each transactional id (KIP-664: its epoch is bumped)."""
+        return await self._run(txn.fence_producers(self._core, transactional_ids, timeout=timeout), timeout)

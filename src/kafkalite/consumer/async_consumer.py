@@ -1,9 +1,11 @@
-"""The asyncio consumer: ``kafkalite.aio.Consumer``.
+"""The consumer's API, written once: ``kafkalite.aio.Consumer``.
 
-The same core as the blocking :class:`kafkalite.Consumer`, run on the caller's event
-loop (no thread). Methods that talk to brokers are coroutines; rebalance listener
-methods and commit callbacks run in the task that awaits ``poll()`` and may be
-coroutines themselves.
+This class is the definition of the consumer API: ``kafkalite.Consumer`` (blocking) is
+generated from it by ``tools/generate_fronts.py`` over
+:class:`~kafkalite.consumer.fronts.BlockingConsumerFront`; here it runs on the caller's
+event loop (:class:`~kafkalite.consumer.fronts.AsyncConsumerFront`, no thread). Methods
+that talk to brokers are coroutines; rebalance listener methods and commit callbacks
+run in the task that awaits ``poll()`` (or a commit) and may be coroutines themselves.
 
 Example::
 
@@ -18,155 +20,202 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from kafkalite.consumer import _frontend as fe
 from kafkalite.consumer.core import CommitCallback, ConsumerCore
+from kafkalite.consumer.fronts import AsyncConsumerFront
 from kafkalite.consumer.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListedOffset
 from kafkalite.consumer.records import ConsumerRecords
-from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
+from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
-from kafkalite.otel.tracing import install_consumer_tracing, tracing_for
-from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafkalite.protocol.records import Batch
+from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
 
-T = TypeVar("T")
+R = TypeVar("R")
+
+#: How long a poll() without news sleeps before it looks again (wakeup() and new
+#: records wake it at once).
+_POLL_SLICE_S = 0.1
 
 
-class AsyncConsumer:
-    """A Kafka consumer for asyncio (see the module doc). Create it inside a running loop
-    (or call any coroutine method first)."""
+class AsyncConsumer(AsyncConsumerFront):
+    """A Kafka consumer.
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        self.config = fe.resolve_settings(config, kwargs)
-        self._core: ConsumerCore | None = None
-        self._event: asyncio.Event | None = None
-        self._wakeup = False
-        self._closed = False
-        tracing = tracing_for(self.config, self.config["group.id"])
-        if tracing is not None:
-            install_consumer_tracing(self, tracing, asynchronous=True)
+    Args:
+        config: settings with Java names (``{"group.id": "g"}``); keyword arguments
+            take snake_case aliases (``group_id="g"``). See ``docs/consumer.md``.
 
-    # ------------------------------------------------------------ plumbing
+    Not thread-safe, like the Java consumer: one consumer per thread (per task);
+    only :meth:`wakeup` may be called from another thread.
 
-    @property
-    def core(self) -> ConsumerCore:
-        if self._closed:
-            raise ClientClosedError("the consumer is closed")
-        if self._core is None:
-            loop = asyncio.get_running_loop()
-            self._event = asyncio.Event()
-            self._core = ConsumerCore(self.config, loop, self._event.set, _call_soon(loop))
-            self._core.start()
-        return self._core
+    Example::
 
-    async def _run(self, aw: Awaitable[T], timeout: float | None, what: str) -> T:
-        try:
-            return await asyncio.wait_for(aw, timeout)
-        except asyncio.TimeoutError:
-            raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s") from None
+        async with Consumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "billing",
+                             "auto.offset.reset": "earliest"}) as consumer:
+            consumer.subscribe(["orders"])
+            while True:
+                for record in await consumer.poll(timeout=1.0):
+                    handle(record.key, record.value)
+    """
 
-    def _timeout(self, timeout: float | None) -> float:
-        return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
+    async def __aenter__(self) -> AsyncConsumer:
+        self._open_core()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        core = self._core
+        state = "closed" if self._closed else "not started" if core is None else \
+            f"{len(core.subs.assignment)} partitions"
+        return f"<{self._PUBLIC} group={self.config['group.id']!r} {state}>"
 
     async def _drain_callbacks(self) -> None:
-        err = await self.core.app_calls.run_async()
-        if err is not None:
-            raise err
+        """Run what the engine queued for the polling thread; raise the first error."""
+        error = await self._run_callbacks()
+        if error is not None:
+            raise error
 
     # ------------------------------------------------------------ subscribing
 
     def subscribe(self, topics: Iterable[str] | str | Any = None, listener: Any = None, *,
                   pattern: Any = None) -> None:
-        """As :meth:`kafkalite.Consumer.subscribe`; listener methods may be coroutines."""
-        core = self.core
+        """Join the group and read the topics it assigns to this member.
+
+        ``topics`` is a list of names, or a regex (``re.Pattern``, ``pattern="^orders-.*"``,
+        or a string starting with ``^``) matched against every topic's whole name.
+        ``listener`` is a :class:`~kafkalite.ConsumerRebalanceListener` (on the asyncio
+        consumer its methods may be coroutines). An empty list unsubscribes, as Java's
+        (the asyncio consumer cannot wait for that inside a plain method: it raises
+        IllegalStateError, ``await unsubscribe()`` instead). Needs ``group.id``; mixing
+        with assign() raises IllegalStateError.
+        """
+        core = self._open_core()
         names, regex = fe.parse_subscription(topics, pattern)
         if names is not None and not names:
-            core.subs.unsubscribe()
+            self._subscribe_to_nothing()
             return
         fe.require_group(self.config, "subscribe()")
         if names is not None:
             core.subs.subscribe(names, listener)
         else:
             core.subs.subscribe_pattern(regex, listener)
-        core.ensure_group()
+        self._start_group(core)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        core = self.core
+        """Read exactly these partitions, with no group membership (positions from the
+        committed offsets if ``group.id`` is set, else ``auto.offset.reset``)."""
+        core = self._open_core()
         core.subs.assign_from_user(fe.partitions_arg(partitions))
-        core.wake_positions()
+        self._call_soon(core.wake_positions)
 
     async def unsubscribe(self) -> None:
-        core = self.core
+        """Stop reading: leave the group (after committing with enable.auto.commit and
+        revoking through the listener) or drop the assignment.
+
+        Application calls the engine queued before (listener calls, commit callbacks)
+        run first, in order, so the listener sees the assignment before the revocation.
+        """
+        core = self._open_core()
         if core.group is not None and core.subs.has_auto_assignment:
             owned = core.subs.assigned_partitions()
             if core.auto_commit and owned:
                 try:
-                    await self.commit(core.subs.all_consumed())
+                    await self.commit_sync(core.subs.all_consumed())
                 except Exception:
                     pass
-            await self._drain_callbacks()
+            if core.app_calls:
+                await self._drain_callbacks()
             if owned:
-                result = core.revoke_now(owned)
-                if asyncio.iscoroutine(result):
-                    await result
+                await self._revoke(core, owned)
             await self._run(core.group.leave("the consumer unsubscribed"), self._timeout(None), "unsubscribe()")
         core.subs.unsubscribe()
         core.buffer.drop()
 
     def assignment(self) -> set[TopicPartition]:
-        return self.core.subs.assigned_partitions()
+        """Partitions currently assigned to this consumer."""
+        return self._open_core().subs.assigned_partitions()
 
     def subscription(self) -> set[str]:
-        return self.core.subs.subscription()
+        """Topics subscribed to (for a pattern, those it currently matches)."""
+        return self._open_core().subs.subscription()
 
     # ------------------------------------------------------------ polling
 
     async def poll(self, timeout: float | None = None, max_records: int | None = None) -> ConsumerRecords:
-        """As :meth:`kafkalite.Consumer.poll` (a coroutine)."""
-        core = self.core
+        """Return fetched records, waiting up to ``timeout`` seconds (None: until some arrive).
+
+        At most ``max_records`` (default ``max.poll.records``). Runs pending rebalance
+        and commit callbacks, commits automatically when due (what earlier polls
+        returned), and raises errors of the partitions it reads (e.g.
+        OffsetOutOfRangeError with auto.offset.reset=none, CorruptRecordsError).
+        """
+        core = self._open_core()
+        records = await self._poll(core, core.collect, max_records or core.max_poll_records, timeout, "poll()")
+        interceptors = core.interceptors
+        if records and interceptors is not None:
+            records = interceptors.on_consume(records)
+        return records
+
+    async def poll_batches(self, timeout: float | None = None, max_bytes: int = 8 * 1024 * 1024
+                           ) -> list[tuple[TopicPartition, list[Batch]]]:
+        """Like :meth:`poll`, but return whole fetched record batches, undecoded.
+
+        For columnar readers (the Spark connector builds Arrow arrays from
+        ``RecordBatch.columns()`` with no Python object per record). Returns
+        ``[(partition, [batch, ...]), ...]``, about ``max_bytes`` at most (at least one
+        fetch), and advances positions past the batches returned. Control batches and
+        aborted transactions (read_committed) are left out; a partition's first batch
+        may start before its position, so drop offsets below the position you sought.
+        Deserializers do not apply. An empty list after ``timeout`` seconds.
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            consumer.seek(TopicPartition("orders", 0), 100)
+            for tp, batches in await consumer.poll_batches(timeout=1.0):
+                for batch in batches:
+                    cols = batch.columns()   # offsets, timestamps, key/value positions ...
+        """
+        core = self._open_core()
+        return await self._poll(core, core.collect_batches, max_bytes, timeout, "poll_batches()")
+
+    async def _poll(self, core: ConsumerCore, collect: Callable[[int], R], limit: int, timeout: float | None,
+                    what: str) -> R:
+        """The loop of poll() and poll_batches(): callbacks, errors, then ``collect(limit)``
+        until it returns something or ``timeout`` passes (None: no limit)."""
         subs = core.subs
         if not subs.assignment and not subs.has_auto_assignment:
             raise IllegalStateError("the consumer is not subscribed to any topic and has no assigned partitions")
-        assert self._event is not None
-        event = self._event
-        limit = max_records or core.max_poll_records
         deadline = None if timeout is None else time.monotonic() + timeout
+        event = self._event
         core.poll_begin()
         while True:
             event.clear()
             if self._wakeup:
                 self._wakeup = False
-                raise WakeupError("poll() was interrupted by wakeup()")
+                raise WakeupError(f"{what} was interrupted by wakeup()")
             if core.app_calls:
                 await self._drain_callbacks()
             core.raise_errors()
-            records = core.collect(limit)
-            if records:
-                if core.interceptors is not None:
-                    records = core.interceptors.on_consume(records)
-                return records
+            out = collect(limit)
+            if out:
+                return out
             now = time.monotonic()
             core.last_poll = now
             if deadline is not None and now >= deadline:
-                return records
-            try:
-                await asyncio.wait_for(event.wait(), 0.1 if deadline is None else min(0.1, deadline - now))
-            except asyncio.TimeoutError:
-                pass
+                return out
+            await self._wait_event(_POLL_SLICE_S if deadline is None else min(_POLL_SLICE_S, deadline - now))
 
-    # aiokafka-style name
-    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[TopicPartition, list[Any]]:
-        """Records grouped by partition (aiokafka's shape)."""
-        records = await self.poll(timeout_ms / 1000.0, max_records)
-        return records.by_partition()
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        """Records forever (poll in a loop); stop with wakeup(), close() or Ctrl-C."""
+        return self._records()
 
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Any]:
+    async def _records(self) -> AsyncIterator[ConsumerRecord]:
         while not self._closed:
             try:
                 records = await self.poll(1.0)
@@ -176,16 +225,17 @@ class AsyncConsumer:
                 yield record
 
     def wakeup(self) -> None:
-        """Make the current (or next) poll() raise WakeupError (callable from any thread
-        through ``loop.call_soon_threadsafe``)."""
+        """Make the current (or next) blocking call (poll(), commit_sync(), position(),
+        committed(), unsubscribe() ...) raise WakeupError. Thread-safe: the one method
+        another thread may call."""
         self._wakeup = True
-        if self._event is not None:
-            self._event.set()
+        self._wake_waiters()
 
     # ------------------------------------------------------------ positions
 
     async def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
-        core = self.core
+        """The offset of the next record poll() returns for ``partition`` (looked up if needed)."""
+        core = self._open_core()
         (tp,) = fe.partitions_arg([partition])
         pos = core.subs.valid_position(tp)
         if pos is not None:
@@ -194,7 +244,8 @@ class AsyncConsumer:
         return await self._run(core.wait_for_position(tp, t), t, f"position({tp})")
 
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
-        core = self.core
+        """Make the next poll() return ``partition`` from ``offset``."""
+        core = self._open_core()
         (tp,) = fe.partitions_arg([partition])
         epoch: int | None = None
         if isinstance(offset, OffsetAndMetadata):
@@ -202,47 +253,57 @@ class AsyncConsumer:
         else:
             value = offset
         core.subs.seek(tp, value, epoch)
-        core.fetcher.wake()
+        self._call_soon(core.fetcher.wake)
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Start from the earliest offset (all assigned partitions if none given); lazy, as Java."""
         self._seek_to("earliest", partitions)
 
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Start from the end of the log (only new records); lazy, as Java."""
         self._seek_to("latest", partitions)
 
     def _seek_to(self, where: str, partitions: Iterable[TopicPartition] | None) -> None:
-        core = self.core
-        tps = fe.partitions_arg(partitions) if partitions is not None else sorted(core.subs.assigned_partitions())
+        core = self._open_core()
+        subs = core.subs
+        tps = fe.partitions_arg(partitions) if partitions is not None else sorted(subs.assigned_partitions())
         for tp in tps:
-            core.subs.state(tp)
-        core.subs.request_reset(tps, where)
-        core.wake_positions()
+            subs.state(tp)
+        subs.request_reset(tps, where)
+        self._call_soon(core.wake_positions)
 
     async def committed(self, partitions: Iterable[TopicPartition] | TopicPartition, timeout: float | None = None
                         ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        core = self.core
+        """The group's committed offsets (None where nothing is committed)."""
+        core = self._open_core()
         fe.require_group(self.config, "committed()")
+        tps = fe.partitions_arg(partitions)
         t = self._timeout(timeout)
-        return await self._run(core.offsets.fetch_committed(fe.partitions_arg(partitions), t,
-                                                            core._generation_for_fetch()), t, "committed()")
+        return await self._run(core.offsets.fetch_committed(tps, t, core._generation_for_fetch()), t, "committed()")
 
     async def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                                 ) -> dict[TopicPartition, int]:
+        """The first offset of each partition."""
         return await self._list(partitions, EARLIEST_TIMESTAMP, timeout)
 
     async def end_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                           ) -> dict[TopicPartition, int]:
+        """The offset after the last record (the last stable offset with read_committed)."""
         return await self._list(partitions, LATEST_TIMESTAMP, timeout)
 
     async def _list(self, partitions: Iterable[TopicPartition], stamp: int, timeout: float | None
                     ) -> dict[TopicPartition, int]:
-        t = self._timeout(timeout)
+        core = self._open_core()
         tps = fe.partitions_arg(partitions)
-        found = await self._run(self.core.offsets.list_offsets({tp: stamp for tp in tps}, t), t, "listing offsets")
+        t = self._timeout(timeout)
+        found = await self._run(core.offsets.list_offsets({tp: stamp for tp in tps}, t), t, "listing offsets")
         return {tp: (v.offset if v is not None else -1) for tp, v in found.items()}
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
                                 ) -> dict[TopicPartition, ListedOffset | None]:
+        """For each partition, the earliest offset whose timestamp is >= the given one
+        (ms), as ``ListedOffset(offset, timestamp, leader_epoch)``; None if there is none."""
+        core = self._open_core()
         stamps = {}
         for tp, ts in timestamps.items():
             (tp2,) = fe.partitions_arg([tp])
@@ -251,115 +312,142 @@ class AsyncConsumer:
                                         topic=tp2.topic, partition=tp2.partition)
             stamps[tp2] = ts
         t = self._timeout(timeout)
-        return await self._run(self.core.offsets.list_offsets(stamps, t), t, "offsets_for_times()")
+        return await self._run(core.offsets.list_offsets(stamps, t), t, "offsets_for_times()")
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
-        core = self.core
+        """Stop returning records of these partitions (the group membership stays)."""
+        core = self._open_core()
         tps = fe.partitions_arg(partitions)
         core.subs.pause(tps)
-        core.buffer.drop(lambda f: f.tp not in set(tps))
+        paused = set(tps)
+        core.buffer.drop(lambda f: f.tp not in paused)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
-        core = self.core
+        """Return records of these paused partitions again."""
+        core = self._open_core()
         core.subs.resume(fe.partitions_arg(partitions))
-        core.fetcher.wake()
+        self._call_soon(core.fetcher.wake)
 
     def paused(self) -> set[TopicPartition]:
-        return self.core.subs.paused_partitions()
+        """The partitions paused with pause()."""
+        return self._open_core().subs.paused_partitions()
 
     def lag(self, partition: TopicPartition) -> int | None:
+        """Records between the position and the end of the partition as of the last fetch
+        (the last stable offset with read_committed); None if unknown yet."""
+        core = self._open_core()
         (tp,) = fe.partitions_arg([partition])
-        return self.core.subs.lag(tp, self.core.read_committed)
+        return core.subs.lag(tp, core.read_committed)
 
     current_lag = lag
 
     async def partitions_for(self, topic: str, timeout: float | None = None) -> set[TopicPartition]:
+        """The partitions of ``topic``, asked of the cluster as Java's ``partitionsFor``: an
+        empty set at once when the topic does not exist (and ``allow.auto.create.topics``
+        did not create it), its typed error when it is unauthorized or invalid."""
+        core = self._open_core()
         t = self._timeout(timeout)
-        found = await self._run(self.core.client.partitions_of(topic, timeout_s=t), t, "partitions_for()")
+        found = await self._run(core.client.partitions_of(topic, timeout_s=t), t, "partitions_for()")
         return {TopicPartition(topic, p.partition) for p in found}
+
+    async def list_topics(self, timeout: float | None = None) -> dict[str, set[TopicPartition]]:
+        """Every topic the client may see, with its partitions."""
+        core = self._open_core()
+        t = self._timeout(timeout)
+        meta = await self._run(core.client.refresh_metadata(all_topics=True, timeout_s=t), t, "list_topics()")
+        return {name: {TopicPartition(name, p) for p in topic.partitions} for name, topic in meta.topics.items()}
 
     # ------------------------------------------------------------ commits
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None, *,
+                     asynchronous: bool = False, callback: CommitCallback | None = None,
                      timeout: float | None = None) -> None:
-        """Commit synchronously (awaits the broker; retries retriable errors until ``timeout``)."""
-        core = self.core
+        """Commit ``offsets`` (default: the positions of everything poll() returned).
+
+        The committed offset is the NEXT offset to read. Synchronous commits retry
+        retriable errors until ``timeout`` (default.api.timeout.ms); asynchronous ones
+        never retry and call ``callback(offsets, error_or_None)`` from a later poll().
+        """
+        if asynchronous:
+            self.commit_async(offsets, callback)
+        else:
+            await self.commit_sync(offsets, timeout)
+
+    async def commit_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+                          timeout: float | None = None) -> None:
+        """Commit ``offsets`` (default: the positions of everything poll() returned) and
+        wait for the broker, retrying retriable errors until ``timeout``
+        (default.api.timeout.ms). Pending commit callbacks run first, as Java's."""
+        core = self._open_core()
         values = core.subs.all_consumed() if offsets is None else fe.offsets_arg(offsets)
         core.check_commit(values)
         if core.app_calls:
             await self._drain_callbacks()
-        if values:
-            t = self._timeout(timeout)
-            await self._run(core.commit(values, t), t, "commit")
-            if core.app_calls:  # interceptors' on_commit: right after the commit, as Java
-                await self._drain_callbacks()
-
-    commit_sync = commit
+        if not values:
+            return
+        t = self._timeout(timeout)
+        await self._run(core.commit(values, t), t, "commit")
+        if core.app_calls:  # interceptors' on_commit: right after the commit, as Java
+            await self._drain_callbacks()
 
     def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
                      callback: CommitCallback | None = None) -> None:
-        """Start a commit that never retries; ``callback(offsets, error)`` runs in a later poll()."""
-        core = self.core
+        """Start a commit that never retries; ``callback(offsets, error)`` runs in a later
+        poll() (or commit)."""
+        core = self._open_core()
         values = core.subs.all_consumed() if offsets is None else fe.offsets_arg(offsets)
         core.check_commit(values)
-        core.commit_async_from_poll(values, callback)
+        self._call_soon(core.commit_async_from_poll, values, callback)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
-        return self.core.group_metadata()
+        """This member's group identity, for ``Producer.send_offsets_to_transaction``."""
+        return self._open_core().group_metadata()
+
+    # ------------------------------------------------------------ metrics and closing
 
     def metrics(self) -> MetricsSnapshot:
-        return self.core.registry.snapshot()
-
-    # ------------------------------------------------------------ closing
+        """Current metrics, ``{MetricName: value}``; ``metrics()["records-lag-max"]`` reads
+        one by its Java name."""
+        core = self._core if self._core is not None else self._open_core()
+        return core.registry.snapshot()
 
     async def close(self, timeout: float = 30.0) -> None:
-        """As :meth:`kafkalite.Consumer.close`."""
+        """Commit (with enable.auto.commit), revoke through the listener, leave the group
+        (unless static member), and stop. Never takes longer than ``timeout`` seconds.
+        A wakeup() does not interrupt it."""
         if self._closed:
             return
-        if self._core is None:
+        core = self._core
+        if core is None:  # never used (asyncio): nothing started
             self._closed = True
             return
-        core = self._core
         deadline = time.monotonic() + max(0.0, timeout)
         try:
             if core.group is not None and core.subs.has_auto_assignment:
                 owned = core.subs.assigned_partitions()
                 if core.auto_commit and owned:
+                    left = max(0.01, deadline - time.monotonic())
                     try:
-                        await self._run(core.commit(core.subs.all_consumed(), max(0.01, deadline - time.monotonic())),
-                                        max(0.01, deadline - time.monotonic()), "commit on close")
+                        await self._run(core.commit(core.subs.all_consumed(), left), left, "commit on close",
+                                        wakeable=False)
                     except Exception:
                         pass
                 try:
-                    await core.app_calls.run_async()
+                    await self._run_callbacks()
                     if owned:
-                        result = core.revoke_now(owned)
-                        if asyncio.iscoroutine(result):
-                            await result
+                        await self._revoke(core, owned)
                 except Exception:
                     pass
             try:
-                await asyncio.wait_for(core.close(max(0.01, deadline - time.monotonic() - 0.2), commit=False),
-                                       max(0.05, deadline - time.monotonic() - 0.05))
+                # Static members do not leave (classic: no LeaveGroup; KIP-848: epoch -2).
+                # The core gets a little less than what is left, so that it ends (cancelling
+                # what still runs) before this wait gives up on it.
+                await self._run(core.close(max(0.01, deadline - time.monotonic() - 0.2), commit=False, leave=True),
+                                max(0.05, deadline - time.monotonic() - 0.05), "close", wakeable=False)
             except Exception:
                 pass
         finally:
             self._closed = True
+            self._stop_engine(deadline)
             if core.interceptors is not None:
                 core.interceptors.close()
-
-    async def __aenter__(self) -> AsyncConsumer:
-        _ = self.core
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    def __repr__(self) -> str:
-        return f"<kafkalite.aio.Consumer group={self.config['group.id']!r}>"
-
-
-def _call_soon(loop: asyncio.AbstractEventLoop) -> Any:
-    def call(fn: Any, *args: Any) -> None:
-        loop.call_soon(fn, *args)
-    return call

@@ -133,25 +133,19 @@ class EngineThread:
                 self._thread.join(timeout)
 
 
-class EngineCalls:
-    """What a blocking front end with ``wakeup()`` (Consumer, ShareConsumer) needs to run
-    its calls on its engine: ``self._engine``, ``self._closed``, ``self._wakeup`` (set by
-    ``wakeup()``), ``self.config`` and ``_check_open()`` come from the subclass."""
+class FrontCalls:
+    """What both fronts of a consumer share around their calls: ``self._closed``,
+    ``self._wakeup`` (set by ``wakeup()``), ``self.config`` and ``_CLIENT`` (its name in
+    errors, "the consumer") come from the subclass."""
 
-    _engine: EngineThread
+    _CLIENT = "the client"
     _closed: bool
     _wakeup: bool
     config: Any
 
     def _check_open(self) -> None:
-        raise NotImplementedError
-
-    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str) -> T:
-        """Run ``coro`` on the engine; honours ``timeout``, wakeup() and Ctrl-C."""
         if self._closed:
-            coro.close()
-            self._check_open()
-        return self._engine.run(coro, timeout, what, interrupted=self._take_wakeup)
+            raise ClientClosedError(f"{self._CLIENT} is closed")
 
     def _take_wakeup(self) -> bool:
         """Whether wakeup() was called since the last check (and clear it)."""
@@ -162,6 +156,120 @@ class EngineCalls:
 
     def _timeout(self, timeout: float | None) -> float:
         return float(self.config["default.api.timeout.ms"]) / 1000.0 if timeout is None else timeout
+
+
+class EngineCalls(FrontCalls):
+    """How a blocking front with ``wakeup()`` (Consumer, ShareConsumer) runs its calls: on
+    its :class:`EngineThread`, waiting in the caller's thread.
+
+    The asyncio fronts get the same contract from :class:`LoopCalls`, so that the API
+    written once for asyncio (see ``tools/generate_fronts.py``) behaves the same on
+    both: ``_run`` honours ``timeout`` and ``wakeup()`` (Java's ``WakeupException`` from
+    any blocking call), ``_call_soon`` hands a callable to the engine. ``self._engine``
+    and ``self._event`` (what a waiting poll() sleeps on) come from the subclass.
+    """
+
+    _engine: EngineThread
+    _event: threading.Event
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str, *,
+             wakeable: bool = True) -> T:
+        """Run ``coro`` on the engine; honours ``timeout``, Ctrl-C and (if ``wakeable``) wakeup()."""
+        if self._closed:
+            coro.close()
+            self._check_open()
+        return self._engine.run(coro, timeout, what, interrupted=self._take_wakeup if wakeable else None)
+
+    def _wake_waiters(self) -> None:
+        """Wake a waiting poll() or ``_run`` (thread-safe; the flag is ``self._wakeup``)."""
+        self._event.set()
+
+    def _wait_event(self, timeout: float) -> None:
+        """Sleep until the engine has news for poll() (``self._event``), at most ``timeout`` s."""
+        self._event.wait(timeout)
+
+    def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the engine soon (thread-safe; nothing waits for it)."""
+        self._engine.call_soon(fn, *args)
+
+
+class LoopCalls(FrontCalls):
+    """:class:`EngineCalls` for an asyncio front: the engine is the caller's running loop.
+
+    ``_run`` awaits the coroutine as a task, at most ``timeout`` seconds, and cancels it
+    when ``wakeup()`` is called meanwhile (from any thread: :meth:`_wake_waiters` is
+    thread-safe), raising :class:`WakeupError` as the blocking front does. ``self._loop``
+    (None until the client first runs on a loop) and ``self._event`` come from the
+    subclass.
+    """
+
+    _loop: asyncio.AbstractEventLoop | None
+    _event: asyncio.Event
+    _waker: asyncio.Future[None] | None = None
+
+    async def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None, what: str, *,
+                   wakeable: bool = True) -> T:
+        """Await ``coro``; KafkaTimeoutError after ``timeout`` s, WakeupError on wakeup()."""
+        if self._closed:
+            coro.close()
+            self._check_open()
+        if not wakeable:
+            return await await_with_timeout(coro, timeout, what)
+        if self._take_wakeup():
+            coro.close()
+            raise WakeupError(f"{what} was interrupted by wakeup()")
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro)
+        deadline = None if timeout is None else loop.time() + max(0.0, timeout)
+        try:
+            while True:
+                waker: asyncio.Future[None] = loop.create_future()
+                self._waker = waker
+                remaining = None if deadline is None else max(0.0, deadline - loop.time())
+                done, _ = await asyncio.wait((task, waker), timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                if task in done:
+                    return task.result()
+                if not waker.done():
+                    raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s")
+                if self._take_wakeup():
+                    raise WakeupError(f"{what} was interrupted by wakeup()")
+                # The wake-up of a wakeup() an earlier call already raised: wait on.
+        finally:
+            self._waker = None
+            if not task.done():
+                task.cancel()
+                task.add_done_callback(_retrieve)
+
+    def _wake_waiters(self) -> None:
+        """Interrupt a waiting poll() or ``_run`` (thread-safe; the flag is ``self._wakeup``)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._on_wakeup)
+
+    def _on_wakeup(self) -> None:
+        self._event.set()
+        waker = self._waker
+        if waker is not None and not waker.done():
+            waker.set_result(None)
+
+    async def _wait_event(self, timeout: float) -> None:
+        """Sleep until the engine has news for poll() (``self._event``), at most ``timeout`` s."""
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the loop soon (after the current step, as the engine thread would)."""
+        loop = self._loop
+        if loop is not None and not self._closed:
+            loop.call_soon(fn, *args)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """A task cancelled after the caller gave up on it: its outcome is nobody's business."""
+    if not task.cancelled():
+        task.exception()
 
 
 def wait_future(future: concurrent.futures.Future[T], timeout: float | None, what: str = "operation",

@@ -211,7 +211,54 @@ def install_producer_tracing(producer: Any, tracing: Tracing, *, asynchronous: b
             return None
         return done
 
+    class Many:
+        """One span for one send_many() call, ended when its last record is done."""
+
+        def __init__(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None,
+                     partition: int | None, timestamp: int | None) -> None:
+            from kafkalite.producer.fronts import many_args
+
+            self.values, self.keys = many_args(values, keys)
+            n = self.n = len(self.values)
+            self.timestamp = int(time.time() * 1000) if timestamp is None else timestamp
+            self.span = start(topic, partition, False, count=n)
+            self.headers = tracing.inject(self.span, None)
+            self.left = n
+            self.first_error: list[BaseException] = []
+            self.entries: list[tuple[Any, int, int]] = []
+
+        def key(self, i: int) -> Any:
+            return self.keys[i] if self.keys is not None else None
+
+        def one_done(self, metadata: Any, error: BaseException | None) -> None:
+            # Callbacks run on the engine, one at a time: no lock needed.
+            if error is not None and not self.first_error:
+                self.first_error.append(error)
+            self.left -= 1
+            if self.left == 0:
+                if self.first_error:
+                    tracing.fail(self.span, self.first_error[0])
+                self.span.end()
+
+        def appended(self, future: Any, i: int) -> None:
+            self.entries.append((future._batch, future._index, i))
+
+        def failed(self, exc: BaseException) -> None:
+            # Records appended before the failure are still sent (as send_many does);
+            # the span ends with this error once they are acknowledged.
+            self.first_error.insert(0, exc)
+            self.left -= self.n - len(self.entries)
+            if self.left == 0:
+                tracing.fail(self.span, exc)
+                self.span.end()
+
+        def done(self) -> None:
+            if self.n == 0:
+                self.span.end()
+
     if asynchronous:
+        from kafkalite.producer.fronts import AsyncSendManyResult
+
         async def send_async(topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                              timestamp: int | None = None, headers: Any = None, callback: Any = None) -> Any:
             span = start(topic, partition, value is None)
@@ -224,7 +271,23 @@ def install_producer_tracing(producer: Any, tracing: Tracing, *, asynchronous: b
                 span.end()
                 raise
 
+        async def send_many_async(topic: str, values: Sequence[Any], keys: Sequence[Any] | None = None, *,
+                                  partition: int | None = None, timestamp: int | None = None) -> Any:
+            many = Many(topic, values, keys, partition, timestamp)
+            try:
+                with trace.use_span(many.span, end_on_exit=False, record_exception=False,
+                                    set_status_on_exception=False):
+                    for i in range(many.n):
+                        many.appended(await inner_send(topic, many.values[i], many.key(i), partition,
+                                                       many.timestamp, many.headers, many.one_done), i)
+            except BaseException as exc:
+                many.failed(exc)
+                raise
+            many.done()
+            return AsyncSendManyResult(many.entries, many.n)
+
         producer.send = send_async
+        producer.send_many = send_many_async
         return
 
     def send(topic: str, value: Any = None, key: Any = None, partition: int | None = None,
@@ -243,50 +306,17 @@ def install_producer_tracing(producer: Any, tracing: Tracing, *, asynchronous: b
                   partition: int | None = None, timestamp: int | None = None) -> Any:
         from kafkalite.producer.futures import SendManyResult
 
-        if not isinstance(values, (list, tuple)):
-            values = list(values)
-        n = len(values)
-        if keys is not None:
-            if not isinstance(keys, (list, tuple)):
-                keys = list(keys)
-            if len(keys) != n:
-                raise ValueError(f"send_many(): {len(keys)} keys for {n} values")
-        if timestamp is None:
-            timestamp = int(time.time() * 1000)
-        span = start(topic, partition, False, count=n)
-        headers = tracing.inject(span, None)
-        left = [n]
-        first_error: list[BaseException] = []
-
-        def one_done(metadata: Any, error: BaseException | None) -> None:
-            # Callbacks run on the engine thread, one at a time: no lock needed.
-            if error is not None and not first_error:
-                first_error.append(error)
-            left[0] -= 1
-            if left[0] == 0:
-                if first_error:
-                    tracing.fail(span, first_error[0])
-                span.end()
-
-        entries = []
+        many = Many(topic, values, keys, partition, timestamp)
         try:
-            with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-                for i in range(n):
-                    future = inner_send(topic, values[i], keys[i] if keys is not None else None, partition,
-                                        timestamp, headers, one_done)
-                    entries.append((future._batch, future._index, i))
+            with trace.use_span(many.span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                for i in range(many.n):
+                    many.appended(inner_send(topic, many.values[i], many.key(i), partition, many.timestamp,
+                                             many.headers, many.one_done), i)
         except BaseException as exc:
-            # Records appended before the failure are still sent (as send_many does);
-            # the span ends with this error once they are acknowledged.
-            first_error.insert(0, exc)
-            left[0] -= n - len(entries)
-            if left[0] == 0:
-                tracing.fail(span, exc)
-                span.end()
+            many.failed(exc)
             raise
-        if n == 0:
-            span.end()
-        return SendManyResult(entries, n)
+        many.done()
+        return SendManyResult(many.entries, many.n)
 
     producer.send = send
     producer.send_many = send_many

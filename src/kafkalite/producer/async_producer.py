@@ -1,13 +1,18 @@
-"""The asyncio producer: ``kafkalite.aio.Producer``.
+"""The producer's API, written once: ``kafkalite.aio.Producer``.
 
-It runs on the caller's event loop (no thread). ``send()`` is designed like
-aiokafka's: ``await producer.send(...)`` serializes, partitions and appends the
-record, waiting only for metadata or buffer memory (at most ``max.block.ms``), and
-returns an awaitable :class:`~kafkalite.producer.futures.AsyncRecordFuture`;
-awaiting that gives the RecordMetadata once the broker acknowledged the record.
-``await producer.send_and_wait(...)`` does both. Appending many records and awaiting
-their futures later (or just ``flush()``) is how to go fast: no asyncio future is made
-per record.
+This class is the definition of the producer API: ``kafkalite.Producer`` (blocking) is
+generated from it by ``tools/generate_fronts.py`` over
+:class:`~kafkalite.producer.fronts.BlockingProducerFront`; here it runs on the caller's
+event loop (:class:`~kafkalite.producer.fronts.AsyncProducerFront`, no thread).
+
+``send()`` is designed like aiokafka's: ``await producer.send(...)`` serializes,
+partitions and appends the record, waiting only for metadata or buffer memory (at most
+``max.block.ms``), and returns an awaitable
+:class:`~kafkalite.producer.futures.AsyncRecordFuture`; awaiting that gives the
+RecordMetadata once the broker acknowledged the record. ``await
+producer.send_and_wait(...)`` does both. Appending many records and awaiting their
+futures later (or just ``flush()``), or ``send_many()``, is how to go fast: no asyncio
+future is made per record.
 
 Example::
 
@@ -29,74 +34,78 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
-import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
+from time import time as _time
 from typing import Any
 
-from kafkalite.config import PRODUCER, Config
+from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
-from kafkalite.otel.tracing import install_producer_tracing, tracing_for
-from kafkalite.producer import exit_guard
-from kafkalite.producer.core import ProducerCore
+from kafkalite.producer.fronts import (
+    UNSET,
+    AsyncProducerFront,
+    AsyncSendManyResult,
+    Callback,
+    many_args,
+)
 from kafkalite.producer.futures import AsyncRecordFuture
-from kafkalite.settings import resolve
-from kafkalite.telemetry.hub import ClientTelemetry
-from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
+from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
 
 __all__ = ["AsyncProducer"]
 
-Callback = Callable[[RecordMetadata, "BaseException | None"], object]
 
-
-class AsyncProducer:
-    """Sends records to Kafka from asyncio code (see the module doc).
+class AsyncProducer(AsyncProducerFront):
+    """Sends records to Kafka.
 
     Args:
-        config: settings with Java names; ``**settings`` with snake_case names.
+        config: settings with Java names (``{"bootstrap.servers": ..., "linger.ms": 5}``).
+        **settings: the same with snake_case names (``linger_ms=5``).
 
     Raises:
         kafkalite.errors.ConfigError: an unknown, mistyped or contradictory setting.
-    """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
-        cfg = resolve("producer", config, **settings)
-        self._core = core = ProducerCore(cfg, blocking=False)
-        self._started = False
-        self._finalizer = weakref.finalize(self, _finalize, core)
-        self._telemetry = ClientTelemetry(cfg, PRODUCER, core.client, core.metrics.registry, core.metrics.snapshot,
-                                          labels=lambda: {"transactional_id": cfg["transactional.id"],
-                                                          "client_rack": cfg["client.rack"] or None})
-        tracing = tracing_for(cfg)
-        if tracing is not None:
-            install_producer_tracing(self, tracing, asynchronous=True)
-        # At interpreter exit (or when the loop shuts down) the exit guard flushes and reports.
-        self._finalizer.atexit = False
-        exit_guard.register(core, None)
+    ``send()`` serializes, partitions and appends the record in the calling thread and
+    returns at once with a future of its RecordMetadata; the engine sends batches. It
+    waits only while the topic's metadata is unknown or ``buffer.memory`` is full, for
+    at most ``max.block.ms``, and then raises
+    :class:`~kafkalite.errors.KafkaTimeoutError` from ``send()`` itself. Callbacks
+    ``callback(metadata, error)`` run on the engine in send order per partition: keep
+    them quick (a slow callback delays every acknowledgement; kafkalite logs a warning
+    when one batch's callbacks take over a second). Leaving a ``with`` block flushes and
+    closes. A producer left open at interpreter exit is flushed for at most
+    ``exit.flush.timeout.ms`` and what could not be delivered is reported per topic
+    (see :mod:`kafkalite.producer.exit_guard`).
+
+    Example::
+
+        async with Producer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5}) as producer:
+            future = await producer.send("orders", value=b"...", key=b"k1", headers=[("trace", b"1")])
+            await producer.send("orders", b"x", callback=lambda md, err: print(md, err))
+            outcome = await producer.send_many("orders", [b"a", b"b"])   # one call, one result
+            await producer.flush()
+            print(future.result(), outcome.result())   # RecordMetadata(topic, partition, offset, ...), 2
+
+        tx = Producer({"bootstrap.servers": "127.0.0.1:9092", "transactional.id": "copier-1"})
+        await tx.init_transactions()
+        async with tx.transaction():               # begin; commit on success, abort on error
+            await tx.send("out", b"...")
+    """
 
     @property
     def config(self) -> Config:
+        """The resolved settings."""
         return self._core.cfg
 
-    async def start(self) -> None:
-        """Start the engine on the running loop (``send()`` and ``async with`` do it too)."""
-        if not self._started:
-            self._core.check_open()
-            self._core.start(asyncio.get_running_loop())
-            self._telemetry.start(asyncio.get_running_loop())
-            self._started = True
-
     async def __aenter__(self) -> AsyncProducer:
-        await self.start()
+        await self._ensure_started()
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     # -------------------------------------------------------------- sending
@@ -104,19 +113,118 @@ class AsyncProducer:
     async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                    timestamp: int | None = None, headers: Any = None,
                    callback: Callback | None = None) -> AsyncRecordFuture:
-        """Append a record; returns an awaitable future of its RecordMetadata.
+        """Append a record for sending; returns a future of its RecordMetadata.
 
-        Same arguments and errors as :meth:`kafkalite.Producer.send`; the errors are
-        raised here, never through the future.
+        Args:
+            topic: the topic.
+            value: the value (bytes, or anything ``value.serializer`` takes); None is a
+                null value (a tombstone), distinct from ``b""``.
+            key: the key (bytes or ``key.serializer`` input). Keyed records go to
+                ``murmur2(key) % partitions`` like the Java client's.
+            partition: an explicit partition (wins over the key).
+            timestamp: create time in ms since the epoch (default: now).
+            headers: ordered list of ``(str, bytes | None)``; names may repeat.
+            callback: ``callback(metadata, error)`` once acknowledged or failed
+                (``error`` None on success), on the producer's engine.
+
+        Raises (from send() itself, never through the future):
+            SerializationError: a serializer rejected the key or value.
+            RecordTooLargeError: the record exceeds max.request.size or buffer.memory.
+            UnknownTopicOrPartitionError: the topic does not exist (after
+                max.block.ms), or the partition is out of range.
+            KafkaTimeoutError: metadata or buffer memory not available within max.block.ms.
+            ClientClosedError: the producer is closed.
+
+        On the blocking producer the future's ``result(timeout)`` waits for the
+        acknowledgement; on the asyncio producer awaiting the future does (its
+        ``result()`` does not wait).
         """
+        if headers is None:
+            # The common case in one call (C when built): partition, lock, encode into
+            # the open batch, one future. None means: take the general path below.
+            if self._raw:
+                future = self._append(topic, key, value, partition, timestamp, callback)
+                if future is not None:
+                    return future  # type: ignore[no-any-return]
+            elif self._appender.enabled:
+                core = self._core
+                key_bytes = key if core.key_serializer is None and (key is None or type(key) is bytes) \
+                    else core.serialize(topic, key, None, True)
+                value_bytes = value if core.value_serializer is None and (value is None or type(value) is bytes) \
+                    else core.serialize(topic, value, None, False)
+                future = self._append(topic, key_bytes, value_bytes, partition, timestamp, callback)
+                if future is not None:
+                    return future  # type: ignore[no-any-return]
+                return await self._send(topic, value, key, partition, timestamp, None, callback, key_bytes,
+                                        value_bytes)
+        return await self._send(topic, value, key, partition, timestamp, headers, callback)
+
+    async def send_many(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None = None, *,
+                        partition: int | None = None, timestamp: int | None = None) -> AsyncSendManyResult:
+        """Append many records to one topic in one call; one result for all of them.
+
+        Each record is exactly what ``send(topic, values[i], keys[i], partition,
+        timestamp)`` would append (same partitioning, batching, serializers, errors),
+        but the common case costs one C call for the whole list and no future per
+        record: the :class:`~kafkalite.producer.futures.SendManyResult` tells, once
+        the records are acknowledged, whether all succeeded (``result()`` raises the
+        first failure; the asyncio producer's result is awaited instead) and which
+        failed (``failures()``).
+
+        Args:
+            topic: the topic of every record.
+            values: the values (a list or tuple is used as is; other iterables are
+                copied into a list).
+            keys: None, or one key per value.
+            partition: one partition for every record (default: by key, or sticky).
+            timestamp: one create time (ms) for every record (default: now).
+
+        Raises the same errors as :meth:`send`, from the record that caused them; the
+        records before it were appended and are sent (``flush()`` waits for them).
+
+        Example::
+
+            outcome = await producer.send_many("events", [b"a", b"b", b"c"], keys=[b"1", b"2", b"3"])
+            await producer.flush()
+            outcome.result()          # 3, or raises the first record's error
+        """
+        values, keys = many_args(values, keys)
+        n = len(values)
         core = self._core
-        if headers is None and core.raw and self._started:
-            # The common case in one call (C when built); None: the general path below.
-            future = core.appender.append(topic, key, value, partition, timestamp, callback)
-            if future is not None:
-                return future  # type: ignore[no-any-return]
-        if not self._started:
-            await self.start()
+        key_bytes: Sequence[Any] | None = keys
+        value_bytes: Sequence[Any] = values
+        serialized = not core.raw
+        if serialized:
+            if core.key_serializer is not None and keys is not None:
+                key_bytes = [core.serialize(topic, k, None, True) for k in keys]
+            if core.value_serializer is not None:
+                value_bytes = [core.serialize(topic, v, None, False) for v in values]
+        if timestamp is None:
+            timestamp = int(_time() * 1000)  # one time for the call, whichever path a record takes
+        spans: list[tuple[Any, int, int]] = []
+        append_many = self._appender.append_many
+        i = 0
+        while i < n:
+            i = append_many(topic, key_bytes, value_bytes, i, partition, timestamp, spans)
+            if i >= n:
+                break
+            # The general path for this one (new batch, metadata, memory, errors).
+            key = keys[i] if keys is not None else None
+            if serialized:
+                future = await self._send(topic, values[i], key, partition, timestamp, None, None,
+                                          key_bytes[i] if key_bytes is not None else None, value_bytes[i])
+            else:
+                future = await self._send(topic, values[i], key, partition, timestamp, None, None)
+            spans.append((future._batch, future._index, i))
+            i += 1
+        return AsyncSendManyResult(spans, n)
+
+    async def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
+                    headers: Any, callback: Callback | None, key_bytes: Any = UNSET, value_bytes: Any = UNSET,
+                    ) -> AsyncRecordFuture:
+        """send()'s general path: everything the append path declined."""
+        await self._ensure_started()
+        core = self._core
         if core.closed:
             raise ClientClosedError("send() on a closed producer")
         if core.sender.fatal_error is not None:
@@ -129,67 +237,71 @@ class AsyncProducer:
                 topic, value, key, partition, timestamp, headers)
         if headers is not None:
             headers = core.check_headers(headers, topic)
-        if core.key_serializer is None and (key is None or type(key) is bytes):
-            key_bytes = key
-        else:
-            key_bytes = core.serialize(topic, key, headers, True)
-        if core.value_serializer is None and (value is None or type(value) is bytes):
-            value_bytes = value
-        else:
-            value_bytes = core.serialize(topic, value, headers, False)
-        state = core.acc.topics.get(topic)
+        if key_bytes is UNSET:
+            if core.key_serializer is None and (key is None or type(key) is bytes):
+                key_bytes = key
+            else:
+                key_bytes = core.serialize(topic, key, headers, True)
+        if value_bytes is UNSET:
+            if core.value_serializer is None and (value is None or type(value) is bytes):
+                value_bytes = value
+            else:
+                value_bytes = core.serialize(topic, value, headers, False)
+        state = core.topics.get(topic)
         if state is None or state.expired or (partition is not None and type(partition) is int and partition >= state.num_partitions):
-            state = await core.wait_for_topic(topic, partition, core.max_block_s)
-        future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
-                             callback)
-        if future is None:
-            deadline = time.monotonic() + core.max_block_s
-            needed = core.memory_needed(key_bytes, value_bytes)
-            while future is None:
-                core.sender.wakeup()
-                if not await core.pool.wait_async(needed, deadline):
-                    raise KafkaTimeoutError(
-                        f"could not allocate {needed} bytes of buffer.memory within max.block.ms "
-                        f"({int(core.max_block_s * 1000)} ms)", topic=topic)
-                if core.closed:
-                    raise ClientClosedError("the producer was closed while send() waited for memory")
-                future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp,
-                                     headers, callback)
-        return future  # type: ignore[return-value]
+            state = await self._run(core.wait_for_topic(topic, partition, core.max_block_s),
+                                    f"waiting for metadata of topic '{topic}'")
+        appended = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
+                               callback)
+        if appended is None:
+            return await self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes,
+                                              timestamp, headers, callback)
+        return appended  # type: ignore[return-value]
 
-    async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
-                            timestamp: int | None = None, headers: Any = None) -> RecordMetadata:
-        """Send one record and wait for its acknowledgement."""
-        future = await self.send(topic, value, key, partition, timestamp, headers)
-        return await future
+    async def _append_waiting(self, state: Any, topic: str, partition: int | None, key: Any,
+                              key_bytes: bytes | None, value: Any, value_bytes: bytes | None,
+                              timestamp: int | None, headers: Any, callback: Callback | None) -> AsyncRecordFuture:
+        """buffer.memory is full: wait (max.block.ms) for batches to complete, then append."""
+        core = self._core
+        deadline = time.monotonic() + core.max_block_s
+        needed = core.memory_needed(key_bytes, value_bytes)
+        while True:
+            core.acc.wakeup()  # waiting makes every batch urgent; tell the sender
+            if not await self._wait_memory(needed, deadline, topic):
+                raise KafkaTimeoutError(
+                    f"could not allocate {needed} bytes of buffer.memory ({core.buffer_memory}) within "
+                    f"max.block.ms ({int(core.max_block_s * 1000)} ms): records are produced faster than "
+                    "the brokers take them", topic=topic)
+            if core.closed:
+                raise ClientClosedError("the producer was closed while send() waited for memory")
+            future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
+                                 callback)
+            if future is not None:
+                return future  # type: ignore[return-value]
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Send everything buffered and wait until acknowledged or failed (KafkaTimeoutError after ``timeout``)."""
-        if self._started:
-            await self._core.flush(timeout)
+        """Send everything buffered and wait until it is acknowledged or failed.
 
-    async def close(self, timeout: float | None = None) -> None:
-        """Flush (at most ``timeout`` seconds; None: until done), then release everything. Idempotent."""
+        Raises KafkaTimeoutError if that takes longer than ``timeout`` seconds
+        (None: no limit; records are bounded by delivery.timeout.ms anyway).
+        """
         core = self._core
-        self._finalizer.detach()
-        if not self._started:
-            core.closed = True
-            core.close_plugins()
+        if not core.acc.incomplete:
             return
-        await self._telemetry.close(1.0 if timeout is None else min(1.0, timeout / 4))  # KIP-714 last push
-        await core.close(timeout)
+        await self._run(core.flush(timeout), "flush()")
 
     # -------------------------------------------------------------- information
 
     async def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
-        """The partition ids of ``topic`` (fetching metadata if needed)."""
+        """The partition ids of ``topic`` (fetching metadata if needed, for at most
+        ``timeout`` seconds; default max.block.ms)."""
         core = self._core
         cached = core.partitions_for_cached(topic)
         if cached is not None:
             return cached
-        if not self._started:
-            await self.start()
-        state = await core.wait_for_topic(topic, None, core.max_block_s if timeout is None else timeout)
+        await self._ensure_started()
+        wait = core.max_block_s if timeout is None else timeout
+        state = await self._run(core.wait_for_topic(topic, None, wait), f"partitions_for('{topic}')")
         return list(range(state.num_partitions))
 
     def metrics(self) -> MetricsSnapshot:
@@ -203,32 +315,40 @@ class AsyncProducer:
         return self._core.max_block_s if timeout is None else timeout
 
     async def init_transactions(self, timeout: float | None = None) -> None:
-        """See :meth:`kafkalite.Producer.init_transactions`."""
-        if not self._started:
-            await self.start()
-        await self._core.init_transactions(self._timeout(timeout))
+        """Register ``transactional.id`` with its coordinator: fences older producers with
+        the same id and completes (aborts) a transaction they left open. Call once."""
+        await self._ensure_started()
+        await self._run(self._core.init_transactions(self._timeout(timeout)), "init_transactions()")
 
     def begin_transaction(self) -> None:
-        """Start a transaction (local)."""
+        """Start a transaction (local; the coordinator learns of it with the first record)."""
         self._core.begin_transaction()
 
     async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
                                           group_metadata: ConsumerGroupMetadata | str,
                                           timeout: float | None = None) -> None:
-        """See :meth:`kafkalite.Producer.send_offsets_to_transaction`."""
-        await self._core.send_offsets_to_transaction(offsets, group_metadata, self._timeout(timeout))
+        """Commit consumer offsets as part of the transaction (consume-transform-produce).
+
+        ``offsets`` are the NEXT offsets to read; ``group_metadata`` is
+        ``consumer.group_metadata()`` so that zombie group members are fenced (KIP-447).
+        """
+        await self._run(self._core.send_offsets_to_transaction(offsets, group_metadata, self._timeout(timeout)),
+                        "send_offsets_to_transaction()")
 
     async def commit_transaction(self, timeout: float | None = None) -> None:
-        """Flush and commit (KafkaTimeoutError: outcome unknown, call again)."""
-        await self._core.commit_transaction(self._timeout(timeout))
+        """Flush, then commit. Raises if any record of the transaction failed (then abort).
+
+        A KafkaTimeoutError means the outcome is unknown: call commit_transaction() again.
+        """
+        await self._run(self._core.commit_transaction(self._timeout(timeout)), "commit_transaction()")
 
     async def abort_transaction(self, timeout: float | None = None) -> None:
-        """Abort the transaction."""
-        await self._core.abort_transaction(self._timeout(timeout))
+        """Abort: records of the transaction are never seen by read_committed consumers."""
+        await self._run(self._core.abort_transaction(self._timeout(timeout)), "abort_transaction()")
 
     @contextlib.asynccontextmanager
     async def transaction(self, timeout: float | None = None) -> AsyncIterator[AsyncProducer]:
-        """``async with producer.transaction():`` begins, commits, or aborts on an exception."""
+        """``async with producer.transaction():`` begins, then commits, or aborts on an exception."""
         self.begin_transaction()
         try:
             yield self
@@ -241,17 +361,3 @@ class AsyncProducer:
                     log.warning("aborting the transaction failed: %s", exc)
             raise
         await self.commit_transaction(timeout)
-
-
-def _finalize(core: ProducerCore) -> None:
-    if core.closed:
-        return
-    if core.loop is None:  # never started: nothing was sent, nothing to flush at exit
-        exit_guard.unregister(core)
-        return
-    left = core.unacknowledged()
-    if left:
-        text = (f"kafkalite aio Producer (client.id={core.client_id}) was garbage-collected without close() "
-                f"with {left} record(s) not yet acknowledged; its sender keeps sending them while the event "
-                "loop runs. Await producer.close() (or use 'async with Producer(...)').")
-        log.warning(text)

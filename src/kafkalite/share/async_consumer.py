@@ -1,9 +1,12 @@
-"""The asyncio share consumer: ``kafkalite.aio.ShareConsumer``.
+"""The share consumer's API, written once: ``kafkalite.aio.ShareConsumer``.
 
-The same core as the blocking :class:`kafkalite.ShareConsumer`, run on the caller's
-event loop (no thread). Methods that talk to brokers are coroutines; the
-acknowledgement commit callback runs in the task that awaits ``poll()`` / commits and
-may be a coroutine.
+This class is the definition of the share consumer API (KIP-932 share groups,
+"queues"): ``kafkalite.ShareConsumer`` (blocking) is generated from it by
+``tools/generate_fronts.py`` over
+:class:`~kafkalite.share.fronts.BlockingShareConsumerFront`; here it runs on the
+caller's event loop (:class:`~kafkalite.share.fronts.AsyncShareConsumerFront`, no
+thread). Methods that talk to brokers are coroutines; the acknowledgement commit
+callback runs in the task that awaits ``poll()`` / commits and may be a coroutine.
 
 Example::
 
@@ -20,104 +23,131 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Iterable
 
-from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
+from kafkalite.errors import ClientClosedError, IllegalStateError, WakeupError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.share import settings as st
-from kafkalite.share.consumer import _acknowledge, _take_for_commit
 from kafkalite.share.core import AckCallback, ShareConsumerCore
-from kafkalite.share.in_flight import InFlight
+from kafkalite.share.fronts import AsyncShareConsumerFront
+from kafkalite.share.in_flight import AcksByNode, InFlight
 from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
 from kafkalite.types import TopicPartition
 
-T = TypeVar("T")
+#: How long a poll() without news sleeps before it looks again (wakeup() and new
+#: records wake it at once).
+_POLL_SLICE_S = 0.1
 
 
-class AsyncShareConsumer:
-    """A share group member for asyncio (see the module doc). Create it inside a running
-    loop (or call any coroutine method first)."""
+class AsyncShareConsumer(AsyncShareConsumerFront):
+    """A share group member.
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        self.config = st.resolve_settings(config, kwargs)
-        self._core: ShareConsumerCore | None = None
-        self._event: asyncio.Event | None = None
-        self._wakeup = False
-        self._closed = False
+    Members of a share group read the same partitions together, record by record: the
+    broker hands each record to one member at a time, locks it for the acquisition lock
+    time, and the member acknowledges it: ACCEPT (done), RELEASE (deliver it again, maybe
+    to another member) or REJECT (archive it). A record whose lock runs out is delivered
+    again; after ``share.delivery.count.limit`` deliveries it is archived.
 
-    @property
-    def core(self) -> ShareConsumerCore:
-        if self._closed:
-            raise ClientClosedError("the share consumer is closed")
-        if self._core is None:
-            loop = asyncio.get_running_loop()
-            self._event = asyncio.Event()
-            def call_soon(fn: Any, *args: Any) -> None:
-                loop.call_soon(fn, *args)
+    Args:
+        config: settings with Java names (``{"group.id": "workers"}``); keyword arguments
+            take snake_case aliases (``group_id="workers"``). See ``docs/share_consumer.md``.
 
-            self._core = ShareConsumerCore(self.config, loop, self._event.set, call_soon)
-            self._core.start()
-        return self._core
+    Not thread-safe, like Java's ``KafkaShareConsumer``: one consumer per thread (per
+    task); only :meth:`wakeup` may be called from another thread.
 
-    async def _run(self, aw: Awaitable[T], timeout: float | None, what: str) -> T:
-        try:
-            return await asyncio.wait_for(aw, timeout)
-        except asyncio.TimeoutError:
-            raise KafkaTimeoutError(f"{what} did not complete within {timeout:.3f}s") from None
+    Example (implicit acknowledgement, the default: the next poll() accepts these)::
 
-    def _timeout(self, timeout: float | None) -> float:
-        return self.config["default.api.timeout.ms"] / 1000.0 if timeout is None else timeout
+        async with ShareConsumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "workers"}) as consumer:
+            consumer.subscribe(["jobs"])
+            while True:
+                for record in await consumer.poll(timeout=1.0):
+                    run_job(record.value)
 
-    async def _callbacks(self) -> None:
-        core = self.core
-        callback = core.ack_callback
-        while core.ack_results:
-            outcome = core.ack_results.popleft()
-            if callback is not None:
-                result = callback({outcome.partition: set(outcome.offsets)}, outcome.error)
-                if asyncio.iscoroutine(result):
-                    await result
+    Example (explicit acknowledgement)::
+
+        consumer = ShareConsumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "workers",
+                                  "share.acknowledgement.mode": "explicit"})
+        consumer.subscribe(["jobs"])
+        for record in await consumer.poll(1.0):
+            try:
+                run_job(record.value)
+                consumer.acknowledge(record)                           # ACCEPT
+            except TemporaryFailure:
+                consumer.acknowledge(record, AcknowledgeType.RELEASE)  # try again later
+            except BadJob:
+                consumer.acknowledge(record, AcknowledgeType.REJECT)   # never again
+        await consumer.commit_sync()
+    """
+
+    async def __aenter__(self) -> AsyncShareConsumer:
+        self._open_core()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        core = self._core
+        state = "closed" if self._closed else "not started" if core is None else \
+            f"{len(core.member.assignment)} partitions"
+        return f"<{self._PUBLIC} group={self.config['group.id']!r} {state}>"
 
     # ------------------------------------------------------------ subscribing
 
     def subscribe(self, topics: Iterable[str] | str) -> None:
-        """As :meth:`kafkalite.ShareConsumer.subscribe` (an empty list: call unsubscribe())."""
-        core = self.core
+        """Join the share group (``group.id``) and read ``topics``.
+
+        The broker assigns partitions; several members get the same partition and share
+        its records. An empty list unsubscribes, as Java's (the asyncio consumer cannot
+        wait for that inside a plain method: it raises IllegalStateError, ``await
+        unsubscribe()`` instead).
+        """
+        core = self._open_core()
         names = st.topics_arg(topics)
         if not names:
-            raise IllegalStateError("subscribe([]) on the asyncio share consumer: await unsubscribe() instead")
-        core.set_subscription(names)
+            self._subscribe_to_nothing()
+            return
+        core.subscription = names  # seen by poll() at once; the engine joins the group
+        self._call_soon(core.set_subscription, names)
 
     async def unsubscribe(self) -> None:
-        core = self.core
+        """Acknowledge what is settled (implicit mode: accept the last poll's records), end
+        the share sessions and leave the group."""
+        core = self._open_core()
         if not core.explicit:
             core.in_flight.acknowledge_all(AcknowledgeType.ACCEPT)
         acks = core.in_flight.take_acknowledged()
         core.in_flight = InFlight()
         t = self._timeout(None)
         await self._run(core.unsubscribe(acks, t), t + 1.0, "unsubscribe()")
-        await self._callbacks()
+        await self._run_ack_callbacks(core)
 
     def subscription(self) -> set[str]:
-        return set(self.core.subscription)
+        """The topics subscribed to."""
+        return set(self._open_core().subscription)
 
     def assignment(self) -> set[TopicPartition]:
-        return set(self.core.member.assignment)
+        """The partitions the broker currently assigns to this member (shared with others)."""
+        return set(self._open_core().member.assignment)
 
     # ------------------------------------------------------------ polling
 
     async def poll(self, timeout: float | None = None) -> list[ShareConsumerRecord]:
-        """As :meth:`kafkalite.ShareConsumer.poll` (a coroutine)."""
-        core = self.core
+        """Return records acquired for this member, waiting up to ``timeout`` seconds
+        (None: until some arrive); at most ``max.poll.records``.
+
+        In implicit mode the records of the previous poll() are accepted first. In
+        explicit mode every record of the previous poll() must have been acknowledged
+        (IllegalStateError otherwise). Runs the acknowledgement commit callback for
+        acknowledgements that completed. Each record has ``delivery_count``.
+        """
+        core = self._open_core()
         if not core.subscription:
             raise IllegalStateError("the share consumer is not subscribed to any topic")
-        assert self._event is not None
-        event = self._event
         deadline = None if timeout is None else time.monotonic() + timeout
-        await self._callbacks()
+        event = self._event
+        await self._run_ack_callbacks(core)
         core.poll_begin()
         while True:
             event.clear()
@@ -126,22 +156,20 @@ class AsyncShareConsumer:
                 raise WakeupError("poll() was interrupted by wakeup()")
             core.raise_errors()
             if core.ack_results:
-                await self._callbacks()
+                await self._run_ack_callbacks(core)
             records = core.collect()
             if records:
                 return records
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return records
-            try:
-                await asyncio.wait_for(event.wait(), 0.1 if deadline is None else min(0.1, deadline - now))
-            except asyncio.TimeoutError:
-                pass
+            await self._wait_event(_POLL_SLICE_S if deadline is None else min(_POLL_SLICE_S, deadline - now))
 
     def __aiter__(self) -> AsyncIterator[ShareConsumerRecord]:
-        return self._iterate()
+        """Records forever (poll in a loop); stop with wakeup(), close() or Ctrl-C."""
+        return self._records()
 
-    async def _iterate(self) -> AsyncIterator[ShareConsumerRecord]:
+    async def _records(self) -> AsyncIterator[ShareConsumerRecord]:
         while not self._closed:
             try:
                 records = await self.poll(1.0)
@@ -151,85 +179,115 @@ class AsyncShareConsumer:
                 yield record
 
     def wakeup(self) -> None:
-        """Make the current (or next) poll() raise WakeupError (from another thread, call
-        it through ``loop.call_soon_threadsafe``)."""
+        """Make the current (or next) blocking call (poll(), commit_sync(), unsubscribe())
+        raise WakeupError. Thread-safe: the one method another thread may call."""
         self._wakeup = True
-        if self._event is not None:
-            self._event.set()
+        self._wake_waiters()
 
     # ------------------------------------------------------------ acknowledging
 
     def acknowledge(self, record: ShareConsumerRecord | str, ack_type: AcknowledgeType | str = AcknowledgeType.ACCEPT,
                     *, partition: int | None = None, offset: int | None = None) -> None:
-        """As :meth:`kafkalite.ShareConsumer.acknowledge` (not a coroutine: it only records)."""
-        _acknowledge(self.core, record, ack_type, partition, offset)
+        """Settle one record of the last poll(): ACCEPT (default), RELEASE or REJECT.
+
+        Only with ``share.acknowledgement.mode=explicit``. Sent with the next poll(),
+        commit_sync() or commit_async(). Also ``acknowledge("topic", "release",
+        partition=0, offset=42)``.
+        """
+        core = self._open_core()
+        if not core.explicit:
+            raise IllegalStateError("acknowledge() needs share.acknowledgement.mode=explicit; in implicit mode the "
+                                    "next poll() or commit accepts every record", group_id=core.group_id)
+        try:
+            kind = AcknowledgeType.parse(ack_type)
+        except ValueError as exc:
+            raise IllegalStateError(str(exc)) from None
+        if kind is AcknowledgeType.GAP:
+            raise IllegalStateError("GAP is not an acknowledgement an application makes; use ACCEPT, RELEASE or "
+                                    "REJECT")
+        topic, part, off = st.record_position(record, partition, offset)
+        core.in_flight.acknowledge(topic, part, off, kind)
+
+    def _take_for_commit(self, core: ShareConsumerCore) -> AcksByNode:
+        """The acknowledgements to send (implicit mode: every record of the last poll() accepted)."""
+        if not core.explicit:
+            core.in_flight.acknowledge_all(AcknowledgeType.ACCEPT)
+        return core.in_flight.take_acknowledged()
 
     async def commit_sync(self, timeout: float | None = None) -> dict[TopicPartition, BaseException | None]:
-        """As :meth:`kafkalite.ShareConsumer.commit_sync`."""
-        core = self.core
-        await self._callbacks()
-        acks = _take_for_commit(core)
+        """Send the acknowledgements made so far and wait for the broker: per partition,
+        None (applied) or the error (e.g. InvalidRecordStateError when a record's lock had
+        expired). Retriable errors are retried until ``timeout`` (default.api.timeout.ms).
+        In implicit mode everything the last poll() returned is accepted first."""
+        core = self._open_core()
+        await self._run_ack_callbacks(core)
+        acks = self._take_for_commit(core)
         if not acks:
             return {}
         t = self._timeout(timeout)
         result = await self._run(core.commit(acks, t), t + 1.0, "commit_sync()")
-        await self._callbacks()
+        await self._run_ack_callbacks(core)
         return result
 
     def commit_async(self) -> None:
-        """As :meth:`kafkalite.ShareConsumer.commit_async`."""
-        core = self.core
-        acks = _take_for_commit(core)
+        """Send the acknowledgements made so far without waiting; their outcome goes to
+        the acknowledgement commit callback from a later poll() or commit (the outcomes
+        already known go to it now, as Java's)."""
+        core = self._open_core()
+        self._ack_callbacks_now(core)
+        acks = self._take_for_commit(core)
         if acks:
-            core.commit_async(acks)
+            self._call_soon(core.commit_async, acks)
 
     def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
-        """As :meth:`kafkalite.ShareConsumer.set_acknowledgement_commit_callback`; the
-        callback may be a coroutine function."""
-        self.core.ack_callback = callback
+        """``callback({TopicPartition: {offsets}}, error_or_None)`` for every completed
+        acknowledgement, run in the thread that calls poll() / commit / close (on the
+        asyncio consumer it may be a coroutine function)."""
+        self._open_core().ack_callback = callback
 
     @property
     def acquisition_lock_timeout_ms(self) -> int | None:
-        return self.core.fetcher.acquisition_lock_timeout_ms
+        """How long the broker locks acquired records for this member (from the last
+        ShareFetch answer), or None before the first one."""
+        return self._open_core().fetcher.acquisition_lock_timeout_ms
+
+    # ------------------------------------------------------------ metrics and closing
+
+    def metrics(self) -> MetricsSnapshot:
+        """Current metrics, ``{MetricName: value}``; ``metrics()["records-fetched-total"]``
+        reads one by its Java name."""
+        core = self._core if self._core is not None else self._open_core()
+        return core.registry.snapshot()
 
     @property
     def member_id(self) -> str:
-        return self.core.member.member_id
-
-    def metrics(self) -> MetricsSnapshot:
-        return self.core.registry.snapshot()
+        """This member's id in the share group (made by the client, as Java does)."""
+        return self._open_core().member.member_id
 
     async def close(self, timeout: float = 30.0) -> None:
-        """As :meth:`kafkalite.ShareConsumer.close`."""
+        """Acknowledge (implicit mode: accept the last poll's records), end the share
+        sessions (the broker releases records still held), leave the group, stop.
+        Never takes longer than ``timeout`` seconds. A wakeup() does not interrupt it."""
         if self._closed:
             return
-        if self._core is None:
+        core = self._core
+        if core is None:  # never used (asyncio): nothing started
             self._closed = True
             return
-        core = self._core
         deadline = time.monotonic() + max(0.0, timeout)
         try:
             if not core.explicit:
                 core.in_flight.acknowledge_all(AcknowledgeType.ACCEPT)
             acks = core.in_flight.take_acknowledged()
             try:
-                await asyncio.wait_for(core.close(acks, max(0.01, deadline - time.monotonic() - 0.2)),
-                                       max(0.05, deadline - time.monotonic()))
+                await self._run(core.close(acks, max(0.01, deadline - time.monotonic() - 0.5)),
+                                max(0.05, deadline - time.monotonic() - 0.05), "close", wakeable=False)
             except Exception:
                 pass
             try:
-                await self._callbacks()
+                await self._run_ack_callbacks(core)
             except Exception:
                 pass
         finally:
             self._closed = True
-
-    async def __aenter__(self) -> AsyncShareConsumer:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed or self._core is None else f"{len(self._core.member.assignment)} partitions"
-        return f"<kafkalite.aio.ShareConsumer group={self.config['group.id']!r} {state}>"
+            self._stop_engine(deadline)
