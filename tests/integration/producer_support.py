@@ -40,6 +40,7 @@ class ReadRecord:
     producer_id: int
     producer_epoch: int
     transactional: bool
+    leader_epoch: int = -1  # of the leader that appended the batch
 
 
 async def _read(bootstrap: str, topic: str, isolation_level: int) -> dict[int, list[ReadRecord]]:
@@ -97,7 +98,7 @@ async def _read(bootstrap: str, topic: str, isolation_level: int) -> dict[int, l
                         if rec.offset < end:
                             records.append(ReadRecord(partition, rec.offset, rec.timestamp, rec.key, rec.value,
                                                       rec.headers, batch.producer_id, batch.producer_epoch,
-                                                      batch.is_transactional))
+                                                      batch.is_transactional, batch.partition_leader_epoch))
                 if not progressed:
                     await asyncio.sleep(0.05)
             out[partition] = records
