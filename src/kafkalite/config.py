@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.errors import ConfigError
+from kafkalite.errors import ConfigError, InvalidArgumentError
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 SHARE_CONSUMER = "share_consumer"  # KIP-932 share groups (kafkalite.ShareConsumer)
@@ -391,12 +391,14 @@ class Config(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         setting = lookup(key)
         if setting is None or setting.name not in self._values:
+            # The mapping protocol (`in`, .get()) expects KeyError from __getitem__.
             raise KeyError(key)
         return self._values[setting.name]
 
     def __getattr__(self, alias: str) -> Any:
         setting = _BY_ALIAS.get(alias)
         if setting is None or setting.name not in self.__dict__.get("_values", {}):
+            # getattr(cfg, name, default) and hasattr() expect AttributeError.
             raise AttributeError(alias)
         return self._values[setting.name]
 
@@ -450,7 +452,7 @@ def resolve(client: str, settings: Mapping[str, Any] | None = None, **kwargs: An
     Raises :class:`ConfigError` naming the key for anything unknown or invalid.
     """
     if client not in _VALIDATORS:
-        raise ValueError(f"unknown client kind {client!r}")
+        raise InvalidArgumentError(f"unknown client kind {client!r} (use {', '.join(sorted(_VALIDATORS))})")
     given: dict[str, Any] = {}
     for source in (dict(settings or {}), kwargs):
         for key, value in source.items():

@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kafkalite import __version__
-from kafkalite.errors import ConfigError
+from kafkalite.errors import ConfigError, InvalidArgumentError
 from kafkalite.otel.providers import resolve_provider
 from kafkalite.otel.semconv import Conventions, error_type
 
@@ -250,7 +250,7 @@ def install_producer_tracing(producer: Any, tracing: Tracing, *, asynchronous: b
             if not isinstance(keys, (list, tuple)):
                 keys = list(keys)
             if len(keys) != n:
-                raise ValueError(f"send_many(): {len(keys)} keys for {n} values")
+                raise InvalidArgumentError(f"send_many(): {len(keys)} keys for {n} values")
         if timestamp is None:
             timestamp = int(time.time() * 1000)
         span = start(topic, partition, False, count=n)

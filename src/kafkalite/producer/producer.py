@@ -44,7 +44,7 @@ from time import time as _time
 from typing import Any
 
 from kafkalite.config import PRODUCER, Config, resolve
-from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from kafkalite.errors import ClientClosedError, InvalidArgumentError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.net.engine import EngineThread
 from kafkalite.otel.tracing import install_producer_tracing, tracing_for
@@ -193,7 +193,7 @@ class Producer:
             if not isinstance(keys, (list, tuple)):
                 keys = list(keys)
             if len(keys) != n:
-                raise ValueError(f"send_many(): {len(keys)} keys for {n} values")
+                raise InvalidArgumentError(f"send_many(): {len(keys)} keys for {n} values")
         core = self._core
         key_bytes: Sequence[Any] | None = keys
         value_bytes: Sequence[Any] = values
