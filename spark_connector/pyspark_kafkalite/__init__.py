@@ -36,4 +36,5 @@ def __getattr__(name: str) -> Any:
         from pyspark_kafkalite.source import KafkaLiteDataSource
 
         return KafkaLiteDataSource
+    # PEP 562: hasattr() and `from ... import` expect AttributeError here.
     raise AttributeError(f"module 'pyspark_kafkalite' has no attribute {name!r}")

@@ -66,4 +66,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # The command's exit status (run as a script).
     raise SystemExit(main())

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     target = _LAZY.get(name)
     if target is None:
+        # PEP 562: hasattr() and `from ... import` expect AttributeError here.
         raise AttributeError(f"module 'kafkalite' has no attribute {name!r}")
     module, attr = target.split(":")
     value = getattr(importlib.import_module(module), attr)

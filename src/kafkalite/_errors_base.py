@@ -6,6 +6,15 @@ intermediate classes below mirror the Java client's grouping so that callers can
 by intent: ``InvalidMetadataError`` means "refresh metadata and retry",
 ``RetriableError`` means "the same request may succeed later".
 
+Client-side errors that stand for a builtin one also derive from it, so code written
+against the builtins keeps working: :class:`ConfigError`, :class:`InvalidArgumentError`
+and :class:`SerializationError` are ``ValueError`` s, :class:`InvalidArgumentTypeError`
+is also a ``TypeError``, :class:`IllegalStateError` a ``RuntimeError`` and
+:class:`KafkaTimeoutError` a ``TimeoutError``. Builtins are raised only where Python's
+protocols require them (``KeyError`` from ``__getitem__``, ``AttributeError`` from
+``__getattr__``, ``NotImplementedError`` from abstract methods); the allowlist in
+``tests/unit/test_typed_errors.py`` names each such place with its reason.
+
 Import these names from :mod:`kafkalite.errors`, not from here.
 """
 
@@ -94,6 +103,22 @@ class KafkaError(Exception):
 
 class ConfigError(KafkaError, ValueError):
     """A setting is unknown, has the wrong type or is out of range."""
+
+
+class InvalidArgumentError(KafkaError, ValueError):
+    """An argument of a call is invalid: out of range, unknown, or inconsistent with
+    another argument (Java's ``IllegalArgumentException``). Settings have
+    :class:`ConfigError` instead.
+
+    Example::
+
+        producer.send_many("events", [b"a", b"b"], keys=[b"1"])
+        # InvalidArgumentError: send_many(): 1 keys for 2 values
+    """
+
+
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of a call has a type the call cannot take (also a ``TypeError``)."""
 
 
 class IllegalStateError(KafkaError, RuntimeError):

@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.errors import ConfigError, InvalidGroupIdError, KafkaError
+from kafkalite.errors import ConfigError, InvalidArgumentError, InvalidGroupIdError, KafkaError
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 SHARE_CONSUMER = "share_consumer"  # KIP-932 share groups (kafkalite.ShareConsumer)
@@ -441,12 +441,14 @@ class Config(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         setting = lookup(key)
         if setting is None or setting.name not in self._values:
+            # The mapping protocol (`in`, .get()) expects KeyError from __getitem__.
             raise KeyError(key)
         return self._values[setting.name]
 
     def __getattr__(self, alias: str) -> Any:
         setting = _BY_ALIAS.get(alias)
         if setting is None or setting.name not in self.__dict__.get("_values", {}):
+            # getattr(cfg, name, default) and hasattr() expect AttributeError.
             raise AttributeError(alias)
         return self._values[setting.name]
 
@@ -510,7 +512,7 @@ def parse(client: str, settings: Mapping[str, Any] | None = None, **kwargs: Any)
     which runs this first.
     """
     if client not in ALL:
-        raise ConfigError(f"unknown client kind {client!r} (one of {', '.join(sorted(ALL))})")
+        raise InvalidArgumentError(f"unknown client kind {client!r} (one of {', '.join(sorted(ALL))})")
     given: dict[str, Any] = {}
     for source in (dict(settings or {}), kwargs):
         for key, value in source.items():

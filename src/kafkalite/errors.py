@@ -5,6 +5,16 @@ instances of generated :class:`ApiError` subclasses (one per Kafka error code, g
 like the Java client's exception tree); :func:`error_for_code` is the only way protocol
 code turns a code into an exception.
 
+Client-side errors (bad settings, bad arguments, calls in the wrong state, timeouts) also
+derive from the builtin a Python caller would catch, so ``except ValueError`` code keeps
+working: :class:`ConfigError`, :class:`InvalidArgumentError` and
+:class:`SerializationError` are ``ValueError`` s, :class:`InvalidArgumentTypeError` is
+also a ``TypeError``, :class:`IllegalStateError` a ``RuntimeError``,
+:class:`KafkaTimeoutError` a ``TimeoutError``. A bare builtin is raised only where a
+Python protocol demands it (``KeyError`` from a mapping's ``__getitem__``,
+``AttributeError`` from ``__getattr__``, ``NotImplementedError`` from an abstract
+method); ``tests/unit/test_typed_errors.py`` fails on any other.
+
 Example::
 
     from kafkalite import errors
@@ -28,6 +38,8 @@ from kafkalite._errors_base import (
     ConfigError,
     CorruptRecordsError,
     IllegalStateError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     InvalidMetadataError,
     InvalidOffsetError,
     KafkaError,
@@ -115,7 +127,7 @@ def raise_for_code(code: int, message: str | None = None, **resource: Any) -> No
 
 
 __all__ = [  # noqa: RUF022
-    "KafkaError", "ConfigError", "IllegalStateError", "KafkaTimeoutError", "ProtocolError",
+    "KafkaError", "ConfigError", "InvalidArgumentError", "InvalidArgumentTypeError", "IllegalStateError", "KafkaTimeoutError", "ProtocolError",
     "CorruptRecordsError", "UnsupportedCodecError", "UnsupportedVersionForClientError",
     "SerializationError", "ClientClosedError", "WakeupError", "ApiError", "RetriableError",
     "RefreshRetriableError", "InvalidMetadataError", "ApplicationRecoverableError",

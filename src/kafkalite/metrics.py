@@ -186,6 +186,7 @@ class MetricsSnapshot(dict[MetricName, float]):
         if isinstance(key, str) and not isinstance(key, MetricName):
             metric = self._find(key)
             if metric is None:
+                # The mapping protocol (`in`, .get()) expects KeyError from __getitem__.
                 raise KeyError(f"no metric named {key!r}")
             return super().__getitem__(metric)
         return super().__getitem__(key)
@@ -256,11 +257,3 @@ class Metrics:
             out[metric] = math.nan if math.isinf(value) else value
         return MetricsSnapshot(out, primary_group)
 
-    def value(self, name: str, group: str | None = None, **tags: str) -> float:
-        """One metric's current value by name (first match if several groups share it)."""
-        now = time.monotonic()
-        wanted = tuple(sorted(tags.items()))
-        for metric, fn in self._metrics.items():
-            if metric.name == name and (group is None or metric.group == group) and (not tags or metric.tags == wanted):
-                return float(fn(now))
-        raise KeyError(name)

@@ -40,6 +40,7 @@ class ReadRecord:
     producer_id: int
     producer_epoch: int
     transactional: bool
+    leader_epoch: int = -1  # of the leader that appended the batch
 
 
 async def _read(bootstrap: str, topic: str, isolation_level: int) -> dict[int, list[ReadRecord]]:
@@ -97,7 +98,7 @@ async def _read(bootstrap: str, topic: str, isolation_level: int) -> dict[int, l
                         if rec.offset < end:
                             records.append(ReadRecord(partition, rec.offset, rec.timestamp, rec.key, rec.value,
                                                       rec.headers, batch.producer_id, batch.producer_epoch,
-                                                      batch.is_transactional))
+                                                      batch.is_transactional, batch.partition_leader_epoch))
                 if not progressed:
                     await asyncio.sleep(0.05)
             out[partition] = records
@@ -194,19 +195,31 @@ def throttled_client_id(bootstrap: str, bytes_per_second: int = 512) -> str:
     )
 
     client_id = "throttled-" + secrets.token_hex(4)
+    barrier = "barrier-" + secrets.token_hex(4)
     admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def set_quota(client: str, rate: float | None) -> None:
+        entity = ClientQuotaEntity({"client-id": client})
+        admin.alter_client_quotas([ClientQuotaAlteration(entity, {"producer_byte_rate": rate})]).raise_on_error()
+
+    def visible(client: str) -> bool:
+        return bool(admin.describe_client_quotas([ClientQuotaFilterComponent("client-id", client)], strict=True))
+
     try:
-        entity = ClientQuotaEntity({"client-id": client_id})
-        admin.alter_client_quotas([ClientQuotaAlteration(entity, {"producer_byte_rate": float(bytes_per_second)})]
-                                  ).raise_on_error()
-        wait_until(lambda: admin.describe_client_quotas(
-            [ClientQuotaFilterComponent("client-id", client_id)], strict=True), 10, "the quota")
+        set_quota(client_id, float(bytes_per_second))
+        wait_until(lambda: visible(client_id), 30, "the quota")
+        # The broker answers DescribeClientQuotas from its metadata image, which it
+        # installs just before it updates its quota managers from the same change. A later
+        # change becoming visible means the earlier one was published completely.
+        set_quota(barrier, 1e9)
+        wait_until(lambda: visible(barrier), 30, "a later metadata change")
+        set_quota(barrier, None)
     finally:
         admin.close()
-    time.sleep(0.5)  # the broker's quota manager applies the config record
     return client_id
 
 
 async def read_back_async(bootstrap: str, topic: str, *, read_committed: bool = False) -> dict[int, list[ReadRecord]]:
     """:func:`read_back` for async tests."""
     return await _read(bootstrap, topic, 1 if read_committed else 0)
+

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from kafkalite import AdminClient, NewPartitions, NewTopic
+from kafkalite import AdminClient, NewPartitions, NewTopic, TopicPartition
 from kafkalite.admin.types import AclOperation
 from kafkalite.aio import AdminClient as AsyncAdminClient
 from kafkalite.errors import (
@@ -96,11 +96,14 @@ def test_describe_topics(admin, topic_factory) -> None:
 
 def test_list_topics_hides_internal_topics_unless_asked(admin, topic_factory) -> None:
     name = topic_factory()
+    # A committed offset makes sure the internal __consumer_offsets topic exists.
+    admin.alter_consumer_group_offsets(f"g-{name}", {TopicPartition(name, 0): 0}).all()
     listed = admin.list_topics()
     assert name in listed and not listed[name].is_internal
-    assert "__consumer_offsets" not in listed or not listed["__consumer_offsets"].is_internal
+    assert "__consumer_offsets" not in listed
     with_internal = admin.list_topics(list_internal=True)
-    assert set(listed) <= set(with_internal)
+    assert with_internal["__consumer_offsets"].is_internal and not with_internal[name].is_internal
+    assert set(with_internal) - set(listed) == {t for t, d in with_internal.items() if d.is_internal}
 
 
 def test_create_partitions_grows_and_refuses_to_shrink(admin, kafka_broker) -> None:

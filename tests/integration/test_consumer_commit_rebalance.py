@@ -77,8 +77,8 @@ def test_commit_while_rejoining_is_retry_after_poll_and_the_loop_goes_on(kafka_b
             except RebalanceInProgressError as exc:
                 refused = exc
                 refused_generation = a.group_metadata().generation_id
-                # Refused at once, not after waiting behind the join for M's session.
-                assert time.monotonic() - started < 5
+                # Refused at once, not after waiting behind the join for M's session (20 s).
+                assert time.monotonic() - started < 10
         assert refused is not None, "A never saw the rebalance (no RebalanceInProgressError)"
         assert refused.retriable and "poll()" in str(refused) and group in str(refused)
 

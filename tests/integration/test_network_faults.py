@@ -48,16 +48,18 @@ def test_latency_delays_every_round_trip(kafka_cluster, network_faults, unique_t
     topic = kafka_cluster.create_topic(unique_topic, 1)
     with Producer({"bootstrap.servers": network_faults.bootstrap, "linger.ms": 0}) as producer:
         producer.send(topic, b"warm").result(30)
-        with network_faults.latency(150, jitter_ms=20):
+        # A long latency keeps "slow" and "fast again" apart on a busy machine: a round
+        # trip without it takes milliseconds, far under the 0.96 s it must take with it.
+        with network_faults.latency(500, jitter_ms=20):
             took = []
-            for _ in range(3):
+            for _ in range(2):
                 started = time.monotonic()
                 producer.send(topic, b"slow").result(30)
                 took.append(time.monotonic() - started)
-        assert min(took) >= 0.26  # request and response each waited >= 130 ms
+        assert min(took) >= 0.96  # request and response each waited >= 480 ms
         started = time.monotonic()
         producer.send(topic, b"fast again").result(30)
-        assert time.monotonic() - started < min(took)
+        assert time.monotonic() - started < 0.96
 
 
 def test_bandwidth_limits_what_a_consumer_reads(kafka_cluster, network_faults, unique_topic) -> None:
@@ -84,7 +86,7 @@ def test_black_hole_bounds_every_call_and_the_client_recovers(kafka_cluster, net
             started = time.monotonic()
             result = admin.describe_topics([topic], timeout=3)
             assert isinstance(result[topic].error, KafkaTimeoutError)
-            assert time.monotonic() - started < 10  # no hang past the timeout
+            assert time.monotonic() - started < 15  # no hang past the 3 s timeout (generous)
         # Once the hole closes the same client recovers by itself.
         wait_until(lambda: _lists(admin, topic), 30, interval=0.5, what="the admin client to recover")
 
@@ -191,7 +193,7 @@ def test_the_documented_example_runs(kafka_cluster, network_faults, unique_topic
                 seen += [r.value for r in consumer.poll(3)]  # must not hang
             except KafkaError:
                 pass  # typed errors only
-            assert time.monotonic() - started < 10
+            assert time.monotonic() - started < 15  # no hang past the 3 s poll (generous)
         deadline = time.monotonic() + 60  # and it recovers by itself
         while len(seen) < 1000 and time.monotonic() < deadline:
             seen += [r.value for r in consumer.poll(1)]

@@ -125,5 +125,5 @@ def test_broker_without_a_telemetry_receiver_turns_the_push_off(kafka_broker) ->
         assert pusher.pushes == 0
         assert not pusher.state.enabled and "does not offer" in pusher.state.disabled_reason
         started = time.monotonic()
-    assert time.monotonic() - started < 5  # closing has no terminating push to wait for
+    assert time.monotonic() - started < 10  # closing has no terminating push to wait for (generous)
 

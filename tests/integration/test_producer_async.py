@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -34,7 +35,7 @@ async def test_send_appends_and_returns_an_awaitable_send_and_wait_acknowledges(
         started = time.monotonic()
         futures = [await p.send(topic, b"v%d" % i, key=b"k", callback=lambda m, e, i=i: order.append(i))
                    for i in range(2000)]
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 10  # appended without waiting for acknowledgements (generous)
         assert isinstance(futures[0], AsyncRecordFuture) and not futures[-1].done()  # appended, not yet sent
         await p.flush(30)
         assert all(f.done() for f in futures)
@@ -51,9 +52,10 @@ async def test_errors_are_raised_by_send_itself(kafka_broker, topic_factory, uni
     topic = topic_factory(partitions=1)
     async with Producer({"bootstrap.servers": kafka_broker.bootstrap, "max.block.ms": 1000,
                          "value.serializer": "json"}) as p:
-        with pytest.raises(SerializationError, match=topic):
+        with pytest.raises(SerializationError, match="value serializer failed: cannot serialize object as JSON"):
             await p.send(topic, object())
-        with pytest.raises((UnknownTopicOrPartitionError, KafkaTimeoutError), match=unique_topic):
+        with pytest.raises((UnknownTopicOrPartitionError, KafkaTimeoutError),
+                           match=rf"topic '{re.escape(unique_topic)}' not present in metadata after 1000 ms"):
             await p.send(unique_topic, {"a": 1})
         with pytest.raises(UnknownTopicOrPartitionError, match="partition 3"):
             await p.send(topic, {"a": 1}, partition=3)
@@ -94,7 +96,7 @@ async def test_backpressure_waits_without_blocking_the_loop_then_times_out(kafka
     finally:
         started = time.monotonic()
         await p.close(1.0)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 5  # close(1.0) honours its timeout (generously)
     assert futures and all(isinstance(f.exception(), KafkaError) for f in futures)
 
 

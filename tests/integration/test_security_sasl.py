@@ -63,12 +63,13 @@ def test_java_style_jaas_config(kafka_broker_sasl, topic_factory) -> None:
 
 def test_wrong_password_is_typed_names_mechanism_and_user_and_does_not_storm(kafka_broker_sasl) -> None:
     for mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
-        cfg = sasl(kafka_broker_sasl, mechanism, "bob", "not-bobs-password", default_api_timeout_ms=20000)
+        cfg = sasl(kafka_broker_sasl, mechanism, "bob", "not-bobs-password", default_api_timeout_ms=60_000)
         with AdminClient(cfg) as admin:
             started = time.monotonic()
             with pytest.raises(SaslAuthenticationError) as info:
                 admin.describe_cluster()
-            assert time.monotonic() - started < 10  # not retried until the API timeout
+            # At once (one login, well under a second), not retried until the API timeout (60 s).
+            assert time.monotonic() - started < 20
             text = str(info.value)
             assert mechanism in text and "'bob'" in text
             assert kafka_broker_sasl.bootstrap_for("SASL_PLAINTEXT") in text
@@ -101,19 +102,20 @@ def test_wrong_password_producer_and_consumer_retry_at_backoff_pace(kafka_broker
             except SaslAuthenticationError as exc:
                 assert "SCRAM-SHA-256" in str(exc) and "'alice'" in str(exc)
                 raised.append(time.monotonic() - started)
-        # poll() raises the refused login (as Java's does), first within a few seconds.
-        assert raised and raised[0] < 3, raised
+        # poll() raises the refused login (as Java's does), first within a few seconds
+        # (one login: well under a second; generous for a busy machine).
+        assert raised and raised[0] < 5, raised
         counters = stats(consumer)
         assert counters.created == 0 and 1 <= counters.authentication_failures <= 16, counters
         metrics = consumer.metrics()
         assert metrics["failed-authentication-total"] == counters.authentication_failures
         assert metrics["connection-count"] == 0 and metrics["successful-authentication-total"] == 0
-    with Producer(cfg, max_block_ms=30000) as producer:
+    with Producer(cfg, max_block_ms=60_000) as producer:
         started = time.monotonic()
         with pytest.raises(SaslAuthenticationError) as info:
             producer.send(topic, b"v")
-        # At once, not after max.block.ms: waiting would not fix a wrong password.
-        assert time.monotonic() - started < 5
+        # At once, not after max.block.ms (60 s): waiting would not fix a wrong password.
+        assert time.monotonic() - started < 20
         assert "SCRAM-SHA-256" in str(info.value) and "'alice'" in str(info.value)
         counters = stats(producer)
         assert counters.created == 0 and 1 <= counters.authentication_failures <= 16, counters
@@ -220,11 +222,11 @@ def test_consume_denied_topic_and_group(kafka_broker_sasl) -> None:
     # says so (Java does the same) instead of waiting for a position forever.
     with Consumer(cfg, group_id=denied, enable_auto_commit=False) as consumer:
         consumer.assign([TopicPartition(topic, 0)])
-        started = time.monotonic()
+        deadline = time.monotonic() + 60  # a deadline for the error, not a bound on it
         with pytest.raises(GroupAuthorizationError) as info:
-            while time.monotonic() - started < 20:
+            while time.monotonic() < deadline:
                 consumer.poll(0.5)
-        assert time.monotonic() - started < 10 and denied in str(info.value)
+        assert denied in str(info.value)
 
 
 # ---------------------------------------------------------------- KIP-368 re-authentication
@@ -335,7 +337,9 @@ def test_failed_reauthentication_closes_with_the_error(kafka_broker_sasl) -> Non
                 await conn.connect()
                 await asyncio.to_thread(admin.alter_user_scram_credentials(
                     [UserScramCredentialUpsertion(user, "SCRAM-SHA-256", "new-pw")]).all)
-                deadline = time.monotonic() + 3 * REAUTH_MS / 1000
+                # The next re-authentication (at 85-95 % of a session) fails and closes
+                # the connection; a generous deadline (ten sessions) for a busy machine.
+                deadline = time.monotonic() + 10 * REAUTH_MS / 1000
                 while conn.connected and time.monotonic() < deadline:
                     await asyncio.sleep(0.05)
                 return conn._close_reason

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import _thread
-import threading
 import time
 
 import pytest
 
 from kafkalite import AdminClient, NewTopic
 from kafkalite.errors import ClientClosedError, ConfigError, KafkaTimeoutError
+from tests.helpers.interrupts import interrupt_main_when, main_thread_waits_in
 
 
 def nowhere() -> AdminClient:
@@ -22,7 +21,7 @@ def test_single_answer_calls_honour_their_timeout() -> None:
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError):
             admin.list_topics(timeout=1.0)
-        assert time.monotonic() - start < 4
+        assert time.monotonic() - start < 10  # its 1 s, not default.api.timeout.ms (60 s); generous
 
 
 def test_item_calls_report_the_timeout_per_item() -> None:
@@ -35,15 +34,14 @@ def test_item_calls_report_the_timeout_per_item() -> None:
 
 def test_ctrl_c_interrupts_a_call_promptly_and_the_client_closes() -> None:
     admin = nowhere()
-    timer = threading.Timer(0.3, _thread.interrupt_main)
-    timer.start()
+    interrupt_main_when(main_thread_waits_in("describe_cluster"))
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         admin.describe_cluster(timeout=30)
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 10  # at once (a wait slice is 0.1 s), not after 30 s
     start = time.monotonic()
     admin.close()
-    assert time.monotonic() - start < 6
+    assert time.monotonic() - start < 10  # close never hangs (generous for a busy machine)
     with pytest.raises(ClientClosedError):
         admin.list_topics()
 

@@ -44,7 +44,7 @@ def test_subscribe_and_assign_are_mutually_exclusive() -> None:
 
 def test_invalid_regex_is_a_typed_error_naming_it() -> None:
     subs = SubscriptionState()
-    with pytest.raises(InvalidRegularExpressionError, match=r"orders\["):
+    with pytest.raises(InvalidRegularExpressionError, match=r"invalid subscription pattern 'orders\[': unterminated character set"):
         subs.subscribe_pattern("orders[")
 
 
@@ -176,14 +176,14 @@ def test_epochs_wrap_to_one() -> None:
 
 def test_settings_cross_checks() -> None:
     base = {"bootstrap.servers": "127.0.0.1:9092"}
-    with pytest.raises(ConfigError, match="group.instance.id"):
+    with pytest.raises(ConfigError, match="'group.instance.id' needs 'group.id'"):
         fe.resolve_settings({**base, "group.instance.id": "x"}, {})
-    with pytest.raises(ConfigError, match="partition.assignment.strategy"):
+    with pytest.raises(ConfigError, match="'partition.assignment.strategy' is not used with group.protocol=consumer"):
         fe.resolve_settings({**base, "group.id": "g", "group.protocol": "consumer",
                              "partition.assignment.strategy": "range"}, {})
-    with pytest.raises(ConfigError, match="group.remote.assignor"):
+    with pytest.raises(ConfigError, match=r"'group.remote.assignor' needs group.protocol=consumer \(KIP-848\)"):
         fe.resolve_settings({**base, "group.id": "g", "group.remote.assignor": "uniform"}, {})
-    with pytest.raises(ConfigError, match="heartbeat.interval.ms"):
+    with pytest.raises(ConfigError, match=r"'heartbeat.interval.ms' \(50000\) must be lower than 'session.timeout.ms'"):
         fe.resolve_settings({**base, "group.id": "g", "heartbeat.interval.ms": 50000}, {})
     with pytest.raises(ConfigError, match="unknown assignor"):
         fe.resolve_settings({**base, "group.id": "g", "partition.assignment.strategy": "nope"}, {})
@@ -368,7 +368,9 @@ def test_close_outlasts_a_task_that_swallows_one_cancellation() -> None:
         core._tasks.append(task)
         await asyncio.sleep(0)
         started = time.monotonic()
-        await core.close(5.0, commit=False)
-        assert time.monotonic() - started < 2.0 and task.done() and swallowed == [1]
+        await core.close(30.0, commit=False)
+        # Cancelled again until done: close returns in a few slices (0.1 s), not at its
+        # 30 s timeout; generous for a busy machine.
+        assert time.monotonic() - started < 10 and task.done() and swallowed == [1]
 
     asyncio.run(main())

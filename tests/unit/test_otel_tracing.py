@@ -18,7 +18,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from kafkalite.errors import KafkaError, RecordTooLargeError, UnknownTopicOrPartitionError
+from kafkalite.errors import (
+    InvalidArgumentError,
+    KafkaError,
+    RecordTooLargeError,
+    UnknownTopicOrPartitionError,
+)
 from kafkalite.otel.tracing import (
     GETTER,
     MAX_LINKS,
@@ -135,7 +140,7 @@ def test_send_many_is_one_span_ended_by_the_last_acknowledgement(spans: Any) -> 
     provider, exporter = spans
     producer = StandInProducer()
     install_producer_tracing(producer, Tracing(provider))
-    with pytest.raises(ValueError, match="2 keys for 3 values"):
+    with pytest.raises(InvalidArgumentError, match=r"send_many\(\): 2 keys for 3 values"):
         producer.send_many("t", [b"a", b"b", b"c"], [b"k", b"l"])
     result = producer.send_many("t", (v for v in [b"a", b"b", b"c"]), timestamp=1234)
     assert isinstance(result, SendManyResult) and result.count == 3

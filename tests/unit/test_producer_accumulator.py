@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kafkalite.errors import KafkaError, KafkaTimeoutError
+from kafkalite.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 from kafkalite.producer.accumulator import BufferPool, RecordAccumulator
 from kafkalite.producer.futures import AsyncRecordFuture, DoneSignal, RecordFuture
 from kafkalite.protocol import compression
@@ -92,7 +92,9 @@ def test_pool_exhaustion_returns_none_and_completion_frees_memory() -> None:
 
     thread = threading.Thread(target=waiter)
     thread.start()
-    time.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while acc.pool.waiters != 1 and time.monotonic() < deadline:  # the waiter is blocked now
+        time.sleep(0.01)
     assert not done.is_set() and acc.pool.waiters == 1
     batch.complete(0, -1, None)
     acc.batch_done(batch)
@@ -150,7 +152,7 @@ def test_async_future_awaits_the_batch() -> None:
     async def main() -> None:
         f = append(acc, 0, b"a", cls=AsyncRecordFuture)
         g = append(acc, 0, b"b", cls=AsyncRecordFuture)
-        with pytest.raises(Exception, match="await"):
+        with pytest.raises(IllegalStateError, match="not acknowledged yet; await the future"):
             f.result()
         asyncio.get_running_loop().call_later(0.05, f._batch.complete, 10, -1, None)
         md = await f

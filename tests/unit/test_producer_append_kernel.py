@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkalite.errors import InvalidArgumentError
 from kafkalite.producer import append_kernel
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture
@@ -230,7 +231,7 @@ def test_send_many_builds_what_send_builds(impl):
     # unkeyed to one partition, with a tuple and a generator
     assert len(many.send_many("t", tuple(values[:10]), partition=2)) == 10
     assert len(many.send_many("t", (v for v in values[:10]))) == 10
-    with pytest.raises(ValueError, match="3 keys for 2 values"):
+    with pytest.raises(InvalidArgumentError, match=r"send_many\(\): 3 keys for 2 values"):
         many.send_many("t", [b"a", b"b"], [b"1", b"2", b"3"])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 import pytest
@@ -29,7 +30,7 @@ def test_idempotence_is_on_by_default() -> None:
 @pytest.mark.parametrize("setting, value", [("acks", "1"), ("acks", "0"), ("retries", 0),
                                             ("max.in.flight.requests.per.connection", 6)])
 def test_contradiction_with_explicit_idempotence_is_an_error_naming_the_setting(setting, value) -> None:
-    with pytest.raises(ConfigError, match=setting.replace(".", r"\.")):
+    with pytest.raises(ConfigError, match=rf"setting '{re.escape(setting)}' = \S+ contradicts enable\.idempotence=true"):
         resolve("producer", {**BS, "enable.idempotence": True, setting: value})
 
 
@@ -42,19 +43,21 @@ def test_contradiction_with_default_idempotence_silently_disables_it(setting, va
 
 
 def test_transactional_id_needs_idempotence() -> None:
-    with pytest.raises(ConfigError, match="transactional.id"):
+    needs = "'transactional.id' needs the idempotent producer, but enable.idempotence is off"
+    with pytest.raises(ConfigError, match=needs):
         resolve("producer", {**BS, "transactional.id": "t", "enable.idempotence": False})
-    with pytest.raises(ConfigError, match="transactional.id"):
+    with pytest.raises(ConfigError, match=needs + r" \(acks, retries or max.in.flight"):
         resolve("producer", {**BS, "transactional.id": "t", "acks": "1"})
-    with pytest.raises(ConfigError, match="transactional.id"):
+    with pytest.raises(ConfigError, match="'transactional.id' must not be empty"):
         resolve("producer", {**BS, "transactional.id": "  "})
     assert resolve("producer", {**BS, "transactional.id": "t"})["transactional.id"] == "t"
 
 
 def test_delivery_timeout_below_linger_plus_request_timeout() -> None:
-    with pytest.raises(ConfigError, match="delivery.timeout.ms"):
+    at_least = r"'delivery.timeout.ms' = {} must be at least linger.ms \+ request.timeout.ms = 30005"
+    with pytest.raises(ConfigError, match=at_least.format(1000)):
         resolve("producer", {**BS, "delivery.timeout.ms": 1000})
-    with pytest.raises(ConfigError, match="delivery.timeout.ms"):
+    with pytest.raises(ConfigError, match=at_least.format(30004)):
         resolve("producer", {**BS, "delivery.timeout.ms": 30004, "linger.ms": 5})
     assert resolve("producer", {**BS, "delivery.timeout.ms": 30005})["delivery.timeout.ms"] == 30005
     # Defaulted: raised to the minimum, as the Java client does.
@@ -63,7 +66,7 @@ def test_delivery_timeout_below_linger_plus_request_timeout() -> None:
 
 
 def test_unknown_producer_setting_suggests_the_nearest() -> None:
-    with pytest.raises(ConfigError, match="linger.ms"):
+    with pytest.raises(ConfigError, match=r"unknown setting 'linger_msec'; did you mean 'linger\.ms'\?"):
         resolve("producer", {**BS, "linger_msec": 5})
 
 
@@ -75,7 +78,7 @@ def test_builtin_serializers() -> None:
     assert BytesSerializer().serialize("t", bytearray(b"x")) == b"x"
     for serializer in (StringSerializer(), IntegerSerializer(), JsonSerializer(), BytesSerializer()):
         assert serializer.serialize("t", None) is None  # a null stays null (tombstone)
-    with pytest.raises(SerializationError, match="orders"):
+    with pytest.raises(SerializationError, match=r"cannot serialize \d+ as a 32-bit integer: .*\(topic 'orders'\)"):
         IntegerSerializer().serialize("orders", 2**40)
     with pytest.raises(SerializationError):
         JsonSerializer().serialize("t", object())
@@ -91,7 +94,7 @@ def test_resolve_serializer_forms() -> None:
     assert one.serialize("t", "x", []) == b"x"
     three = resolve_serializer(lambda topic, v, headers: topic.encode() + v, "value.serializer")
     assert three.serialize("t", b"!", []) == b"t!"
-    with pytest.raises(ConfigError, match="value.serializer"):
+    with pytest.raises(ConfigError, match=r"'value.serializer' names no built-in serializer: 'yaml' \(known: "):
         resolve_serializer("yaml", "value.serializer")
-    with pytest.raises(ConfigError, match="key.serializer"):
+    with pytest.raises(ConfigError, match="'key.serializer' must be a serializer object, class, callable or built-in"):
         resolve_serializer(3, "key.serializer")

@@ -47,6 +47,7 @@ def test_varint_vectors(impl):
             value,
             1 + len(hexed) // 2,
         )
+    # The C kernel raises the builtin, the Python one InvalidArgumentError (a ValueError).
     for bad in (2**31, -(2**31) - 1):
         with pytest.raises(ValueError):
             impl.encode_varint(bad)

@@ -93,7 +93,7 @@ def test_oauthbearer_errors_are_typed() -> None:
     m = OAuthBearerMechanism(lambda: unsecured_jwt("bob"))
     m.first_token()
     assert m.principal == "bob"
-    with pytest.raises(SaslAuthenticationError, match="invalid_token"):
+    with pytest.raises(SaslAuthenticationError, match=r"the broker refused the token \(status invalid_token\)"):
         m.next_token(b'{"status":"invalid_token"}')
 
 
@@ -133,7 +133,7 @@ def test_mechanism_problems_fail_at_construction(client) -> None:
         client(dict(sasl, **{"sasl.mechanism": "SCRAM-SHA-512"}))
     with pytest.raises(ConfigError, match="sasl.oauthbearer.token.endpoint.url.*sasl.oauthbearer.token.provider"):
         client(dict(sasl, **{"sasl.mechanism": "OAUTHBEARER"}))
-    with pytest.raises(ConfigError, match="sasl.mechanism"):
+    with pytest.raises(ConfigError, match="'sasl.mechanism' must be one of GSSAPI, PLAIN"):
         client(dict(sasl, **{"sasl.mechanism": "KERBEROS"}))
 
 

@@ -64,14 +64,63 @@ def test_contexts_are_shared_per_settings(pki) -> None:
     assert ctx(ssl_context=given) is given
 
 
-def test_client_certificate_forms(pki) -> None:
-    ctx(ssl_certificate_location=str(pki.client_cert), ssl_key_location=str(pki.client_key))
-    ctx(ssl_certificate_location=str(pki.client_cert), ssl_key_location=str(pki.client_key_encrypted),
-        ssl_key_password=pki.key_password)
-    ctx(ssl_keystore_location=str(pki.broker_keystore))
-    ctx(ssl_keystore_key=pki.client_key_encrypted.read_text(), ssl_key_password=pki.key_password,
-        ssl_keystore_certificate_chain=pki.client_cert.read_text())
-    ctx(ssl_truststore_certificates=pki.ca.read_text() + pki.other_ca.read_text())
+def _handshake(client: ssl.SSLContext, pki, *, require_client_certificate: bool = True) -> str | None:
+    """Run a TLS handshake in memory against a server with the test broker's certificate
+    that verifies client certificates against the test CA; the CN the client presented."""
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(pki.broker_keystore)
+    server.load_verify_locations(pki.ca)
+    server.verify_mode = ssl.CERT_REQUIRED if require_client_certificate else ssl.CERT_OPTIONAL
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client_end = client.wrap_bio(to_client, to_server, server_hostname="localhost")
+    server_end = server.wrap_bio(to_server, to_client, server_side=True)
+    pending = [client_end, server_end]
+    for _ in range(10):  # a TLS 1.3 handshake takes two round trips
+        for end in list(pending):
+            try:
+                end.do_handshake()
+                pending.remove(end)
+            except ssl.SSLWantReadError:
+                pass
+        if not pending:
+            break
+    assert not pending, "the handshake did not complete"
+    peer = server_end.getpeercert()
+    if not peer:
+        return None
+    return next(value for rdn in peer["subject"] for key, value in rdn if key == "commonName")
+
+
+def test_client_certificate_forms(pki, tmp_path) -> None:
+    """Every way to give the client certificate ends with the broker seeing it."""
+    trust = {"ssl_ca_location": str(pki.ca)}
+    key_and_chain = tmp_path / "client-keystore.pem"  # ssl.keystore.location: key and chain in one PEM file
+    key_and_chain.write_text(pki.client_key.read_text() + pki.client_cert.read_text())
+    forms = {
+        "certificate + key files": ctx(**trust, ssl_certificate_location=str(pki.client_cert),
+                                       ssl_key_location=str(pki.client_key)),
+        "encrypted key file": ctx(**trust, ssl_certificate_location=str(pki.client_cert),
+                                  ssl_key_location=str(pki.client_key_encrypted), ssl_key_password=pki.key_password),
+        "PEM key store file": ctx(**trust, ssl_keystore_location=str(key_and_chain)),
+        "PEM key and chain as values": ctx(**trust, ssl_keystore_key=pki.client_key_encrypted.read_text(),
+                                           ssl_key_password=pki.key_password,
+                                           ssl_keystore_certificate_chain=pki.client_cert.read_text()),
+    }
+    assert {form: _handshake(c, pki) for form, c in forms.items()} == dict.fromkeys(forms, CLIENT_CN)
+    # Without a client certificate, the broker sees none (and one that requires it refuses).
+    assert _handshake(ctx(**trust), pki, require_client_certificate=False) is None
+    with pytest.raises(ssl.SSLError):
+        _handshake(ctx(**trust), pki)
+
+
+def test_trusted_certificates_as_a_value(pki) -> None:
+    both = ctx(ssl_truststore_certificates=pki.ca.read_text() + pki.other_ca.read_text())
+    assert sorted(dict(rdn[0] for rdn in c["subject"])["commonName"] for c in both.get_ca_certs()) == [
+        "kafkalite test CA", "kafkalite unrelated CA"]
+    assert _handshake(both, pki, require_client_certificate=False) is None  # the broker's certificate verifies
+    only_other = ctx(ssl_truststore_certificates=pki.other_ca.read_text())
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _handshake(only_other, pki, require_client_certificate=False)
 
 
 def test_pkcs12_stores_load(pki) -> None:

@@ -107,9 +107,13 @@ def test_resolve_accepts_names_classes_instances_and_callables() -> None:
     one.close()  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("spec", ["avro-ish", 42, object()])
-def test_unknown_specs_are_config_errors_naming_the_setting(spec: object) -> None:
-    with pytest.raises(ConfigError, match="value.deserializer"):
+@pytest.mark.parametrize("spec, message", [
+    ("avro-ish", r"names no built-in deserializer: 'avro-ish' \(known: bytearray, bytes"),
+    (42, "must be a deserializer object, class, callable or built-in name; got 42"),
+    (object(), "must be a deserializer object, class, callable or built-in name; got <object object"),
+])
+def test_unknown_specs_are_config_errors_naming_the_setting(spec: object, message: str) -> None:
+    with pytest.raises(ConfigError, match="setting 'value.deserializer' " + message):
         resolve_deserializer(spec, "value.deserializer")
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite.config import ADMIN, CONSUMER, PRODUCER, SETTINGS, SHARE_CONSUMER, lookup
+from kafkalite.errors import ConfigError
 from kafkalite.settings import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -265,5 +266,5 @@ def test_settings_not_for_a_client_are_refused_naming_the_kind() -> None:
     boot = {"bootstrap.servers": "127.0.0.1:9"}
     for setting in SETTINGS:
         for client in sorted({PRODUCER, CONSUMER, ADMIN, SHARE_CONSUMER} - setting.clients):
-            with pytest.raises(Exception, match=f"'{re.escape(setting.name)}' does not apply to a {client}"):
+            with pytest.raises(ConfigError, match=f"'{re.escape(setting.name)}' does not apply to a {client}"):
                 resolve(client, {**boot, setting.name: setting.default})

@@ -13,6 +13,7 @@ from kafkalite.errors import (
     ConfigError,
     CorruptRecordsError,
     IllegalStateError,
+    InvalidArgumentError,
     InvalidGroupIdError,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder, build_end_txn_marker
@@ -190,7 +191,7 @@ def test_share_record_keeps_delivery_count_through_pickle() -> None:
     assert type(back) is ShareConsumerRecord and back == r and back.delivery_count == 3
     assert "delivery_count=3" in repr(r)
     assert AcknowledgeType.parse("release") is R and AcknowledgeType.parse(3) is J
-    with pytest.raises(ValueError, match="unknown acknowledge type"):
+    with pytest.raises(InvalidArgumentError, match="unknown acknowledge type"):
         AcknowledgeType.parse("maybe")
 
 
@@ -281,7 +282,7 @@ def test_share_consumer_settings() -> None:
         resolve_settings({"bootstrap.servers": "h:1"}, {})
     with pytest.raises(ConfigError, match="share.auto.offset.reset"):
         resolve_settings({"bootstrap.servers": "h:1", "group.id": "g", "auto.offset.reset": "earliest"}, {})
-    with pytest.raises(ConfigError, match="enable.auto.commit"):
+    with pytest.raises(ConfigError, match="'enable.auto.commit' does not apply to a share consumer"):
         resolve_settings({"bootstrap.servers": "h:1", "group.id": "g"}, {"enable_auto_commit": False})
     with pytest.raises(ConfigError, match="must be one of implicit, explicit"):
         resolve_settings({"bootstrap.servers": "h:1", "group.id": "g", "share.acknowledgement.mode": "auto"}, {})

@@ -40,4 +40,5 @@ def __getattr__(name: str) -> Any:
             value = getattr(mod, name)
             globals()[name] = value
             return value
+    # PEP 562: hasattr() and `from ... import` expect AttributeError here.
     raise AttributeError(f"module 'kafkalite.admin' has no attribute {name!r}")

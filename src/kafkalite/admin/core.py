@@ -36,6 +36,7 @@ from kafkalite.errors import (
     ClientClosedError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    InvalidArgumentError,
     InvalidMetadataError,
     KafkaConnectionError,
     KafkaError,
@@ -140,7 +141,7 @@ class AdminCore:
         if timeout is None:
             timeout = self.cfg["default.api.timeout.ms"] / 1000.0
         if timeout < 0:
-            raise ValueError(f"timeout must be >= 0, got {timeout}")
+            raise InvalidArgumentError(f"timeout must be >= 0, got {timeout}")
         return time.monotonic() + timeout
 
     @staticmethod

@@ -109,6 +109,7 @@ class StallDetector:
         self._poll_warned = False
         self._stall_warned: frozenset[TopicPartition] = frozenset()
         self.warnings = 0
+        self.checks = 0  # how often check() ran: "N checks, one warning" is observable
 
     # ------------------------------------------------------------ events
 
@@ -163,6 +164,7 @@ class StallDetector:
               now: float | None = None) -> StallWarning | None:
         """A warning to log now, or None (each stall is reported once)."""
         t = self.clock() if now is None else now
+        self.checks += 1
         warning = self._check_poll_interval(partitions, t)
         if warning is not None:
             return warning

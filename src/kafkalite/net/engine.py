@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
-from kafkalite.errors import ClientClosedError, KafkaTimeoutError, WakeupError
+from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
 
 T = TypeVar("T")
 
@@ -108,7 +108,7 @@ class EngineThread:
         """
         if self.in_engine_thread:
             coro.close()
-            raise RuntimeError("blocking kafkalite call made from inside a callback on the engine thread")
+            raise IllegalStateError("blocking kafkalite call made from inside a callback on the engine thread")
         future = self.submit(coro)
         return wait_future(future, timeout, what, interrupted)
 

@@ -206,10 +206,11 @@ def parse_token(jwt: str, settings: OAuthSettings, source: str) -> AccessToken:
     try:
         payload = parts[1] + "=" * (-len(parts[1]) % 4)
         claims = json.loads(base64.urlsafe_b64decode(payload))
-        if not isinstance(claims, dict):
-            raise ValueError("the payload is not a JSON object")
     except (ValueError, TypeError) as exc:
         raise SaslAuthenticationError(f"the token from {source} has an unreadable payload: {exc}") from None
+    if not isinstance(claims, dict):
+        raise SaslAuthenticationError(f"the token from {source} has an unreadable payload: "
+                                      "the payload is not a JSON object")
     exp = claims.get("exp")
     if not isinstance(exp, (int, float)) or isinstance(exp, bool):
         raise SaslAuthenticationError(f"the token from {source} has no numeric 'exp' claim")
@@ -246,6 +247,8 @@ def post_form(url: str, body: str, headers: Mapping[str, str], *, connect_timeou
         response = conn.getresponse()
         return response.status, response.read()
     except http.client.HTTPException as exc:
+        # An OSError like the socket's own: TokenEndpoint.fetch() retries it as "unreachable"
+        # and reports it as a SaslAuthenticationError; it never reaches the caller.
         raise OSError(f"bad HTTP answer: {exc!r}") from exc
     finally:
         conn.close()

@@ -43,6 +43,7 @@ class SaslMechanism:
     blocking = False  # steps may block on network I/O: run them off the event loop
 
     def first_token(self) -> bytes:
+        # Abstract: each mechanism implements it.
         raise NotImplementedError
 
     def next_token(self, server_token: bytes) -> bytes | None:

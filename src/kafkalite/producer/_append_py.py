@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kafkalite.errors import InvalidArgumentError
+
 __all__ = ["Appender", "BatchBase", "FastLock", "FutureBase", "QueueBase", "StickyBase", "TopicBase"]
 
 FastLock = threading.Lock
@@ -119,7 +121,7 @@ class Appender:
             if not isinstance(keys, (list, tuple)):
                 keys = list(keys)
             if len(keys) != count:
-                raise ValueError(f"keys has {len(keys)} items but values has {count}")
+                raise InvalidArgumentError(f"keys has {len(keys)} items but values has {count}")
         i = max(0, start)
         state = self.topics.get(topic) if self.enabled else None
         if state is None:

@@ -34,7 +34,12 @@ from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, S
 from typing import Any, TypeVar
 
 from kafkalite.config import PRODUCER, Config
-from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError
+from kafkalite.errors import (
+    ClientClosedError,
+    IllegalStateError,
+    InvalidArgumentError,
+    KafkaTimeoutError,
+)
 from kafkalite.net.engine import EngineThread
 from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer import exit_guard
@@ -75,7 +80,7 @@ def many_args(values: Iterable[Any], keys: Iterable[Any] | None) -> tuple[Sequen
         if not isinstance(keys, (list, tuple)):
             keys = list(keys)
         if len(keys) != len(values):
-            raise ValueError(f"send_many(): {len(keys)} keys for {len(values)} values")
+            raise InvalidArgumentError(f"send_many(): {len(keys)} keys for {len(values)} values")
     return values, keys
 
 

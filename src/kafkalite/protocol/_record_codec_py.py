@@ -35,7 +35,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from kafkalite.errors import CorruptRecordsError
+from kafkalite.errors import CorruptRecordsError, InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = [
     "BuilderBase",
@@ -81,7 +81,7 @@ def encode_varint(value: int) -> bytes:
     if 0 <= value < _TABLE:
         return _POS[value]
     if not -0x80000000 <= value <= 0x7FFFFFFF:
-        raise ValueError(f"varint out of int32 range: {value}")
+        raise InvalidArgumentError(f"varint out of int32 range: {value}")
     return _uvarint(((value << 1) ^ (value >> 31)) & _M32)
 
 
@@ -90,7 +90,7 @@ def encode_varlong(value: int) -> bytes:
     if 0 <= value < _TABLE:
         return _POS[value]
     if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
-        raise ValueError(f"varlong out of int64 range: {value}")
+        raise InvalidArgumentError(f"varlong out of int64 range: {value}")
     return _uvarint(((value << 1) ^ (value >> 63)) & _M64)
 
 
@@ -279,7 +279,7 @@ def decode_records(
     hold exactly ``count`` well-formed records.
     """
     if record_type is not tuple and not (isinstance(record_type, type) and issubclass(record_type, tuple)):
-        raise TypeError("record_type must be tuple or a tuple subclass without __dict__")
+        raise InvalidArgumentTypeError("record_type must be tuple or a tuple subclass without __dict__")
     data, pos, end = _as_bytes(buf, start, end)
     _check_count(count, pos, end)
     zz = _ZZ  # zigzag decoding of one- and two-byte varints, by table

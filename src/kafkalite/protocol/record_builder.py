@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 from crc32c import crc32c
 
-from kafkalite.errors import CorruptRecordsError
+from kafkalite.errors import CorruptRecordsError, InvalidArgumentError
 from kafkalite.protocol import compression as _compression
 from kafkalite.protocol.record_types import (
     ATTRIBUTES_OFFSET,
@@ -123,9 +123,9 @@ class RecordBatchBuilder(BuilderBase):
         _compression.codec_name(compression)
         self._level = _compression.validate_level(compression, compression_level)
         if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
-            raise ValueError(f"timestamp_type must be 0 (create) or 1 (log append), got {timestamp_type}")
+            raise InvalidArgumentError(f"timestamp_type must be 0 (create) or 1 (log append), got {timestamp_type}")
         if timestamp_type == LOG_APPEND_TIME and log_append_time is None:
-            raise ValueError("a log-append-time batch needs log_append_time")
+            raise InvalidArgumentError("a log-append-time batch needs log_append_time")
         self._codec = compression
         self._attributes = (
             compression

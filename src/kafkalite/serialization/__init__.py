@@ -131,6 +131,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        # PEP 562: hasattr() and `from ... import` expect AttributeError here.
         raise AttributeError(f"module 'kafkalite.serialization' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"kafkalite.serialization.{module}"), name)
     globals()[name] = value

@@ -84,6 +84,7 @@ class _Base:
         pass
 
     def serialize(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:
+        # Abstract: each serializer implements it.
         raise NotImplementedError
 
     def __call__(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:

@@ -78,6 +78,7 @@ class _Base:
         pass
 
     def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
+        # Abstract: each deserializer implements it.
         raise NotImplementedError
 
     def __call__(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:

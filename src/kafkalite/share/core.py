@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalite.config import SHARE_CONSUMER
-from kafkalite.errors import IllegalStateError, KafkaError, SerializationError
+from kafkalite.errors import ConfigError, IllegalStateError, KafkaError, SerializationError
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.engine import cancel_and_wait
@@ -361,4 +361,4 @@ def _deserializer(obj: Any, cfg: Any, is_key: bool) -> Callable[[str, Any, Any],
         return lambda topic, data, headers: method(topic, data, headers)
     if callable(obj):
         return lambda topic, data, headers: obj(data)
-    raise TypeError(f"a deserializer must be callable or have deserialize(): {obj!r}")
+    raise ConfigError(f"'{'key' if is_key else 'value'}.deserializer' must be callable or have deserialize(): {obj!r}")

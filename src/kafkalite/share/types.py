@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 from operator import itemgetter as _itemgetter
 
+from kafkalite.errors import InvalidArgumentError
 from kafkalite.types import ConsumerRecord, Header
 
 
@@ -49,7 +50,7 @@ class AcknowledgeType(enum.IntEnum):
                 return cls(value)
             except ValueError:
                 pass
-        raise ValueError(f"unknown acknowledge type {value!r} (use ACCEPT, RELEASE or REJECT)")
+        raise InvalidArgumentError(f"unknown acknowledge type {value!r} (use ACCEPT, RELEASE or REJECT)")
 
 
 class ShareConsumerRecord(ConsumerRecord):

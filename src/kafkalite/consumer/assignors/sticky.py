@@ -49,7 +49,7 @@ from kafkalite.consumer.assignors.base import (
 )
 from kafkalite.consumer.assignors.racks import RackMatcher
 from kafkalite.consumer.assignors.sticky_general import assign_general
-from kafkalite.errors import IllegalStateError
+from kafkalite.errors import IllegalStateError, ProtocolError
 from kafkalite.types import TopicPartition
 
 __all__ = [
@@ -280,6 +280,7 @@ class AbstractStickyAssignor(ConsumerPartitionAssignor):
     comes from (:meth:`member_data`) and may post-process the plan."""
 
     def member_data(self, subscription: Subscription) -> MemberData:
+        # Abstract: each sticky assignor says where previous ownership comes from.
         raise NotImplementedError
 
     def plan(
@@ -337,19 +338,19 @@ def _read_v0(data: bytes) -> tuple[list[TopicPartition], int]:
     (n,) = _I32.unpack_from(data, pos)
     pos += 4
     if n < 0:
-        raise ValueError("null topic array")
+        raise ProtocolError("sticky assignor user data: null topic array")
     parts: list[TopicPartition] = []
     for _ in range(n):
         (length,) = _I16.unpack_from(data, pos)
         pos += 2
         if length < 0 or pos + length > len(data):
-            raise ValueError("bad topic name")
+            raise ProtocolError("sticky assignor user data: bad topic name")
         topic = bytes(data[pos:pos + length]).decode("utf-8")
         pos += length
         (count,) = _I32.unpack_from(data, pos)
         pos += 4
         if count < 0 or pos + 4 * count > len(data):
-            raise ValueError("bad partition array")
+            raise ProtocolError("sticky assignor user data: bad partition array")
         parts.extend(TopicPartition(topic, p) for p in struct.unpack_from(f">{count}i", data, pos))
         pos += 4 * count
     return parts, pos
@@ -362,7 +363,7 @@ def decode_sticky_user_data(data: bytes | None) -> MemberData:
         return MemberData([], None)
     try:
         parts, pos = _read_v0(data)
-    except (ValueError, struct.error, UnicodeDecodeError):
+    except (ProtocolError, struct.error, UnicodeDecodeError):
         return MemberData([], DEFAULT_GENERATION)
     if pos + 4 <= len(data):
         (generation,) = _I32.unpack_from(data, pos)
