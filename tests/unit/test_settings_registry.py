@@ -31,7 +31,7 @@ READERS: dict[str, dict[str, str]] = {
     "bootstrap.servers": {ANY: "net/client.py"},
     "client.id": {ANY: "net/transport.py"},
     "client.rack": {CONSUMER: "consumer/fetcher.py", SHARE_CONSUMER: "share/heartbeat.py",
-                    PRODUCER: "producer/producer.py", ADMIN: "admin/core.py"},  # KIP-714 label
+                    PRODUCER: "producer/fronts.py", ADMIN: "admin/core.py"},  # KIP-714 label
     "request.timeout.ms": {ANY: "net/transport.py"},
     "default.api.timeout.ms": {CONSUMER: "consumer/core.py", ADMIN: "admin/core.py", SHARE_CONSUMER: "share/core.py"},
     "retries": {PRODUCER: "producer/sender.py", ADMIN: "admin/core.py"},

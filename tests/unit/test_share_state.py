@@ -282,7 +282,7 @@ def test_share_consumer_settings() -> None:
         resolve_settings({"bootstrap.servers": "h:1"}, {})
     with pytest.raises(ConfigError, match="share.auto.offset.reset"):
         resolve_settings({"bootstrap.servers": "h:1", "group.id": "g", "auto.offset.reset": "earliest"}, {})
-    with pytest.raises(ConfigError, match="'enable.auto.commit' does not apply to a share consumer"):
+    with pytest.raises(ConfigError, match=r"'enable.auto.commit' does not apply to a share_consumer \(share groups assign partitions on the broker"):
         resolve_settings({"bootstrap.servers": "h:1", "group.id": "g"}, {"enable_auto_commit": False})
     with pytest.raises(ConfigError, match="must be one of implicit, explicit"):
         resolve_settings({"bootstrap.servers": "h:1", "group.id": "g", "share.acknowledgement.mode": "auto"}, {})
