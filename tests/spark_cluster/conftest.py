@@ -28,8 +28,13 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSta
 
 def start_job(cluster: SparkStandaloneCluster, *args: str, log: Path, env: dict[str, str] | None = None,
               cwd: Path | None = None) -> subprocess.Popen[str]:
-    """Start a driver program (jobs.py) on ``cluster``; its stdout lines are JSON."""
-    return subprocess.Popen([sys.executable, JOBS, *args], env=env or cluster.env, text=True, cwd=cwd,
+    """Start a driver program (jobs.py) on ``cluster``; its stdout lines are JSON.
+
+    As docs/spark.md says, the driver's own ``PYSPARK_PYTHON`` names the interpreter that
+    looks up ``format("kafkalite")`` and runs the source's driver-side code (by default,
+    this one: the project's venv); without it Spark would ask ``python3`` on the PATH."""
+    env = env or dict(cluster.env, PYSPARK_PYTHON=sys.executable)
+    return subprocess.Popen([sys.executable, JOBS, *args], env=env, text=True, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=open(log, "w"))
 
 
