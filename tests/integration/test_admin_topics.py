@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 
 import pytest
@@ -146,6 +148,12 @@ async def test_async_admin_client(kafka_broker) -> None:
     name = unique_topic_name("adm-async")
     async with AsyncAdminClient(bootstrap_servers=kafka_broker.bootstrap) as admin:
         (await admin.create_topics([NewTopic(name, 2, 1)])).all()
+        # CreateTopics answers once the controller has the topic; the broker's metadata
+        # may show it a moment later (Java's describeTopics fails the same way meanwhile).
+        deadline = time.monotonic() + 30
+        while name not in await admin.list_topics():
+            assert time.monotonic() < deadline, f"{name} never became visible"
+            await asyncio.sleep(0.1)
         described = (await admin.describe_topics([name]))[name].result()
         assert len(described.partitions) == 2
         assert name in await admin.list_topics()
