@@ -2,7 +2,8 @@
 # Set up everything and run the whole test suite against real Kafka brokers that the
 # test session starts itself (kafkalite.testing): lint, types, then pytest.
 #   bash scripts/test.sh            # everything
-#   bash scripts/test.sh -k producer   # extra arguments go to pytest
+#   bash scripts/test.sh -k producer   # extra arguments go to pytest (both sessions)
+#   bash scripts/test.sh tests/unit    # named tests: one pytest session, as given
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,4 +14,30 @@ echo "==> ruff"
 echo "==> mypy"
 .venv/bin/mypy
 echo "==> pytest"
-exec .venv/bin/python -m pytest "$@"
+# Arguments naming tests (a path under tests/) run as one pytest session, as given.
+for arg in "$@"; do
+    case "$arg" in
+        tests|tests/*|./tests/*) exec .venv/bin/python -m pytest "$@" ;;
+    esac
+done
+# The whole suite runs as two pytest sessions at once, each with its own brokers: the
+# Spark tests (JVMs that mostly wait on Spark's scheduling) beside everything else, so
+# the suite takes about as long as its longer half instead of both (docs/testing.md).
+spark_log=$(mktemp -t kafkalite-spark-tests.XXXXXX.log)
+.venv/bin/python -m pytest -p no:cacheprovider "$@" tests/spark tests/spark_cluster >"$spark_log" 2>&1 &
+spark_pid=$!
+trap 'kill "$spark_pid" 2>/dev/null || true' EXIT
+started=$SECONDS
+rest=0
+.venv/bin/python -m pytest "$@" tests/faults tests/integration tests/unit || rest=$?
+echo "==> the rest of the suite took $((SECONDS - started)) s (exit $rest); waiting for the Spark tests"
+spark=0
+wait "$spark_pid" || spark=$?
+trap - EXIT
+echo "==> Spark tests (tests/spark, tests/spark_cluster), $((SECONDS - started)) s since the start (exit $spark):"
+cat "$spark_log"
+rm -f "$spark_log"
+# Exit code 5: "no tests collected" (a -k that selects tests of one half only).
+if { [ "$rest" -ne 0 ] && [ "$rest" -ne 5 ]; } || { [ "$spark" -ne 0 ] && [ "$spark" -ne 5 ]; }; then
+    exit 1
+fi
