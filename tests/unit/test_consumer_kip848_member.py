@@ -6,14 +6,9 @@ import uuid
 
 import pytest
 
-from kafkalite.consumer.kip848_member import (
-    LEAVE_EPOCH,
-    STATIC_LEAVE_EPOCH,
-    ConsumerMemberState,
-    HeartbeatResult,
-    Next,
-    State,
-)
+from kafkalite.clients_common.membership import LEAVE_EPOCH, HeartbeatAnswer
+from kafkalite.clients_common.membership import MembershipState as State
+from kafkalite.consumer.kip848_member import STATIC_LEAVE_EPOCH, ConsumerMemberState, Next
 from kafkalite.types import TopicPartition
 
 T = uuid.UUID(int=7)
@@ -24,7 +19,7 @@ SUB = ("names", ("a",))
 def stable(target: dict[uuid.UUID, list[int]] | None = None) -> ConsumerMemberState:
     member = ConsumerMemberState("m-1")
     member.start_joining()
-    assert member.on_heartbeat_response(HeartbeatResult(0, "m-1", 1, 3000, target or {T: [0, 1]})) is Next.RECONCILE
+    assert member.on_heartbeat_response(HeartbeatAnswer(0, "m-1", 1, 3000, target or {T: [0, 1]})) is Next.RECONCILE
     assert member.take_target_change() and not member.take_target_change()
     plan = member.reconcile({A0, A1}, ())
     assert member.reconciled(member.target)
@@ -40,7 +35,7 @@ def test_joining_then_a_first_target() -> None:
     # Joining sends everything.
     assert member.heartbeat_fields(0, SUB, ()) == (True, True, True)
     member.sent(0, 0, SUB, ())
-    result = HeartbeatResult(0, "m-2", 3, 2500, {T: [0, 1]})
+    result = HeartbeatAnswer(0, "m-2", 3, 2500, {T: [0, 1]})
     assert member.on_heartbeat_response(result) is Next.RECONCILE
     assert (member.member_id, member.member_epoch, member.interval_s) == ("m-2", 3, 2.5)
     assert member.state is State.STABLE and member.can_commit()
@@ -53,7 +48,7 @@ def test_joining_then_a_first_target() -> None:
 def test_the_first_reconciliation_assigns_even_nothing() -> None:
     member = ConsumerMemberState("m-1")
     member.start_joining()
-    member.on_heartbeat_response(HeartbeatResult(0, "m-1", 1, 0, {}))
+    member.on_heartbeat_response(HeartbeatAnswer(0, "m-1", 1, 0, {}))
     plan = member.reconcile((), ())
     assert plan.assign and not plan.added  # on_partitions_assigned(set()) once, as Java
     assert not member.reconcile((), ()).assign
@@ -73,21 +68,21 @@ def test_heartbeats_are_incremental() -> None:
 def test_revoke_then_assign_as_the_target_moves() -> None:
     member = stable()
     # The broker moves a-1 away and gives a-2: revoke a-1, add a-2.
-    assert member.on_heartbeat_response(HeartbeatResult(0, "m-1", 2, 0, {T: [0, 2]})) is Next.RECONCILE
+    assert member.on_heartbeat_response(HeartbeatAnswer(0, "m-1", 2, 0, {T: [0, 2]})) is Next.RECONCILE
     target = member.target
     plan = member.reconcile({A0, A2}, {A0, A1})
     assert plan.revoked == {A1} and plan.added == {A2} and plan.wanted == {A0, A2}
     # The same target again is no news.
-    assert member.on_heartbeat_response(HeartbeatResult(0, "m-1", 2, 0, {T: [0, 2]})) is Next.OK
+    assert member.on_heartbeat_response(HeartbeatAnswer(0, "m-1", 2, 0, {T: [0, 2]})) is Next.OK
     assert member.reconciled(target)
 
 
 def test_a_newer_target_during_reconciliation_keeps_reconciling() -> None:
     member = stable()
-    member.on_heartbeat_response(HeartbeatResult(0, "m-1", 2, 0, {T: [0]}))
+    member.on_heartbeat_response(HeartbeatAnswer(0, "m-1", 2, 0, {T: [0]}))
     first = member.target
     member.reconcile({A0}, {A0, A1})
-    member.on_heartbeat_response(HeartbeatResult(0, "m-1", 3, 0, {T: [0, 2]}))
+    member.on_heartbeat_response(HeartbeatAnswer(0, "m-1", 3, 0, {T: [0, 2]}))
     assert not member.reconciled(first) and member.state is State.RECONCILING
     assert member.target_changed
 
@@ -96,10 +91,10 @@ def test_a_newer_target_during_reconciliation_keeps_reconciling() -> None:
 def test_fenced_or_unknown_member_loses_partitions_and_rejoins_at_epoch_zero(code: int) -> None:
     member = stable()
     member.sent(0, 1, SUB, ())
-    assert member.on_heartbeat_response(HeartbeatResult(code)) is Next.LOST
+    assert member.on_heartbeat_response(HeartbeatAnswer(code)) is Next.LOST
     assert member.member_epoch == 0 and member.state is State.JOINING and member.target is None
     assert member.heartbeat_fields(0, SUB, ()).full
-    member.on_heartbeat_response(HeartbeatResult(0, "m-1", 5, 0, {T: [1]}))
+    member.on_heartbeat_response(HeartbeatAnswer(0, "m-1", 5, 0, {T: [1]}))
     assert member.reconcile({A1}, ()).assign  # the first reconciliation after rejoining
 
 
@@ -110,7 +105,7 @@ def test_fenced_or_unknown_member_loses_partitions_and_rejoins_at_epoch_zero(cod
 ])
 def test_error_codes(code: int, expected: Next) -> None:
     member = stable()
-    assert member.on_heartbeat_response(HeartbeatResult(code)) is expected
+    assert member.on_heartbeat_response(HeartbeatAnswer(code)) is expected
     if expected is Next.FATAL:
         assert member.state is State.FATAL and member.fatal_code == code
         assert not member.should_heartbeat(subscribed=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from kafkalite.clients_common.membership import MembershipState as Kip848State
 from kafkalite.consumer.classic_member import MemberState
-from kafkalite.consumer.kip848_member import State as Kip848State
 from kafkalite.consumer.metrics import ConsumerMetrics
 from kafkalite.consumer.observability import ConsumerObservability, group_is_stable
 from kafkalite.consumer.offsets import Generation

@@ -365,7 +365,7 @@ def test_close_outlasts_a_task_that_swallows_one_cancellation() -> None:
             await asyncio.sleep(3600)
 
         task = asyncio.get_running_loop().create_task(stubborn())
-        core._tasks.append(task)
+        core.tasks.tasks.append(task)
         await asyncio.sleep(0)
         started = time.monotonic()
         await core.close(30.0, commit=False)

@@ -161,8 +161,8 @@ READERS: dict[str, dict[str, str]] = {
     "exclude.internal.topics": {CONSUMER: "consumer/core.py"},
     "stall.warning.ms": {CONSUMER: "consumer/observability.py"},
     "allow.auto.create.topics": {CONSUMER: "net/client.py"},
-    "key.deserializer": {CONSUMER: "consumer/deserializing.py", SHARE_CONSUMER: "share/core.py"},
-    "value.deserializer": {CONSUMER: "consumer/deserializing.py", SHARE_CONSUMER: "share/core.py"},
+    "key.deserializer": {ANY: "serialization/deserializers.py"},
+    "value.deserializer": {ANY: "serialization/deserializers.py"},
     "share.acknowledgement.mode": {SHARE_CONSUMER: "share/core.py"},
     "share.acquire.mode": {SHARE_CONSUMER: "share/fetcher.py"},
 }

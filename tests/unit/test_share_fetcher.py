@@ -7,6 +7,7 @@ import asyncio
 import time
 import uuid
 from collections import deque
+from types import SimpleNamespace
 from typing import Any
 
 from kafkalite.errors import InvalidRecordStateError, ShareSessionNotFoundError
@@ -95,6 +96,7 @@ class FakeCore:
         self.api_timeout_s = 5.0
         self.acks: list[Any] = []
         self.errors: list[BaseException] = []
+        self.tasks = SimpleNamespace(task_done=lambda task: None)  # BackgroundTasks' callback, unused here
 
     def assignment(self) -> frozenset[TopicPartition]:
         return frozenset({TP})
@@ -111,8 +113,6 @@ class FakeCore:
     def report_acks(self, outcomes: list[Any]) -> None:
         self.acks.extend(outcomes)
 
-    def task_done(self, task: Any) -> None:
-        pass
 
 
 def fetch_answer(first: int = 0, last: int = -1, code: int = 0, ack_code: int = 0) -> ShareFetchResponse:

@@ -9,6 +9,8 @@ import uuid
 
 import pytest
 
+from kafkalite.clients_common.membership import HeartbeatAnswer
+from kafkalite.clients_common.membership import MembershipState as State
 from kafkalite.errors import (
     ConfigError,
     CorruptRecordsError,
@@ -21,7 +23,7 @@ from kafkalite.settings import resolve
 from kafkalite.share.acks import AckBatch, Acknowledgements
 from kafkalite.share.completed_fetch import ShareCompletedFetch
 from kafkalite.share.in_flight import InFlight, merge_acks
-from kafkalite.share.member import HeartbeatAnswer, Next, ShareMemberState, State, java_uuid
+from kafkalite.share.member import Next, ShareMemberState, java_uuid
 from kafkalite.share.session import FINAL_EPOCH, ShareSession, next_epoch
 from kafkalite.share.settings import resolve_settings, topics_arg
 from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord

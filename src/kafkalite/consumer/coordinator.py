@@ -140,7 +140,7 @@ class ClassicGroupMember:
         loop = self.core.loop
         for coro, name in ((self._run(), "join"), (self._heartbeat_loop(), "heartbeat")):
             task = loop.create_task(coro, name=f"kafkalite-group-{name}")
-            task.add_done_callback(self.core._task_done)
+            task.add_done_callback(self.core.tasks.task_done)
             self._tasks.append(task)
 
     def stop(self) -> list[asyncio.Task[Any]]:

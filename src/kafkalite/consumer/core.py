@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kafkalite.clients_common.tasks import BackgroundTasks, wait_for_wake
 from kafkalite.consumer.app_calls import AppCallQueue
 from kafkalite.consumer.deserializing import RecordDeserializer
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
@@ -114,7 +115,8 @@ class ConsumerCore:
         self.last_poll = time.monotonic()
         self.app_calls = AppCallQueue(loop, notify_poll, call_soon)
         self.errors: deque[BaseException] = deque()
-        self._tasks: list[asyncio.Task[Any]] = []
+        self.tasks = BackgroundTasks(loop, "kafkalite-consumer", "consumer", log, on_death=self._report_death,
+                                     is_closed=lambda: self.closed)
         self._started = False
         self.closed = False
         self._metadata_wake = asyncio.Event()
@@ -132,18 +134,12 @@ class ConsumerCore:
         if self._started or self.closed:
             return
         self._started = True
-        self._spawn(self.fetcher.run(), "fetcher")
-        self._spawn(self._positions_loop(), "positions")
-        self._spawn(self._metadata_loop(), "metadata")
-        self.observe.start(self.loop, self._spawn)
+        self.tasks.spawn(self.fetcher.run(), "fetcher")
+        self.tasks.spawn(self._positions_loop(), "positions")
+        self.tasks.spawn(self._metadata_loop(), "metadata")
+        self.observe.start(self.loop, self.tasks.spawn)
         if self.group is not None:
             self.group.start()
-
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
-        task = self.loop.create_task(coro, name=f"kafkalite-consumer-{name}")
-        task.add_done_callback(self._task_done)
-        self._tasks.append(task)
-        return task
 
     def report_unrecoverable(self, exc: BaseException) -> None:
         """Hand a background failure that waiting will not fix to the next poll().
@@ -160,14 +156,10 @@ class ConsumerCore:
             self.errors.append(exc)
             self.notify_poll()
 
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None and not self.closed:
-            log.error("consumer task %s died: %r", task.get_name(), exc, exc_info=exc)
-            self.errors.append(exc)
-            self.notify_poll()
+    def _report_death(self, exc: BaseException) -> None:
+        """A background task died: raise its error from the next poll()."""
+        self.errors.append(exc)
+        self.notify_poll()
 
     def ensure_group(self) -> Any:
         """The group member, created on first subscribe() (classic or KIP-848)."""
@@ -205,7 +197,7 @@ class ConsumerCore:
                     log.debug("leaving the group on close: %r", exc)
         finally:
             self.closed = True
-            tasks = list(self._tasks)
+            tasks = list(self.tasks.tasks)
             if self.group is not None:
                 tasks += self.group.stop()
             tasks += self.fetcher.close()
@@ -326,10 +318,7 @@ class ConsumerCore:
         max_age = self.cfg["metadata.max.age.ms"] / 1000.0
         backoff = self.cfg["retry.backoff.ms"] / 1000.0
         while True:
-            try:
-                await asyncio.wait_for(self._metadata_wake.wait(), max_age)
-            except asyncio.TimeoutError:
-                pass
+            await wait_for_wake(self._metadata_wake, max_age)
             self._metadata_wake.clear()
             topics, self._metadata_topics = self._metadata_topics, set()
             try:
@@ -362,10 +351,7 @@ class ConsumerCore:
         attempt = 0
         while not self.closed:
             retry = self.validator.next_retry()
-            try:
-                await asyncio.wait_for(self._positions_wake.wait(), retry)
-            except asyncio.TimeoutError:
-                pass  # a postponed validation is due
+            await wait_for_wake(self._positions_wake, retry)  # woken, or a postponed validation is due
             self._positions_wake.clear()
             try:
                 await self.update_positions(self._api_timeout)

@@ -20,43 +20,25 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import SerializationError
-from kafkalite.serialization.deserializers import Deserializer, resolve_deserializer
+from kafkalite.serialization.deserializers import KeyValueDeserializers
 from kafkalite.types import ConsumerRecord
 
 __all__ = ["RecordDeserializer"]
 
 
-class RecordDeserializer:
+class RecordDeserializer(KeyValueDeserializers):
     """The consumer's key and value deserializers (None: bytes as they are)."""
-
-    def __init__(self, cfg: Any) -> None:
-        self.key: Deserializer | None = resolve_deserializer(cfg["key.deserializer"], "key.deserializer")
-        self.value: Deserializer | None = resolve_deserializer(cfg["value.deserializer"], "value.deserializer")
-        for deserializer, is_key in ((self.key, True), (self.value, False)):
-            configure = getattr(deserializer, "configure", None)
-            if callable(configure):
-                configure(cfg, is_key)
-
-    @property
-    def active(self) -> bool:
-        """Whether either setting was given (else records pass through untouched)."""
-        return self.key is not None or self.value is not None
 
     def apply(self, records: ConsumerRecords) -> ConsumerRecords:
         """Deserialized copies of ``records`` (same partition grouping)."""
-        kd = self.key.deserialize if self.key is not None else None
-        vd = self.value.deserialize if self.value is not None else None
         out = ConsumerRecords()
         out._ranges = records._ranges
         for r in records:
             key, value = r[2], r[3]
             try:
-                new_key = kd(r[6], key, r[4]) if kd is not None and key is not None else key
-                new_value = vd(r[6], value, r[4]) if vd is not None and value is not None else value
+                new_key, new_value = self.key_and_value(r[6], key, value, r[4])
             except SerializationError as exc:  # keep its type (schema id unknown, bad bytes ...)
                 exc.message = (f"cannot deserialize the record at offset {r[0]} of {r[6]}-{r[7]}: {exc.message}; "
                                f"seek() past offset {r[0]} to skip it")

@@ -39,6 +39,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetch_session import FetchSessionHandler, PartitionFetchData
 from kafkalite.consumer.subscription import SubscriptionState, _fetchable
@@ -132,14 +133,7 @@ class Fetcher:
         """Send fetches whenever something becomes fetchable, until closed."""
         while not self._closed:
             self._wake.clear()
-            delay = self.send_fetches()
-            if delay is None:
-                await self._wake.wait()
-            else:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                except asyncio.TimeoutError:
-                    pass
+            await wait_for_wake(self._wake, self.send_fetches())
 
     def close(self) -> list[asyncio.Task[None]]:
         """Stop fetching; cancels the fetches in flight and returns them (await with cancel_and_wait)."""

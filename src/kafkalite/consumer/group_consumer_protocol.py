@@ -27,15 +27,13 @@ import uuid
 from typing import Any
 
 from kafkalite.backoff import ExponentialBackoff
-from kafkalite.consumer.kip848_member import (
+from kafkalite.clients_common.membership import (
     COORDINATOR_LOAD_IN_PROGRESS,
-    LEAVE_EPOCH,
-    STATIC_LEAVE_EPOCH,
-    ConsumerMemberState,
-    HeartbeatResult,
-    Next,
-    State,
+    HeartbeatAnswer,
+    MembershipState,
 )
+from kafkalite.clients_common.tasks import wait_for_wake
+from kafkalite.consumer.kip848_member import ConsumerMemberState, Next
 from kafkalite.consumer.offsets import Generation
 from kafkalite.errors import CommitFailedError, KafkaConnectionError, KafkaError, error_for_code
 from kafkalite.net.client import COORDINATOR_CHANNEL
@@ -47,7 +45,7 @@ from kafkalite.types import TopicPartition
 
 log = logging.getLogger("kafkalite.consumer.group")
 
-__all__ = ["LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "ConsumerGroupMember", "State"]
+__all__ = ["ConsumerGroupMember"]
 
 
 class ConsumerGroupMember:
@@ -82,7 +80,7 @@ class ConsumerGroupMember:
         return self.member.member_epoch
 
     @property
-    def state(self) -> State:
+    def state(self) -> MembershipState:
         return self.member.state
 
     # ------------------------------------------------------------ interface used by the core
@@ -90,7 +88,7 @@ class ConsumerGroupMember:
     def start(self) -> None:
         if not self._tasks:
             task = self.core.loop.create_task(self._run(), name="kafkalite-group-heartbeat")
-            task.add_done_callback(self.core._task_done)
+            task.add_done_callback(self.core.tasks.task_done)
             self._tasks.append(task)
 
     def stop(self) -> list[asyncio.Task[Any]]:
@@ -142,7 +140,7 @@ class ConsumerGroupMember:
         self._wake.set()
 
     def on_metadata_update(self) -> None:
-        if self.member.target is not None and self.member.state is State.RECONCILING:
+        if self.member.target is not None and self.member.state is MembershipState.RECONCILING:
             self._wake.set()
 
     # ------------------------------------------------------------ heartbeat loop
@@ -175,10 +173,7 @@ class ConsumerGroupMember:
             if member.target_changed and (self._reconciler is None or self._reconciler.done()):
                 member.take_target_change()
                 self._reconciler = self.core.loop.create_task(self._reconcile(), name="kafkalite-reconcile")
-            try:
-                await asyncio.wait_for(self._wake.wait(), member.interval_s)
-            except asyncio.TimeoutError:
-                pass
+            await wait_for_wake(self._wake, member.interval_s)
 
     async def _heartbeat(self, epoch: int) -> Any:
         """Send one heartbeat; fields that did not change since the last one are null
@@ -240,12 +235,8 @@ class ConsumerGroupMember:
     def _handle(self, response: Any) -> None:
         code = response.error_code
         member = self.member
-        target = None
-        if code == 0 and response.assignment is not None:
-            target = {t.topic_id: sorted(t.partitions) for t in response.assignment.topic_partitions}
         old_epoch = member.member_epoch
-        outcome = member.on_heartbeat_response(HeartbeatResult(
-            code, response.member_id, response.member_epoch, response.heartbeat_interval_ms, target))
+        outcome = member.on_heartbeat_response(HeartbeatAnswer.of(response))
         if code == 0:
             self.core.metrics.last_heartbeat = time.monotonic()
             if member.member_epoch != old_epoch:

@@ -25,7 +25,7 @@ Example::
 
     member = ConsumerMemberState(member_id="m")
     member.start_joining()
-    member.on_heartbeat_response(HeartbeatResult(0, "m", 1, 5000, {topic_id: [0, 1]}))
+    member.on_heartbeat_response(HeartbeatAnswer(0, "m", 1, 5000, {topic_id: [0, 1]}))
     plan = member.reconcile({tp0, tp1}, owned=set())     # plan.added == {tp0, tp1}
 """
 
@@ -36,28 +36,17 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from kafkalite.clients_common.membership import (
+    LEAVE_EPOCH,
+    EpochMember,
+    HeartbeatAnswer,
+    MembershipState,
+    TopicIdAssignment,
+    Verdict,
+)
 from kafkalite.types import TopicPartition
 
-LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_ERRORS = frozenset({14, 15, 16})
-#: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: the member lost its partitions.
-FENCED_ERRORS = frozenset({25, 110})
-#: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_ID_NOT_FOUND,
-#: GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID,
-#: UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION: the member stops.
-FATAL_ERRORS = frozenset({30, 35, 42, 69, 81, 82, 111, 112, 128})
-
-Target = dict[uuid.UUID, list[int]]
-
-
-class State(enum.Enum):
-    UNSUBSCRIBED = "unsubscribed"
-    JOINING = "joining"
-    RECONCILING = "reconciling"
-    STABLE = "stable"
-    FATAL = "fatal"
 
 
 class Next(enum.Enum):
@@ -69,13 +58,8 @@ class Next(enum.Enum):
     IGNORE = "ignore"              # log and carry on
 
 
-class HeartbeatResult(NamedTuple):
-    error_code: int
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    #: the target assignment by topic id, or None when the response carries none
-    assignment: Target | None = None
+_NEXT = {Verdict.ACCEPTED: Next.OK, Verdict.NEW_ASSIGNMENT: Next.RECONCILE, Verdict.FENCED: Next.LOST,
+         Verdict.COORDINATOR: Next.COORDINATOR, Verdict.FATAL: Next.FATAL, Verdict.OTHER: Next.IGNORE}
 
 
 class HeartbeatFields(NamedTuple):
@@ -95,19 +79,20 @@ class Reconciliation(NamedTuple):
     assign: bool
 
 
-class ConsumerMemberState:
+class ConsumerMemberState(EpochMember):
     """One member of a KIP-848 consumer group (see the module doc)."""
 
+    #: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_ID_NOT_FOUND,
+    #: GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID,
+    #: UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION: the member stops.
+    FATAL_ERRORS = frozenset({30, 35, 42, 69, 81, 82, 111, 112, 128})
+
     def __init__(self, member_id: str | None = None, instance_id: str | None = None) -> None:
-        self.member_id = member_id or str(uuid.uuid4())
+        super().__init__(member_id or str(uuid.uuid4()))
         self.instance_id = instance_id
-        self.member_epoch = 0
-        self.state = State.UNSUBSCRIBED
-        self.interval_s = 5.0
-        self.target: Target | None = None
+        self.target: TopicIdAssignment | None = None
         self.target_changed = False
         self.first_reconcile = True
-        self.fatal_code: int | None = None
         self.rejoin_allowed = True
         self._last_sent: tuple[Any, Any] | None = None
 
@@ -124,12 +109,8 @@ class ConsumerMemberState:
 
     # ------------------------------------------------------------ heartbeats
 
-    def start_joining(self) -> None:
-        """Called before each heartbeat: an unsubscribed member joins with epoch 0."""
-        if self.state is State.UNSUBSCRIBED:
-            self.state = State.JOINING
-            self.member_epoch = 0
-            self.first_reconcile = True
+    def _joining(self) -> None:
+        self.first_reconcile = True
 
     def heartbeat_fields(self, epoch: int, subscription: Any, owned: Any) -> HeartbeatFields:
         """Which fields the heartbeat with ``epoch`` must carry (KIP-848 incremental)."""
@@ -146,37 +127,18 @@ class ConsumerMemberState:
         else:
             self._last_sent = None
 
-    def on_heartbeat_response(self, result: HeartbeatResult) -> Next:
-        code = result.error_code
-        if code == 0:
-            if result.member_id:
-                self.member_id = result.member_id
-            if result.heartbeat_interval_ms > 0:
-                self.interval_s = result.heartbeat_interval_ms / 1000.0
-            self.member_epoch = result.member_epoch
-            if self.state is State.JOINING:
-                self.state = State.STABLE
-            if result.assignment is not None and result.assignment != self.target:
-                self.target = result.assignment
-                self.target_changed = True
-                return Next.RECONCILE
-            return Next.OK
-        if code in FENCED_ERRORS:
-            self.fenced()
-            return Next.LOST
-        if code in COORDINATOR_ERRORS:
-            return Next.COORDINATOR
-        if code in FATAL_ERRORS:
-            self.fatal_code = code
-            self.state = State.FATAL
-            return Next.FATAL
-        return Next.IGNORE
+    def on_heartbeat_response(self, answer: HeartbeatAnswer) -> Next:
+        verdict = self.read_answer(answer, self.target)
+        if verdict is Verdict.NEW_ASSIGNMENT:
+            self.target = answer.assignment
+            self.target_changed = True
+        return _NEXT[verdict]
 
     def fenced(self) -> None:
         """Fenced by the broker: join again from epoch 0 with nothing owned."""
         self.member_epoch = 0
         self._last_sent = None
-        self.state = State.JOINING
+        self.state = MembershipState.JOINING
         self.target = None
         self.target_changed = False
         self.first_reconcile = True
@@ -192,7 +154,7 @@ class ConsumerMemberState:
         """Compare the target (resolved to names) with what the member owns."""
         want = frozenset(wanted)
         have = frozenset(owned)
-        self.state = State.RECONCILING
+        self.state = MembershipState.RECONCILING
         revoked = have - want
         added = want - have
         assign = bool(added or revoked) or self.first_reconcile
@@ -200,10 +162,10 @@ class ConsumerMemberState:
             self.first_reconcile = False
         return Reconciliation(want, revoked, added, assign)
 
-    def reconciled(self, target: Target | None) -> bool:
+    def reconciled(self, target: TopicIdAssignment | None) -> bool:
         """Reconciliation of ``target`` finished; True if it is still the target (STABLE)."""
         if self.target is target:
-            self.state = State.STABLE
+            self.state = MembershipState.STABLE
             return True
         return False
 
@@ -213,17 +175,17 @@ class ConsumerMemberState:
         return STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
 
     def should_send_leave(self) -> bool:
-        return self.member_epoch > 0 or self.state is State.STABLE
+        return self.member_epoch > 0 or self.state is MembershipState.STABLE
 
     def left(self) -> None:
         self.member_epoch = 0
-        self.state = State.UNSUBSCRIBED
+        self.state = MembershipState.UNSUBSCRIBED
         self.target = None
 
     def poll_timeout(self) -> None:
         """max.poll.interval.ms passed: the driver leaves; joining waits for poll()."""
         self.rejoin_allowed = False
-        self.state = State.UNSUBSCRIBED
+        self.state = MembershipState.UNSUBSCRIBED
 
     def allow_rejoin(self) -> None:
         self.rejoin_allowed = True

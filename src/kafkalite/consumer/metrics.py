@@ -30,6 +30,7 @@ import math
 import time
 from typing import Any
 
+from kafkalite.clients_common.metrics import GroupConsumerMetrics, MetricGroups
 from kafkalite.metrics import Metrics
 from kafkalite.types import TopicPartition
 
@@ -39,21 +40,15 @@ CONSUMER = "consumer-metrics"
 NODE = "consumer-node-metrics"
 
 
-class ConsumerMetrics:
+class ConsumerMetrics(GroupConsumerMetrics):
     """The sensors of one consumer; ``registry`` is what ``Consumer.metrics()`` reads."""
 
     def __init__(self, registry: Metrics, subs: Any, read_committed: bool, client_id: str = "") -> None:
-        self.registry = registry
+        tags = {"client-id": client_id} if client_id else None
+        super().__init__(registry, MetricGroups(FETCH, COORDINATOR, CONSUMER), tags, sensor_prefix="",
+                         fetch_request="Fetch request", rebalances="Completed rebalances")
         self.subs = subs
         self.read_committed = read_committed
-        tags = {"client-id": client_id} if client_id else None
-        self._tags = tags
-        s = registry.sensor("fetch-latency")
-        s.add_avg("fetch-latency-avg", FETCH, "Average time a fetch request takes (ms)", tags)
-        s.add_max("fetch-latency-max", FETCH, "Longest fetch request (ms)", tags)
-        s.add_count_rate("fetch-rate", FETCH, "Fetch requests per second", tags)
-        s.add_count("fetch-total", FETCH, "Fetch requests", tags)
-        self.fetch_latency = s
         s = registry.sensor("fetch-size")
         s.add_avg("fetch-size-avg", FETCH, "Average bytes per fetch response", tags)
         s.add_max("fetch-size-max", FETCH, "Largest fetch response (bytes)", tags)
@@ -80,7 +75,6 @@ class ConsumerMetrics:
                        "Largest lag in time (ms) of any assigned partition: now minus the timestamp of the "
                        "last record returned, while records are waiting", tags)
         self._nodes: set[int] = set()
-        # coordinator
         s = registry.sensor("commit-latency")
         s.add_avg("commit-latency-avg", COORDINATOR, "Average time of a commit request (ms)", tags)
         s.add_max("commit-latency-max", COORDINATOR, "Longest commit request (ms)", tags)
@@ -98,34 +92,14 @@ class ConsumerMetrics:
         s.add_max("sync-time-max", COORDINATOR, "Longest SyncGroup time (ms)", tags)
         s.add_count_rate("sync-rate", COORDINATOR, "Syncs per second", tags)
         self.sync_latency = s
-        s = registry.sensor("heartbeat-latency")
-        s.add_max("heartbeat-response-time-max", COORDINATOR, "Longest heartbeat response time (ms)", tags)
-        s.add_count_rate("heartbeat-rate", COORDINATOR, "Heartbeats per second", tags)
-        s.add_count("heartbeat-total", COORDINATOR, "Heartbeats", tags)
-        self.heartbeat_latency = s
-        s = registry.sensor("rebalance")
-        s.add_count("rebalance-total", COORDINATOR, "Completed rebalances", tags)
-        s.add_count_rate("rebalance-rate-per-hour", COORDINATOR, "Rebalances (per second in the window)", tags)
-        self.rebalance = s
         s = registry.sensor("failed-rebalance")
         s.add_count("failed-rebalance-total", COORDINATOR, "Failed rebalances", tags)
         self.failed_rebalance = s
-        self.last_heartbeat = math.nan
         self.last_rebalance = math.nan
         registry.gauge("assigned-partitions", COORDINATOR, lambda: float(len(subs.assignment)),
                        "Partitions currently assigned to this consumer", tags)
-        registry.gauge("last-heartbeat-seconds-ago", COORDINATOR,
-                       lambda: time.monotonic() - self.last_heartbeat, "Seconds since the last heartbeat", tags)
         registry.gauge("last-rebalance-seconds-ago", COORDINATOR,
                        lambda: time.monotonic() - self.last_rebalance, "Seconds since the last rebalance", tags)
-        # poll
-        self.last_poll = math.nan
-        s = registry.sensor("time-between-poll")
-        s.add_avg("time-between-poll-avg", CONSUMER, "Average time between poll() calls (ms)", tags)
-        s.add_max("time-between-poll-max", CONSUMER, "Longest time between poll() calls (ms)", tags)
-        self.time_between_poll = s
-        registry.gauge("last-poll-seconds-ago", CONSUMER, lambda: time.monotonic() - self.last_poll,
-                       "Seconds since the last poll()", tags)
 
     # ------------------------------------------------------------ recording
 
@@ -155,11 +129,6 @@ class ConsumerMetrics:
                 node = dict(name.tags)["node-id"]
                 out[int(node.removeprefix("node-"))] = int(value)
         return out
-
-    def record_poll(self, now: float) -> None:
-        if not math.isnan(self.last_poll):
-            self.time_between_poll.record((now - self.last_poll) * 1000.0, now)
-        self.last_poll = now
 
     def record_consumed(self, records: int, nbytes: int) -> None:
         now = time.monotonic()

@@ -30,10 +30,10 @@ import asyncio
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
+from kafkalite.clients_common.membership import MembershipState
 from kafkalite.config import CONSUMER
 from kafkalite.consumer import stall
 from kafkalite.consumer.classic_member import MemberState
-from kafkalite.consumer.kip848_member import State as Kip848State
 from kafkalite.consumer.metrics import ConsumerMetrics
 from kafkalite.consumer.subscription import SubscriptionState
 from kafkalite.metrics import Metrics
@@ -42,7 +42,7 @@ from kafkalite.types import TopicPartition
 
 __all__ = ["ConsumerObservability", "group_is_stable"]
 
-_STABLE = (MemberState.STABLE, Kip848State.STABLE)
+_STABLE = (MemberState.STABLE, MembershipState.STABLE)
 
 
 def group_is_stable(group: Any) -> bool:

@@ -43,6 +43,7 @@ __all__ = [
     "FloatDeserializer",
     "IntegerDeserializer",
     "JsonDeserializer",
+    "KeyValueDeserializers",
     "LongDeserializer",
     "StringDeserializer",
     "resolve_deserializer",
@@ -238,3 +239,37 @@ def resolve_deserializer(spec: Any, setting: str) -> Deserializer | None:
         return _CallableDeserializer(spec)
     raise ConfigError(
         f"setting '{setting}' must be a deserializer object, class, callable or built-in name; got {spec!r}")
+
+
+class KeyValueDeserializers:
+    """A consumer's ``key.deserializer`` and ``value.deserializer`` (the consumer's and
+    the share consumer's alike), each configured once with the settings, as Java does.
+
+    Example::
+
+        deserializers = KeyValueDeserializers({"key.deserializer": "str", "value.deserializer": None})
+        deserializers.key_and_value("t", b"k", b"v", [])      # ('k', b'v')
+    """
+
+    def __init__(self, cfg: Mapping[str, Any]) -> None:
+        self.key = resolve_deserializer(cfg["key.deserializer"], "key.deserializer")
+        self.value = resolve_deserializer(cfg["value.deserializer"], "value.deserializer")
+        for deserializer, is_key in ((self.key, True), (self.value, False)):
+            configure = getattr(deserializer, "configure", None)
+            if callable(configure):
+                configure(cfg, is_key)
+
+    @property
+    def active(self) -> bool:
+        """Whether either setting was given (else records pass through untouched)."""
+        return self.key is not None or self.value is not None
+
+    def key_and_value(self, topic: str, key: bytes | None, value: bytes | None,
+                      headers: Headers) -> tuple[Any, Any]:
+        """The record's key and value deserialized (a null key or value stays None);
+        what a deserializer raises propagates."""
+        if key is not None and self.key is not None:
+            key = self.key.deserialize(topic, key, headers)
+        if value is not None and self.value is not None:
+            value = self.value.deserialize(topic, value, headers)
+        return key, value

@@ -31,12 +31,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from kafkalite.clients_common.tasks import BackgroundTasks, wait_for_wake
 from kafkalite.config import SHARE_CONSUMER
-from kafkalite.errors import ConfigError, IllegalStateError, KafkaError, SerializationError
+from kafkalite.errors import IllegalStateError, KafkaError, SerializationError
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.engine import cancel_and_wait
-from kafkalite.serialization.deserializers import resolve_deserializer
+from kafkalite.serialization.deserializers import KeyValueDeserializers
 from kafkalite.share.acks import AckOutcome
 from kafkalite.share.completed_fetch import ShareCompletedFetch
 from kafkalite.share.fetcher import ShareFetcher
@@ -84,12 +85,10 @@ class ShareConsumerCore:
         self.fetcher = ShareFetcher(self)
         self.closed = False
         self._started = False
-        self._tasks: list[asyncio.Task[Any]] = []
+        self.tasks = BackgroundTasks(loop, "kafkalite-share", "share consumer", log, on_death=self.report_error,
+                                     is_closed=lambda: self.closed)
         self._metadata_wake = asyncio.Event()
-        self.key_deserializer = _deserializer(resolve_deserializer(cfg["key.deserializer"], "key.deserializer"),
-                                              cfg, True)
-        self.value_deserializer = _deserializer(
-            resolve_deserializer(cfg["value.deserializer"], "value.deserializer"), cfg, False)
+        self.deserializers = KeyValueDeserializers(cfg)
 
     # ------------------------------------------------------------ engine side
 
@@ -98,23 +97,10 @@ class ShareConsumerCore:
         if self._started or self.closed:
             return
         self._started = True
-        self._spawn(self.fetcher.run(), "fetcher")
-        self._spawn(self._metadata_loop(), "metadata")
+        self.tasks.spawn(self.fetcher.run(), "fetcher")
+        self.tasks.spawn(self._metadata_loop(), "metadata")
         self.member.start()
         self.telemetry.start(self.loop)
-
-    def _spawn(self, coro: Any, name: str) -> None:
-        task = self.loop.create_task(coro, name=f"kafkalite-share-{name}")
-        task.add_done_callback(self.task_done)
-        self._tasks.append(task)
-
-    def task_done(self, task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None and not self.closed:
-            log.error("share consumer task %s died: %r", task.get_name(), exc, exc_info=exc)
-            self.report_error(exc)
 
     def report_error(self, exc: BaseException) -> None:
         self.errors.append(exc)
@@ -151,10 +137,7 @@ class ShareConsumerCore:
     async def _metadata_loop(self) -> None:
         max_age = self.cfg["metadata.max.age.ms"] / 1000.0
         while True:
-            try:
-                await asyncio.wait_for(self._metadata_wake.wait(), max_age)
-            except asyncio.TimeoutError:
-                pass
+            await wait_for_wake(self._metadata_wake, max_age)
             self._metadata_wake.clear()
             if not self.subscription and not self.member.assignment:
                 continue
@@ -214,7 +197,7 @@ class ShareConsumerCore:
                 tasks = self.member.stop()
                 tasks += await self.fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
                 # One cancel() may not stop a task on Python < 3.12 (gh-86296): see cancel_and_wait.
-                await cancel_and_wait(tasks + self._tasks, max(0.05, deadline - time.monotonic()))
+                await cancel_and_wait(tasks + self.tasks.tasks, max(0.05, deadline - time.monotonic()))
             finally:
                 await self.client.close()
 
@@ -308,7 +291,7 @@ class ShareConsumerCore:
                     buffer.popleft()
             if len(out) > start:
                 records = out[start:]
-                if self.key_deserializer is not None or self.value_deserializer is not None:
+                if self.deserializers.active:
                     records = self._deserialize(node, records, defer=start > 0)
                     out[start:] = records
                     if self.errors:
@@ -320,13 +303,11 @@ class ShareConsumerCore:
                      defer: bool) -> list[ShareConsumerRecord]:
         """Deserialized copies; a record that fails is released with those after it, and
         the error is raised (or kept for the next poll() when records precede it)."""
-        kd, vd = self.key_deserializer, self.value_deserializer
         out: list[ShareConsumerRecord] = []
         for i, r in enumerate(records):
             key, value = r[2], r[3]
             try:
-                new_key = kd(r[6], key, r[4]) if kd is not None and key is not None else key
-                new_value = vd(r[6], value, r[4]) if vd is not None and value is not None else value
+                new_key, new_value = self.deserializers.key_and_value(r[6], key, value, r[4])
             except Exception as exc:
                 # Java releases the record and raises; the records before it are returned
                 # by this poll() only if the error is raised on the next one.
@@ -349,16 +330,3 @@ class ShareConsumerCore:
                                                            len(value) if value is not None else -1)))
         return out
 
-
-def _deserializer(obj: Any, cfg: Any, is_key: bool) -> Callable[[str, Any, Any], Any] | None:
-    if obj is None:
-        return None
-    configure = getattr(obj, "configure", None)
-    if callable(configure):
-        configure(cfg, is_key)
-    method = getattr(obj, "deserialize", None)
-    if method is not None:
-        return lambda topic, data, headers: method(topic, data, headers)
-    if callable(obj):
-        return lambda topic, data, headers: obj(data)
-    raise ConfigError(f"'{'key' if is_key else 'value'}.deserializer' must be callable or have deserialize(): {obj!r}")

@@ -28,6 +28,7 @@ import uuid
 from typing import Any
 
 from kafkalite.backoff import ExponentialBackoff
+from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.errors import (
     ConfigError,
     KafkaConnectionError,
@@ -112,14 +113,7 @@ class ShareFetcher:
     async def run(self) -> None:
         while not self._closing:
             self._wake.clear()
-            delay = self._start_fetches()
-            if delay is None:
-                await self._wake.wait()
-            else:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                except asyncio.TimeoutError:
-                    pass
+            await wait_for_wake(self._wake, self._start_fetches())
 
     def _start_fetches(self) -> float | None:
         """Start a ShareFetch to every broker that needs one; the seconds until a node
@@ -159,7 +153,7 @@ class ShareFetcher:
         task = self.core.loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(self.core.task_done)
+        task.add_done_callback(self.core.tasks.task_done)
 
     def _lock(self, node: int) -> asyncio.Lock:
         lock = self._locks.get(node)

@@ -19,6 +19,13 @@ import time
 from typing import Any
 
 from kafkalite.backoff import ExponentialBackoff
+from kafkalite.clients_common.membership import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    LEAVE_EPOCH,
+    HeartbeatAnswer,
+    MembershipState,
+)
+from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.errors import (
     KafkaConnectionError,
     KafkaError,
@@ -28,14 +35,7 @@ from kafkalite.errors import (
 from kafkalite.net.client import COORDINATOR_CHANNEL, COORDINATOR_GROUP
 from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
-from kafkalite.share.member import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    LEAVE_EPOCH,
-    HeartbeatAnswer,
-    Next,
-    ShareMemberState,
-    State,
-)
+from kafkalite.share.member import Next, ShareMemberState
 from kafkalite.types import TopicPartition
 
 log = logging.getLogger("kafkalite.share")
@@ -73,7 +73,7 @@ class ShareGroupMember:
     def start(self) -> None:
         if self._task is None:
             self._task = self.core.loop.create_task(self._run(), name="kafkalite-share-heartbeat")
-            self._task.add_done_callback(self.core.task_done)
+            self._task.add_done_callback(self.core.tasks.task_done)
 
     def stop(self) -> list[asyncio.Task[Any]]:
         """Cancel the heartbeat task; returns it (await with cancel_and_wait)."""
@@ -122,10 +122,7 @@ class ShareGroupMember:
                 wait = self._backoff.delay_s(attempt - 1)
             if member.assignment and not self._resolve():
                 wait = min(wait, self._backoff.delay_s(1))
-            try:
-                await asyncio.wait_for(self._wake.wait(), wait)
-            except asyncio.TimeoutError:
-                pass
+            await wait_for_wake(self._wake, wait)
 
     async def _heartbeat(self, epoch: int) -> Any:
         member = self.member
@@ -153,18 +150,14 @@ class ShareGroupMember:
         if epoch >= 0:
             member.sent(response.error_code, subscription)
         now = time.monotonic()
-        self.core.metrics.heartbeat.record((now - started) * 1000.0, now)
+        self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
         return response
 
     def _handle(self, response: Any) -> bool:
         """Apply one answer; False when it was an error to back off from."""
         code = response.error_code
         member = self.member
-        assignment = None
-        if code == 0 and response.assignment is not None:
-            assignment = {t.topic_id: sorted(t.partitions) for t in response.assignment.topic_partitions}
-        outcome = member.on_response(HeartbeatAnswer(code, response.member_id, response.member_epoch,
-                                                     response.heartbeat_interval_ms, assignment))
+        outcome = member.on_response(HeartbeatAnswer.of(response))
         if code == 0:
             self.core.metrics.last_heartbeat = time.monotonic()
             if outcome is Next.ASSIGNMENT:
@@ -227,7 +220,7 @@ class ShareGroupMember:
         await cancel_and_wait(self.stop(), 1.0)
         member = self.member
         try:
-            if member.should_send_leave() and member.state is not State.FATAL:
+            if member.should_send_leave() and member.state is not MembershipState.FATAL:
                 member.leaving()
                 response = await self._heartbeat(LEAVE_EPOCH)
                 if response.error_code and response.error_code not in (25, 110):

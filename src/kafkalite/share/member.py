@@ -30,21 +30,14 @@ from __future__ import annotations
 import base64
 import enum
 import os
-import uuid
-from typing import NamedTuple
 
-LEAVE_EPOCH = -1
-COORDINATOR_LOAD_IN_PROGRESS = 14
-#: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-COORDINATOR_ERRORS = frozenset({14, 15, 16})
-#: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
-FENCED_ERRORS = frozenset({25, 110})
-#: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED,
-#: TOPIC_AUTHORIZATION_FAILED, INCONSISTENT_GROUP_PROTOCOL (the id is a consumer group's),
-#: GROUP_ID_NOT_FOUND, UNSUPPORTED_ASSIGNOR
-FATAL_ERRORS = frozenset({30, 35, 42, 81, 29, 23, 69, 112})
-
-Assignment = dict[uuid.UUID, list[int]]
+from kafkalite.clients_common.membership import (
+    EpochMember,
+    HeartbeatAnswer,
+    MembershipState,
+    TopicIdAssignment,
+    Verdict,
+)
 
 
 def java_uuid() -> str:
@@ -56,14 +49,6 @@ def java_uuid() -> str:
             return text
 
 
-class State(enum.Enum):
-    UNSUBSCRIBED = "unsubscribed"
-    JOINING = "joining"
-    STABLE = "stable"
-    LEAVING = "leaving"
-    FATAL = "fatal"
-
-
 class Next(enum.Enum):
     OK = "ok"                    # carry on
     ASSIGNMENT = "assignment"    # a new assignment: resolve topic ids and apply it
@@ -73,44 +58,37 @@ class Next(enum.Enum):
     RETRY = "retry"              # another error: back off and try again
 
 
-class HeartbeatAnswer(NamedTuple):
-    error_code: int
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    #: the assignment by topic id, or None when the answer carries none
-    assignment: Assignment | None = None
+_NEXT = {Verdict.ACCEPTED: Next.OK, Verdict.NEW_ASSIGNMENT: Next.ASSIGNMENT, Verdict.FENCED: Next.FENCED,
+         Verdict.COORDINATOR: Next.COORDINATOR, Verdict.FATAL: Next.FATAL, Verdict.OTHER: Next.RETRY}
 
 
-class ShareMemberState:
+class ShareMemberState(EpochMember):
     """One member of a share group (see the module doc)."""
 
+    #: GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED,
+    #: TOPIC_AUTHORIZATION_FAILED, INCONSISTENT_GROUP_PROTOCOL (the id is a consumer group's),
+    #: GROUP_ID_NOT_FOUND, UNSUPPORTED_ASSIGNOR
+    FATAL_ERRORS = frozenset({30, 35, 42, 81, 29, 23, 69, 112})
+
     def __init__(self, member_id: str | None = None) -> None:
-        self.member_id = member_id or java_uuid()
-        self.member_epoch = 0
-        self.state = State.UNSUBSCRIBED
-        self.interval_s = 5.0
-        self.assignment: Assignment = {}
-        self.fatal_code: int | None = None
+        super().__init__(member_id or java_uuid())
+        self.assignment: TopicIdAssignment = {}
         self._sent_subscription: tuple[str, ...] | None = None
 
     # ------------------------------------------------------------ queries
 
     def should_heartbeat(self, subscribed: bool) -> bool:
-        return subscribed and self.fatal_code is None and self.state is not State.LEAVING
+        return subscribed and self.fatal_code is None and self.state is not MembershipState.LEAVING
 
     @property
     def active(self) -> bool:
         """Joined (epoch > 0): ShareFetch and ShareAcknowledge may be sent."""
-        return self.member_epoch > 0 and self.state is State.STABLE
+        return self.member_epoch > 0 and self.state is MembershipState.STABLE
 
     # ------------------------------------------------------------ heartbeats
 
-    def start_joining(self) -> None:
-        if self.state is State.UNSUBSCRIBED:
-            self.state = State.JOINING
-            self.member_epoch = 0
-            self._sent_subscription = None
+    def _joining(self) -> None:
+        self._sent_subscription = None
 
     def fields(self, subscription: tuple[str, ...]) -> tuple[bool, bool]:
         """(send rack, send subscribed topic names) for the next heartbeat."""
@@ -122,33 +100,14 @@ class ShareMemberState:
         self._sent_subscription = subscription if error_code == 0 else None
 
     def on_response(self, answer: HeartbeatAnswer) -> Next:
-        code = answer.error_code
-        if code == 0:
-            if answer.member_id:
-                self.member_id = answer.member_id
-            if answer.heartbeat_interval_ms > 0:
-                self.interval_s = answer.heartbeat_interval_ms / 1000.0
-            self.member_epoch = answer.member_epoch
-            if self.state is State.JOINING:
-                self.state = State.STABLE
-            if answer.assignment is not None and answer.assignment != self.assignment:
-                self.assignment = answer.assignment
-                return Next.ASSIGNMENT
-            return Next.OK
-        if code in FENCED_ERRORS:
-            self.fenced()
-            return Next.FENCED
-        if code in COORDINATOR_ERRORS:
-            return Next.COORDINATOR
-        if code in FATAL_ERRORS:
-            self.fatal_code = code
-            self.state = State.FATAL
-            return Next.FATAL
-        return Next.RETRY
+        verdict = self.read_answer(answer, self.assignment)
+        if verdict is Verdict.NEW_ASSIGNMENT and answer.assignment is not None:
+            self.assignment = answer.assignment
+        return _NEXT[verdict]
 
     def fenced(self) -> None:
         self.member_epoch = 0
-        self.state = State.JOINING
+        self.state = MembershipState.JOINING
         self.assignment = {}
         self._sent_subscription = None
 
@@ -158,10 +117,10 @@ class ShareMemberState:
         return self.member_epoch > 0
 
     def leaving(self) -> None:
-        self.state = State.LEAVING
+        self.state = MembershipState.LEAVING
 
     def left(self) -> None:
         self.member_epoch = 0
-        self.state = State.UNSUBSCRIBED
+        self.state = MembershipState.UNSUBSCRIBED
         self.assignment = {}
         self._sent_subscription = None

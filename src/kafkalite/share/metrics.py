@@ -16,9 +16,9 @@ Recorded per request, per poll() and per acknowledgement batch, never per record
 
 from __future__ import annotations
 
-import math
 import time
 
+from kafkalite.clients_common.metrics import GroupConsumerMetrics, MetricGroups
 from kafkalite.metrics import Metrics
 
 FETCH = "consumer-share-fetch-manager-metrics"
@@ -26,18 +26,13 @@ COORDINATOR = "consumer-share-coordinator-metrics"
 CONSUMER = "consumer-share-metrics"
 
 
-class ShareConsumerMetrics:
+class ShareConsumerMetrics(GroupConsumerMetrics):
     """The sensors of one share consumer; ``registry`` is what ``metrics()`` reads."""
 
     def __init__(self, registry: Metrics, client_id: str = "") -> None:
-        self.registry = registry
         tags = {"client-id": client_id} if client_id else None
-        s = registry.sensor("share-fetch-latency")
-        s.add_avg("fetch-latency-avg", FETCH, "Average time a ShareFetch takes (ms)", tags)
-        s.add_max("fetch-latency-max", FETCH, "Longest ShareFetch (ms)", tags)
-        s.add_count_rate("fetch-rate", FETCH, "ShareFetch requests per second", tags)
-        s.add_count("fetch-total", FETCH, "ShareFetch requests", tags)
-        self.fetch_latency = s
+        super().__init__(registry, MetricGroups(FETCH, COORDINATOR, CONSUMER), tags, sensor_prefix="share-",
+                         fetch_request="ShareFetch request", rebalances="Assignment changes")
         s = registry.sensor("share-fetch-size")
         s.add_avg("fetch-size-avg", FETCH, "Average bytes per ShareFetch answer", tags)
         s.add_max("fetch-size-max", FETCH, "Largest ShareFetch answer (bytes)", tags)
@@ -64,26 +59,6 @@ class ShareConsumerMetrics:
         s.add_avg("fetch-throttle-time-avg", FETCH, "Average throttle time (ms)", tags)
         s.add_max("fetch-throttle-time-max", FETCH, "Longest throttle time (ms)", tags)
         self.throttle = s
-        s = registry.sensor("share-heartbeat")
-        s.add_max("heartbeat-response-time-max", COORDINATOR, "Longest heartbeat response time (ms)", tags)
-        s.add_count_rate("heartbeat-rate", COORDINATOR, "Heartbeats per second", tags)
-        s.add_count("heartbeat-total", COORDINATOR, "Heartbeats", tags)
-        self.heartbeat = s
-        s = registry.sensor("share-rebalance")
-        s.add_count("rebalance-total", COORDINATOR, "Assignment changes", tags)
-        s.add_count_rate("rebalance-rate-per-hour", COORDINATOR, "Assignment changes (per second in the window)",
-                         tags)
-        self.rebalance = s
-        self.last_heartbeat = math.nan
-        registry.gauge("last-heartbeat-seconds-ago", COORDINATOR, lambda: time.monotonic() - self.last_heartbeat,
-                       "Seconds since the last heartbeat", tags)
-        self.last_poll = math.nan
-        s = registry.sensor("share-time-between-poll")
-        s.add_avg("time-between-poll-avg", CONSUMER, "Average time between poll() calls (ms)", tags)
-        s.add_max("time-between-poll-max", CONSUMER, "Longest time between poll() calls (ms)", tags)
-        self.time_between_poll = s
-        registry.gauge("last-poll-seconds-ago", CONSUMER, lambda: time.monotonic() - self.last_poll,
-                       "Seconds since the last poll()", tags)
 
     def record_fetch(self, latency_ms: float, size: int, acquired: int, throttle_ms: int) -> None:
         now = time.monotonic()
@@ -100,8 +75,3 @@ class ShareConsumerMetrics:
             self.acks_sent.record(sent, now)
         if failed:
             self.acks_failed.record(failed, now)
-
-    def record_poll(self, now: float) -> None:
-        if not math.isnan(self.last_poll):
-            self.time_between_poll.record((now - self.last_poll) * 1000.0, now)
-        self.last_poll = now
