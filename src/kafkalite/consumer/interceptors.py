@@ -33,12 +33,12 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafkalite.errors import ConfigError
+from kafkalite.plugins import close_each, configure_each, load
 from kafkalite.types import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.consumer")
@@ -77,35 +77,17 @@ class ConsumerInterceptors:
                 log.exception("interceptor %r raised in on_commit", interceptor)
 
     def close(self) -> None:
-        for interceptor in self.interceptors:
-            close = getattr(interceptor, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:
-                    log.exception("interceptor %r raised in close", interceptor)
+        close_each(self.interceptors, "interceptor", log)
 
 
 def _load(spec: Any) -> Any:
-    if isinstance(spec, str):
-        module_name, sep, attr = spec.partition(":")
-        if not sep:
-            module_name, _, attr = spec.rpartition(".")
-        try:
-            spec = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise ConfigError(f"setting 'interceptor.classes': cannot load {spec!r}: {exc}") from None
-    if isinstance(spec, type):
-        try:
-            spec = spec()
-        except TypeError as exc:
-            raise ConfigError(f"setting 'interceptor.classes': cannot instantiate {spec.__name__}: {exc}") from None
-    if not (callable(getattr(spec, "on_consume", None)) or callable(getattr(spec, "on_commit", None))):
+    interceptor = load("interceptor.classes", spec)
+    if not (callable(getattr(interceptor, "on_consume", None)) or callable(getattr(interceptor, "on_commit", None))):
         raise ConfigError(
-            f"setting 'interceptor.classes': {spec!r} has neither on_consume nor on_commit "
+            f"setting 'interceptor.classes': {interceptor!r} has neither on_consume nor on_commit "
             "(a consumer interceptor; producer interceptors have on_send / on_acknowledgement)"
         )
-    return spec
+    return interceptor
 
 
 def load_consumer_interceptors(specs: Sequence[Any], config: Mapping[str, Any]) -> ConsumerInterceptors | None:
@@ -113,8 +95,5 @@ def load_consumer_interceptors(specs: Sequence[Any], config: Mapping[str, Any]) 
     if not specs:
         return None
     interceptors = [_load(s) for s in specs]
-    for interceptor in interceptors:
-        configure = getattr(interceptor, "configure", None)
-        if callable(configure):
-            configure(config)
+    configure_each(interceptors, config)
     return ConsumerInterceptors(interceptors)

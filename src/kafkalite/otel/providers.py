@@ -26,12 +26,12 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from kafkalite.errors import ConfigError
+from kafkalite.plugins import import_named
 
 __all__ = ["resolve_provider"]
 
@@ -68,11 +68,7 @@ def resolve_provider(setting: str, value: Any, method: str, global_provider: Cal
 
 
 def _load(setting: str, spec: str, method: str, kind: str) -> Any:
-    module_name, _, attr = spec.partition(":")
-    try:
-        found = getattr(importlib.import_module(module_name.strip()), attr.strip())
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"setting '{setting}': cannot load {spec!r}: {exc}") from None
+    found = import_named(setting, spec, dotted=False)
     if not callable(getattr(found, method, None)) and callable(found):
         try:
             found = found()

@@ -45,6 +45,7 @@ from kafkalite.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafkalite.net.client import NetworkClient
+from kafkalite.plugins import close_each
 from kafkalite.producer import exit_guard
 from kafkalite.producer.accumulator import BufferPool, RecordAccumulator, TopicState
 from kafkalite.producer.append_kernel import Appender
@@ -324,13 +325,7 @@ class ProducerCore:
 
     def close_plugins(self) -> None:
         """Close serializers, partitioner and interceptors (their ``close()``); errors are logged."""
-        for plugin in (self.key_serializer, self.value_serializer, self.partitioner, self.interceptors):
-            close = getattr(plugin, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:
-                    log.exception("closing %r failed", plugin)
+        close_each((self.key_serializer, self.value_serializer, self.partitioner, self.interceptors), "plugin", log)
 
     def pending_batches(self) -> list[ProducerBatch]:
         """The batches not acknowledged or failed yet."""

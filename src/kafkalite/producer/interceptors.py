@@ -27,12 +27,12 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from kafkalite.errors import ConfigError
+from kafkalite.plugins import close_each, configure_each, load
 from kafkalite.types import Header, RecordMetadata
 
 log = logging.getLogger("kafkalite.producer")
@@ -86,35 +86,17 @@ class ProducerInterceptors:
                 log.exception("interceptor %r raised in on_acknowledgement", interceptor)
 
     def close(self) -> None:
-        for interceptor in self.interceptors:
-            close = getattr(interceptor, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:
-                    log.exception("interceptor %r raised in close", interceptor)
+        close_each(self.interceptors, "interceptor", log)
 
 
 def _load(spec: Any) -> Any:
-    if isinstance(spec, str):
-        module_name, sep, attr = spec.partition(":")
-        if not sep:
-            module_name, _, attr = spec.rpartition(".")
-        try:
-            obj = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise ConfigError(f"setting 'interceptor.classes': cannot load {spec!r}: {exc}") from None
-        spec = obj
-    if isinstance(spec, type):
-        try:
-            return spec()
-        except TypeError as exc:
-            raise ConfigError(f"setting 'interceptor.classes': cannot instantiate {spec.__name__}: {exc}") from None
-    if not (callable(getattr(spec, "on_send", None)) or callable(getattr(spec, "on_acknowledgement", None))):
+    interceptor = load("interceptor.classes", spec)
+    if not (callable(getattr(interceptor, "on_send", None))
+            or callable(getattr(interceptor, "on_acknowledgement", None))):
         raise ConfigError(
-            f"setting 'interceptor.classes': {spec!r} has neither on_send nor on_acknowledgement"
+            f"setting 'interceptor.classes': {interceptor!r} has neither on_send nor on_acknowledgement"
         )
-    return spec
+    return interceptor
 
 
 def load_interceptors(specs: Sequence[Any], config: Mapping[str, Any]) -> ProducerInterceptors | None:
@@ -122,8 +104,5 @@ def load_interceptors(specs: Sequence[Any], config: Mapping[str, Any]) -> Produc
     if not specs:
         return None
     interceptors = [_load(s) for s in specs]
-    for interceptor in interceptors:
-        configure = getattr(interceptor, "configure", None)
-        if callable(configure):
-            configure(config)
+    configure_each(interceptors, config)
     return ProducerInterceptors(interceptors)

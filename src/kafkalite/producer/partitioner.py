@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from kafkalite.errors import ConfigError, KafkaError
+from kafkalite.plugins import configure_each, instantiate
 from kafkalite.producer.append_kernel import StickyBase
 from kafkalite.protocol.record_codec import murmur2
 
@@ -257,14 +258,9 @@ def resolve_partitioner(spec: Any, config: Mapping[str, Any]) -> Any | None:
             "(use 'default' or 'round_robin', or pass a partitioner object, class or callable)"
         )
     if isinstance(spec, type):
-        try:
-            spec = spec()
-        except TypeError as exc:
-            raise ConfigError(f"setting 'partitioner.class': cannot instantiate {spec.__name__}: {exc}") from None
+        spec = instantiate("partitioner.class", spec)
     if hasattr(spec, "partition") and callable(spec.partition):
-        configure = getattr(spec, "configure", None)
-        if callable(configure):
-            configure(config)
+        configure_each([spec], config)
         return spec
     if callable(spec):
         return _CallablePartitioner(spec)

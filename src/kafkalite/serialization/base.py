@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from kafkalite.errors import ConfigError, SerializationError
+from kafkalite.plugins import instantiate
 
 __all__ = [
     "BUILTIN_SERIALIZERS",
@@ -246,10 +247,7 @@ def resolve_serializer(spec: Any, setting: str) -> Serializer | None:
             )
         return factory()
     if isinstance(spec, type):
-        try:
-            spec = spec()
-        except TypeError as exc:
-            raise ConfigError(f"setting '{setting}': cannot instantiate {spec.__name__}: {exc}") from None
+        spec = instantiate(setting, spec)
     if hasattr(spec, "serialize") and callable(spec.serialize):
         return spec  # type: ignore[no-any-return]
     if callable(spec):

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from kafkalite.errors import ConfigError, SerializationError
+from kafkalite.plugins import instantiate
 
 __all__ = [
     "BUILTIN_DESERIALIZERS",
@@ -229,10 +230,7 @@ def resolve_deserializer(spec: Any, setting: str) -> Deserializer | None:
                 f"(known: {', '.join(sorted(BUILTIN_DESERIALIZERS))})")
         return factory()
     if isinstance(spec, type):
-        try:
-            spec = spec()
-        except TypeError as exc:
-            raise ConfigError(f"setting '{setting}': cannot instantiate {spec.__name__}: {exc}") from None
+        spec = instantiate(setting, spec)
     if callable(getattr(spec, "deserialize", None)):
         return spec  # type: ignore[no-any-return]
     if callable(spec):

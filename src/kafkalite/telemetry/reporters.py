@@ -27,13 +27,13 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafkalite.errors import ConfigError
 from kafkalite.metrics import MetricsSnapshot
+from kafkalite.plugins import close_each, configure_each, load
 
 log = logging.getLogger("kafkalite.metrics")
 
@@ -43,32 +43,20 @@ Reporter = Callable[[MetricsSnapshot], Any]
 
 
 def _load(spec: Any) -> Any:
-    if isinstance(spec, str):
-        module_name, sep, attr = spec.partition(":")
-        if not sep:
-            raise ConfigError(f"setting 'metric.reporters': cannot load {spec!r}: give a Python callable, object "
-                              "or 'module:attr' (Java classes such as JmxReporter cannot be loaded)")
-        try:
-            spec = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise ConfigError(f"setting 'metric.reporters': cannot load {spec!r}: {exc}") from None
-    if isinstance(spec, type):
-        try:
-            spec = spec()
-        except Exception as exc:
-            raise ConfigError(f"setting 'metric.reporters': cannot instantiate {spec.__name__}: {exc}") from None
-    if not (callable(getattr(spec, "report", None)) or callable(spec)):
-        raise ConfigError(f"setting 'metric.reporters': {spec!r} is neither callable nor has report()")
-    return spec
+    if isinstance(spec, str) and ":" not in spec:
+        raise ConfigError(f"setting 'metric.reporters': cannot load {spec!r}: give a Python callable, object "
+                          "or 'module:attr' (Java classes such as JmxReporter cannot be loaded)")
+    # A reporter class may fail in any way when built: every failure refuses the setting.
+    reporter = load("metric.reporters", spec, dotted=False, failures=(Exception,))
+    if not (callable(getattr(reporter, "report", None)) or callable(reporter)):
+        raise ConfigError(f"setting 'metric.reporters': {reporter!r} is neither callable nor has report()")
+    return reporter
 
 
 def load_reporters(specs: Sequence[Any], config: Mapping[str, Any]) -> list[Any]:
     """Instantiate and configure ``metric.reporters``."""
     reporters = [_load(spec) for spec in specs]
-    for reporter in reporters:
-        configure = getattr(reporter, "configure", None)
-        if callable(configure):
-            configure(config)
+    configure_each(reporters, config)
     return reporters
 
 
@@ -83,10 +71,4 @@ def call_reporters(reporters: Sequence[Any], snapshot: MetricsSnapshot) -> None:
 
 
 def close_reporters(reporters: Sequence[Any]) -> None:
-    for reporter in reporters:
-        close = getattr(reporter, "close", None)
-        if callable(close):
-            try:
-                close()
-            except Exception:
-                log.exception("closing metric reporter %r failed", reporter)
+    close_each(reporters, "metric reporter", log)

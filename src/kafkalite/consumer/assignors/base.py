@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalite.errors import ConfigError, IllegalStateError, ProtocolError
+from kafkalite.plugins import instantiate
 from kafkalite.protocol.messages.consumer_protocol_assignment import (
     ConsumerProtocolAssignment,
     ConsumerProtocolAssignmentTopicPartition,
@@ -361,11 +362,7 @@ def assignor_by_name(name_or_class_or_instance: Any) -> ConsumerPartitionAssigno
             "assignor class name, or an importable 'module.ClassName'"
         )
     if isinstance(value, type):
-        try:
-            instance = value()
-        except TypeError as exc:
-            raise ConfigError(f"{_SETTING}: cannot instantiate {value.__name__}: {exc}") from None
-        return _check_assignor(instance, value.__name__)
+        return _check_assignor(instantiate(_SETTING, value), value.__name__)
     return _check_assignor(value, repr(value))
 
 
