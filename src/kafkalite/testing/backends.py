@@ -100,13 +100,23 @@ class KafkaService(Protocol):
 
 
 class ToolsMixin:
-    """Java tools from the local jar cache, for services that run Kafka elsewhere."""
+    """What every Kafka handle offers on top of its addresses: Kafka's Java tools of its
+    release (``run_tool``, ``java_tool_command``) and ``create_topic``. By default the
+    tools come from the local jar cache (services that run Kafka elsewhere); a local
+    broker overrides :attr:`tools` with its own, a cluster with its first node's, and a
+    handle whose topics must be created elsewhere overrides :meth:`_topic_bootstrap`."""
 
     version: str
     _tools: JavaTools | None = None
 
     @property
+    def bootstrap(self) -> str:
+        """``host:port`` of the PLAINTEXT listener (every handle defines it)."""
+        raise NotImplementedError
+
+    @property
     def tools(self) -> JavaTools:
+        """Kafka's Java tools of this release."""
         if self._tools is None:
             self._tools = JavaTools(KafkaDistribution(self.version).ensure(), find_java())
         return self._tools
@@ -121,10 +131,28 @@ class ToolsMixin:
         check: bool = False,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
+        """Run a Kafka Java tool of this release; see :meth:`JavaTools.run`.
+
+        >>> broker.run_tool("kafka-topics", ["--bootstrap-server", broker.bootstrap, "--list"])  # doctest: +SKIP
+        """
         return self.tools.run(tool, args, input=input, timeout=timeout, check=check, env=env)
 
     def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
+        """argv of a Kafka Java tool, for ``subprocess.Popen`` (long-running tools)."""
         return self.tools.command(tool, args)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create a topic and wait until it has leaders; return its name."""
+        return topics.create_topic(self._topic_bootstrap(), name, partitions, replication_factor, configs)
+
+    def _topic_bootstrap(self) -> str:
+        return self.bootstrap
 
 
 class ExternalKafka(ToolsMixin):
@@ -180,15 +208,6 @@ class ExternalKafka(ToolsMixin):
                 conn.metadata([])
         except (OSError, WireError) as exc:
             raise ConnectionError(f"external Kafka at {self.bootstrap} does not answer: {exc}") from exc
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int = -1,
-        configs: Mapping[str, str] | None = None,
-    ) -> str:
-        return topics.create_topic(self.bootstrap, name, partitions, replication_factor, configs)
 
     def log_tail(self, lines: int = 40) -> str:
         return f"(external cluster at {self.bootstrap}: its logs are not visible from here)"

@@ -33,7 +33,8 @@ from pathlib import Path
 from types import TracebackType
 
 from kafkalite.config import lookup
-from kafkalite.testing import processes, topics
+from kafkalite.testing import processes
+from kafkalite.testing.backends import ToolsMixin
 from kafkalite.testing.certs import TestPki, make_test_pki
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
 from kafkalite.testing.java import JavaRuntime, find_java
@@ -86,7 +87,7 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(data.splitlines()[-lines:])
 
 
-class LocalBroker:
+class LocalBroker(ToolsMixin):
     """A Kafka node in combined mode on loopback ports.
 
     Args:
@@ -533,36 +534,6 @@ class LocalBroker:
         self.close()
 
     # -- conveniences ------------------------------------------------------------
-
-    def run_tool(
-        self,
-        tool: str,
-        args: Sequence[str] = (),
-        *,
-        input: str | None = None,
-        timeout: float = 120.0,
-        check: bool = False,
-        env: Mapping[str, str] | None = None,
-    ) -> subprocess.CompletedProcess[str]:
-        """Run a Kafka Java tool of this broker's release; see :meth:`JavaTools.run`.
-
-        >>> broker.run_tool("kafka-topics", ["--bootstrap-server", broker.bootstrap, "--list"])  # doctest: +SKIP
-        """
-        return self.tools.run(tool, args, input=input, timeout=timeout, check=check, env=env)
-
-    def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
-        """argv of a Kafka Java tool, for ``subprocess.Popen`` (long-running tools)."""
-        return self.tools.command(tool, args)
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int = -1,
-        configs: Mapping[str, str] | None = None,
-    ) -> str:
-        """Create a topic and wait until it has leaders; return its name."""
-        return topics.create_topic(self.bootstrap, name, partitions, replication_factor, configs)
 
     @property
     def major_version(self) -> int:

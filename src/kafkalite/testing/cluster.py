@@ -15,25 +15,25 @@ defaults follow production practice for three nodes: replication factor 3 and
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
-from kafkalite.testing import topics
+from kafkalite.testing.backends import ToolsMixin
 from kafkalite.testing.broker import LocalBroker, random_cluster_id
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
 from kafkalite.testing.java import JavaRuntime, find_java
 from kafkalite.testing.netfaults import NetworkFaults
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.properties import SecurityPreset
+from kafkalite.testing.tools import JavaTools
 from kafkalite.testing.wire import KafkaSocket, WireError
 
 
-class LocalCluster:
+class LocalCluster(ToolsMixin):
     """``nodes`` combined-mode Kafka nodes on loopback, ids ``1..nodes``.
 
     Args:
@@ -245,30 +245,11 @@ class LocalCluster:
 
     # -- conveniences ------------------------------------------------------------
 
-    def run_tool(
-        self,
-        tool: str,
-        args: Sequence[str] = (),
-        *,
-        input: str | None = None,
-        timeout: float = 120.0,
-        check: bool = False,
-        env: Mapping[str, str] | None = None,
-    ) -> subprocess.CompletedProcess[str]:
-        """Run a Kafka Java tool of this cluster's release (see :meth:`LocalBroker.run_tool`)."""
-        return self.brokers[0].run_tool(tool, args, input=input, timeout=timeout, check=check, env=env)
+    @property
+    def tools(self) -> JavaTools:
+        """Kafka's Java tools of this cluster's release (its first node's)."""
+        return self.brokers[0].tools
 
-    def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
-        return self.brokers[0].java_tool_command(tool, args)
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int = -1,
-        configs: Mapping[str, str] | None = None,
-    ) -> str:
-        """Create a topic (default replication factor: the cluster's) and wait for leaders."""
-        return topics.create_topic(
-            self.live_bootstrap(), name, partitions, replication_factor, configs
-        )
+    def _topic_bootstrap(self) -> str:
+        # Topics go through a node that is up (default replication factor: the cluster's).
+        return self.live_bootstrap()

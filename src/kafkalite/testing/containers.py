@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kafkalite.testing import topics
 from kafkalite.testing.backends import ToolsMixin
 from kafkalite.testing.broker import random_cluster_id
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION
@@ -124,15 +123,6 @@ class DockerKafka(ToolsMixin):
         self._container = container.start()
         wait_for_logs(container, "Kafka Server started", timeout=timeout)
         return self
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        replication_factor: int = -1,
-        configs: Mapping[str, str] | None = None,
-    ) -> str:
-        return topics.create_topic(self.bootstrap, name, partitions, replication_factor, configs)
 
     def log_tail(self, lines: int = 40) -> str:
         if self._container is None:
