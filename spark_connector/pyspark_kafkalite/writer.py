@@ -251,7 +251,7 @@ class KafkaLiteBatchWriter(DataSourceArrowWriter):
         """Records already acknowledged stay in Kafka (at least once)."""
 
 
-class KafkaLiteStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
+class KafkaLiteStreamWriter(_StreamWriterBase):
     """``writeStream.format("kafkalite")``: each micro-batch's tasks write and flush."""
 
     def __init__(self, opts: WriteOptions) -> None:

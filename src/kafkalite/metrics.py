@@ -182,7 +182,7 @@ class MetricsSnapshot(dict[MetricName, float]):
         candidates = [m for m in self if m.name == name]
         return min(candidates, key=rank) if candidates else None
 
-    def __getitem__(self, key: MetricName | str) -> float:  # type: ignore[override]
+    def __getitem__(self, key: MetricName | str) -> float:
         if isinstance(key, str) and not isinstance(key, MetricName):
             metric = self._find(key)
             if metric is None:

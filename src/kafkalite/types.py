@@ -139,7 +139,7 @@ class ConsumerRecord(tuple):  # type: ignore[type-arg]
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ConsumerRecord):
             return NotImplemented
-        return tuple.__eq__(self[:9], other[:9]) and (  # type: ignore[no-any-return]
+        return tuple.__eq__(self[:9], other[:9]) and (
             self.serialized_key_size == other.serialized_key_size
             and self.serialized_value_size == other.serialized_value_size
         )

@@ -220,7 +220,7 @@ class Encoder:
             elif fmt == "json-schema":
                 from kafkalite.serialization import JsonSchemaSerializer
 
-                self._serializer = JsonSchemaSerializer(schema, conf, is_key=is_key)  # type: ignore[arg-type]
+                self._serializer = JsonSchemaSerializer(schema, conf, is_key=is_key)
             else:
                 if not message_type:
                     raise UsageError(

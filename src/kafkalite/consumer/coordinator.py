@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.consumer.assignors import (
@@ -77,6 +77,9 @@ from kafkalite.protocol.messages.leave_group import (
 from kafkalite.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from kafkalite.types import TopicPartition
 
+if TYPE_CHECKING:
+    from kafkalite.consumer.core import ConsumerCore  # the core builds this collaborator
+
 log = logging.getLogger("kafkalite.consumer.group")
 
 __all__ = ["ClassicGroupMember", "MemberState"]
@@ -98,7 +101,7 @@ class ClassicGroupMember:
     feeds every answer back to it.
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ConsumerCore) -> None:
         self.core = core
         cfg = core.cfg
         self.cfg = cfg

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.consumer.kip848_member import (
@@ -45,6 +45,9 @@ from kafkalite.protocol.messages.consumer_group_heartbeat import (
 )
 from kafkalite.types import TopicPartition
 
+if TYPE_CHECKING:
+    from kafkalite.consumer.core import ConsumerCore  # the core builds this collaborator
+
 log = logging.getLogger("kafkalite.consumer.group")
 
 __all__ = ["LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "ConsumerGroupMember", "State"]
@@ -57,7 +60,7 @@ class ConsumerGroupMember:
     (``self.member``); this class sends the heartbeats and runs reconciliations.
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ConsumerCore) -> None:
         self.core = core
         cfg = core.cfg
         self.cfg = cfg

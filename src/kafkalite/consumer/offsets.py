@@ -52,6 +52,8 @@ from kafkalite.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
 from kafkalite.protocol.primitives import ZERO_UUID
 from kafkalite.types import OffsetAndMetadata, TopicPartition
@@ -275,6 +277,7 @@ class OffsetsClient:
             )
         response = await conn.request(request, api_version=version,
                                       timeout_ms=min(self.cfg["request.timeout.ms"], _remaining(deadline) * 1000))
+        topics: list[OffsetFetchResponseTopics] | list[OffsetFetchResponseTopic]
         if version >= 8:
             g = response.groups[0]
             if g.error_code:

@@ -256,7 +256,7 @@ class AsyncProducer(AsyncProducerFront):
         if appended is None:
             return await self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes,
                                               timestamp, headers, callback)
-        return appended  # type: ignore[return-value]
+        return appended
 
     async def _append_waiting(self, state: Any, topic: str, partition: int | None, key: Any,
                               key_bytes: bytes | None, value: Any, value_bytes: bytes | None,
@@ -277,7 +277,7 @@ class AsyncProducer(AsyncProducerFront):
             future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
                                  callback)
             if future is not None:
-                return future  # type: ignore[return-value]
+                return future
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered and wait until it is acknowledged or failed.

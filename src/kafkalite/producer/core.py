@@ -31,7 +31,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.config import Config
@@ -66,16 +66,29 @@ from kafkalite.protocol.record_codec import murmur2, record_size
 from kafkalite.protocol.record_types import BATCH_OVERHEAD
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
+if TYPE_CHECKING:
+    from kafkalite._config_keys import IntSetting
+
 log = logging.getLogger("kafkalite.producer")
 
 __all__ = ["ProducerCore"]
 
-_LEVEL_SETTING = {compression.GZIP: "compression.gzip.level", compression.LZ4: "compression.lz4.level",
+_LEVEL_SETTING: dict[int, IntSetting] = {compression.GZIP: "compression.gzip.level", compression.LZ4: "compression.lz4.level",
                   compression.ZSTD: "compression.zstd.level"}
 
 
-class ProducerCore:
-    """One producer's engine (see the module doc)."""
+#: The futures send() returns: RecordFuture (blocking front) or AsyncRecordFuture.
+F = TypeVar("F", bound=RecordFuture, covariant=True)
+
+
+class ProducerCore(Generic[F]):
+    """One producer's engine (see the module doc); ``F``: the futures its sends return."""
+
+    @overload
+    def __init__(self: ProducerCore[RecordFuture], cfg: Config, *, blocking: Literal[True]) -> None: ...
+
+    @overload
+    def __init__(self: ProducerCore[AsyncRecordFuture], cfg: Config, *, blocking: Literal[False]) -> None: ...
 
     def __init__(self, cfg: Config, *, blocking: bool) -> None:
         self.cfg = cfg
@@ -147,7 +160,8 @@ class ProducerCore:
             add_partitions=self.txn_client.schedule_add_partitions if self.txn_client is not None else None,
             on_loop_shutdown=None if blocking else self._flush_at_loop_shutdown,
         )
-        self.future_cls: type[RecordFuture] = RecordFuture if blocking else AsyncRecordFuture
+        # The overloads above tie F to ``blocking``.
+        self.future_cls = cast("type[F]", RecordFuture if blocking else AsyncRecordFuture)
         self.closed = False
         #: send()'s common case in one call (C when built): see append_kernel.
         self.appender = Appender(self.topics, self.future_cls, self.batch_size, self.size_check_threshold)
@@ -211,7 +225,7 @@ class ProducerCore:
 
     def append(self, state: TopicState, topic: str, partition: int | None, key: Any, key_bytes: bytes | None,
                value: Any, value_bytes: bytes | None, timestamp: int | None, headers: Any,
-               callback: Callable[..., Any] | None) -> RecordFuture | None:
+               callback: Callable[..., Any] | None) -> F | None:
         """Partition and append one serialized record; None when buffer memory is short."""
         if timestamp is None:
             timestamp = int(time.time() * 1000)

@@ -45,7 +45,7 @@ from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer import exit_guard
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
-from kafkalite.producer.futures import SendManyResult
+from kafkalite.producer.futures import RecordFuture, SendManyResult
 from kafkalite.settings import resolve
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import RecordMetadata
@@ -65,7 +65,7 @@ UNSET: Any = object()
 _GENERATED_MODULE = "kafkalite.producer.producer"
 
 
-def _telemetry(cfg: Config, core: ProducerCore) -> ClientTelemetry:
+def _telemetry(cfg: Config, core: ProducerCore[RecordFuture]) -> ClientTelemetry:
     return ClientTelemetry(cfg, PRODUCER, core.client, core.metrics.registry, core.metrics.snapshot,
                            labels=lambda: {"transactional_id": cfg["transactional.id"],
                                            "client_rack": cfg["client.rack"] or None})
@@ -84,7 +84,7 @@ def many_args(values: Iterable[Any], keys: Iterable[Any] | None) -> tuple[Sequen
     return values, keys
 
 
-def _warn_unclosed(core: ProducerCore, front: str, what_happens: str) -> None:
+def _warn_unclosed(core: ProducerCore[RecordFuture], front: str, what_happens: str) -> None:
     left = core.unacknowledged()
     if left:
         log.warning(f"kafkalite {front} (client.id={core.client_id}) was garbage-collected without close() "
@@ -279,7 +279,7 @@ class AsyncSendManyResult(SendManyResult):
         return self.result()
 
 
-def _finalize_async(core: ProducerCore) -> None:
+def _finalize_async(core: ProducerCore[RecordFuture]) -> None:
     if core.closed:
         return
     if core.loop is None:  # never started: nothing was sent, nothing to flush at exit
@@ -289,7 +289,7 @@ def _finalize_async(core: ProducerCore) -> None:
                    "producer.close() (or use 'async with Producer(...)').")
 
 
-def _finalize_blocking(core: ProducerCore, engine: EngineThread) -> None:
+def _finalize_blocking(core: ProducerCore[RecordFuture], engine: EngineThread) -> None:
     """The Producer was garbage-collected without close() (at interpreter exit,
     :mod:`~kafkalite.producer.exit_guard` handles unclosed producers instead)."""
     if core.closed:

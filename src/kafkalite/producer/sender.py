@@ -410,7 +410,7 @@ class Sender:
             else:
                 name = (names or {}).get(topic_resp.topic_id) or metadata.topic_name(topic_resp.topic_id)
             for p in topic_resp.partition_responses:
-                batch = by_tp.pop((name, p.index), None)  # type: ignore[arg-type]
+                batch = by_tp.pop((name, p.index), None)
                 if batch is None:
                     continue
                 code = p.error_code
@@ -548,7 +548,7 @@ class Sender:
                 self.request_metadata(())
             finally:
                 self._connecting.discard(node)
-                self._connect_tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+                self._connect_tasks.discard(asyncio.current_task())
                 self.wakeup()
 
         self._connect_tasks.add(asyncio.ensure_future(connect()))

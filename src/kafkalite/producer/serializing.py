@@ -52,7 +52,7 @@ class RecordSerializer:
         what = "key" if is_key else "value"
         if serializer is None:
             if data is None or type(data) is bytes:
-                return data  # type: ignore[no-any-return]
+                return data
             if isinstance(data, (bytearray, memoryview)):
                 return bytes(data)
             raise SerializationError(
@@ -70,7 +70,7 @@ class RecordSerializer:
                 return bytes(out)
             raise SerializationError(
                 f"{what} serializer {serializer!r} returned {type(out).__name__}, not bytes", topic=topic)
-        return out  # type: ignore[no-any-return]
+        return out
 
     @staticmethod
     def check_headers(headers: Any, topic: str) -> list[tuple[str, bytes | None]]:

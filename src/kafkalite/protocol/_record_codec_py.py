@@ -148,7 +148,7 @@ def _encode_headers(headers: Headers, pos_tbl: tuple[bytes, ...] = _POS) -> byte
         kb = hkey.encode("utf-8") if isinstance(hkey, str) else memoryview(hkey)
         n = len(kb)
         append(pos_tbl[n] if n < _TABLE else encode_varint(n))
-        append(kb)  # type: ignore[arg-type]
+        append(kb)
         if hval is None:
             append(_NULL)
         else:
@@ -200,10 +200,10 @@ def encode_record_into(
     try:
         buf += lh + _ZERO + ts + od + kh
         if kl:
-            buf += key  # type: ignore[operator,arg-type]
+            buf += key  # type: ignore[arg-type]
         buf += vh
         if vl:
-            buf += value  # type: ignore[operator,arg-type]
+            buf += value  # type: ignore[arg-type]
     except TypeError:
         del buf[old:]  # never leave half a record behind (e.g. a str key)
         raise

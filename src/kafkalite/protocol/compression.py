@@ -270,7 +270,7 @@ def _unsnappy_block(block: memoryview, room: int, limit: int) -> bytes:
 
 def _unsnappy(data: bytes | bytearray | memoryview, limit: int) -> bytes:
     view = memoryview(data)
-    if view[:8] != _XERIAL_MAGIC:
+    if view[:8].tobytes() != _XERIAL_MAGIC:
         return _unsnappy_block(view, limit, limit)
     if len(view) < 16:
         raise CorruptRecordsError("xerial snappy header is truncated")
@@ -283,7 +283,7 @@ def _unsnappy(data: bytes | bytearray | memoryview, limit: int) -> bytes:
             raise CorruptRecordsError("xerial snappy chunk length is truncated")
         size = _INT32_BE.unpack_from(view, pos)[0]
         pos += 4
-        if size == _XERIAL_MAGIC_HEAD and view[pos - 4 : pos + 4] == _XERIAL_MAGIC:
+        if size == _XERIAL_MAGIC_HEAD and view[pos - 4 : pos + 4].tobytes() == _XERIAL_MAGIC:
             pos += 12  # a concatenated stream: skip the rest of its header
             continue
         if size < 0 or size > end - pos:

@@ -306,7 +306,7 @@ class Struct:
     __slots__ = ()
 
     def _fields(self) -> tuple[str, ...]:
-        return type(self).__slots__  # type: ignore[return-value]
+        return type(self).__slots__
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

@@ -99,7 +99,7 @@ class BytesSerializer(_Base):
 
     def serialize(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:
         if data is None or type(data) is bytes:
-            return data  # type: ignore[no-any-return]
+            return data
         if isinstance(data, (bytes, bytearray, memoryview)):
             return bytes(data)
         raise SerializationError(

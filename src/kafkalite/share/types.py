@@ -107,12 +107,12 @@ class ShareConsumerRecord(ConsumerRecord):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ShareConsumerRecord):
             return NotImplemented
-        return tuple.__eq__(self[:10], other[:10]) and (  # type: ignore[no-any-return]
+        return tuple.__eq__(self[:10], other[:10]) and (
             self.serialized_key_size == other.serialized_key_size
             and self.serialized_value_size == other.serialized_value_size
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __reduce__(self) -> tuple[object, ...]:
         return (tuple.__new__, (ShareConsumerRecord, tuple(self)))
