@@ -215,7 +215,8 @@ def is_nullable_somewhere(f: Field) -> bool:
 
 PY_SCALAR = {"int8": "int", "int16": "int", "uint16": "int", "int32": "int", "uint32": "int",
              "int64": "int", "float64": "float", "bool": "bool", "string": "str", "bytes": "bytes",
-             "uuid": "uuid.UUID", "records": "Any"}
+             # Record batches: what a producer built, or a slice of the response (None: null).
+             "uuid": "uuid.UUID", "records": "bytes | bytearray | memoryview | None"}
 
 
 def py_type(f: Field) -> str:

@@ -196,6 +196,7 @@ class MetricsSnapshot(dict[MetricName, float]):
             return self._find(key) is not None
         return super().__contains__(key)
 
+    # Mapping.get's overloads take MetricName keys only; this also takes a metric's name.
     def get(self, key: MetricName | str, default: float | None = None) -> float | None:  # type: ignore[override]
         try:
             return self[key]

@@ -20,8 +20,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
-
+from kafkalite.config import Config
 from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import SerializationError
 from kafkalite.serialization.deserializers import Deserializer, resolve_deserializer
@@ -33,7 +32,7 @@ __all__ = ["RecordDeserializer"]
 class RecordDeserializer:
     """The consumer's key and value deserializers (None: bytes as they are)."""
 
-    def __init__(self, cfg: Any) -> None:
+    def __init__(self, cfg: Config) -> None:
         self.key: Deserializer | None = resolve_deserializer(cfg["key.deserializer"], "key.deserializer")
         self.value: Deserializer | None = resolve_deserializer(cfg["value.deserializer"], "value.deserializer")
         for deserializer, is_key in ((self.key, True), (self.value, False)):

@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.metrics import Metrics
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.consumer.subscription import SubscriptionState
 
 FETCH = "consumer-fetch-manager-metrics"
 COORDINATOR = "consumer-coordinator-metrics"
@@ -42,7 +45,7 @@ NODE = "consumer-node-metrics"
 class ConsumerMetrics:
     """The sensors of one consumer; ``registry`` is what ``Consumer.metrics()`` reads."""
 
-    def __init__(self, registry: Metrics, subs: Any, read_committed: bool, client_id: str = "") -> None:
+    def __init__(self, registry: Metrics, subs: SubscriptionState, read_committed: bool, client_id: str = "") -> None:
         self.registry = registry
         self.subs = subs
         self.read_committed = read_committed

@@ -24,7 +24,6 @@ import logging
 import random
 import time
 from collections.abc import Iterable
-from typing import TypeVar
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.config import Config, parse_host_port
@@ -40,13 +39,12 @@ from kafkalite.errors import (
 )
 from kafkalite.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkalite.net.transport import BrokerConnection, ConnectionStats
-from kafkalite.protocol.message import Message, Request
+from kafkalite.protocol.message import Request, ResponseT
 from kafkalite.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafkalite.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 
 log = logging.getLogger("kafkalite.net")
 
-R = TypeVar("R", bound=Message)
 
 COORDINATOR_GROUP, COORDINATOR_TRANSACTION, COORDINATOR_SHARE = 0, 1, 2
 DEFAULT_CHANNEL = "default"
@@ -217,8 +215,8 @@ class NetworkClient:
                     state.attempts += 1
                     state.next_attempt_at = time.monotonic() + self._reconnect_backoff.delay_s(state.attempts - 1)
 
-    async def send(self, node_id: int, request: Request[R], *, channel: str = DEFAULT_CHANNEL,
-                   api_version: int | None = None, timeout_ms: float | None = None) -> R:
+    async def send(self, node_id: int, request: Request[ResponseT], *, channel: str = DEFAULT_CHANNEL,
+                   api_version: int | None = None, timeout_ms: float | None = None) -> ResponseT:
         """Send ``request`` to ``node_id`` and await the response (of the class the
         request names: a ``MetadataRequest`` is answered by a ``MetadataResponse``)."""
         conn = await self.connection(node_id, channel)

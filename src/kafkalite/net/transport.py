@@ -64,7 +64,7 @@ from kafkalite.net.sasl import SaslMechanism, mechanism_for
 from kafkalite.net.tls import describe_tls_failure
 from kafkalite.net.tls import ssl_context as ssl_context
 from kafkalite.net.versions import ApiVersionTable, VersionRange
-from kafkalite.protocol.message import Message, Request
+from kafkalite.protocol.message import Message, Request, ResponseT
 from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
 from kafkalite.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kafkalite.protocol.messages.sasl_handshake import SaslHandshakeRequest
@@ -140,7 +140,6 @@ class ConnectionStats:
         self._sensors["reauthentications"] = sensor
 
 
-R = TypeVar("R", bound=Message)
 T = TypeVar("T")
 
 # The future of one request: its decoded response (None for a request that expects none).
@@ -491,15 +490,15 @@ class BrokerConnection:
         return self.versions.version_for(request_class, min_version)
 
     @overload
-    def send(self, request: Request[R], *, api_version: int | None = None, timeout_ms: float | None = None,
-             expect_response: Literal[True] = True) -> asyncio.Future[R]: ...
+    def send(self, request: Request[ResponseT], *, api_version: int | None = None, timeout_ms: float | None = None,
+             expect_response: Literal[True] = True) -> asyncio.Future[ResponseT]: ...
 
     @overload
-    def send(self, request: Request[R], *, api_version: int | None = None, timeout_ms: float | None = None,
-             expect_response: bool) -> asyncio.Future[R | None]: ...
+    def send(self, request: Request[ResponseT], *, api_version: int | None = None, timeout_ms: float | None = None,
+             expect_response: bool) -> asyncio.Future[ResponseT | None]: ...
 
-    def send(self, request: Request[R], *, api_version: int | None = None, timeout_ms: float | None = None,
-             expect_response: bool = True) -> asyncio.Future[R] | asyncio.Future[R | None]:
+    def send(self, request: Request[ResponseT], *, api_version: int | None = None, timeout_ms: float | None = None,
+             expect_response: bool = True) -> asyncio.Future[ResponseT] | asyncio.Future[ResponseT | None]:
         """Write ``request`` now and return a future of its decoded response.
 
         The future fails with the response's decode error, a timeout, or the reason the
@@ -516,10 +515,10 @@ class BrokerConnection:
         else:
             future.set_exception(self._unusable_error())
         # The state machine decodes the answer with the response class the request
-        # names (Request[R]), so the future holds an R.
-        return cast("asyncio.Future[R | None]", future)
+        # names (Request[ResponseT]), so the future holds a ResponseT.
+        return cast("asyncio.Future[ResponseT | None]", future)
 
-    def _send_handshake(self, request: Request[R], api_version: int | None = None) -> asyncio.Future[R]:
+    def _send_handshake(self, request: Request[ResponseT], api_version: int | None = None) -> asyncio.Future[ResponseT]:
         """Send one of the handshake's own requests (ApiVersions, SaslHandshake,
         SaslAuthenticate): written at once, also while application requests are held."""
         future: _ResponseFuture = asyncio.get_running_loop().create_future()
@@ -527,7 +526,7 @@ class BrokerConnection:
             self._write(request, api_version, None, True, future)
         else:
             future.set_exception(self._unusable_error())
-        return cast("asyncio.Future[R]", future)  # decoded as Request[R] names (see send)
+        return cast("asyncio.Future[ResponseT]", future)  # decoded as Request[ResponseT] names (see send)
 
     def _write(self, request: Message, api_version: int | None, timeout_ms: float | None,
                expect_response: bool, future: _ResponseFuture) -> None:
@@ -545,8 +544,8 @@ class BrokerConnection:
         loop = asyncio.get_running_loop()
         self._timeouts[pending.correlation_id] = loop.call_later(timeout, self._on_timeout, pending, timeout)
 
-    async def request(self, request: Request[R], *, api_version: int | None = None,
-                      timeout_ms: float | None = None) -> R:
+    async def request(self, request: Request[ResponseT], *, api_version: int | None = None,
+                      timeout_ms: float | None = None) -> ResponseT:
         """Send ``request`` and await its response (see :meth:`send`)."""
         return await self.send(request, api_version=api_version, timeout_ms=timeout_ms)
 

@@ -52,6 +52,7 @@ from kafkalite.producer.fronts import (
     many_args,
 )
 from kafkalite.producer.futures import AsyncRecordFuture
+from kafkalite.producer.transactions import TxnState
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
@@ -230,7 +231,7 @@ class AsyncProducer(AsyncProducerFront):
         if core.sender.fatal_error is not None:
             raise core.sender.fatal_error
         txn = core.txn
-        if txn is not None and txn.state.value != "IN_TRANSACTION":
+        if txn is not None and txn.state is not TxnState.IN_TRANSACTION:
             txn.check_send()
         if core.interceptors is not None:
             topic, value, key, partition, timestamp, headers = core.intercept(

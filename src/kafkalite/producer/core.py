@@ -64,7 +64,7 @@ from kafkalite.producer.wakeup import SenderWakeup
 from kafkalite.protocol import compression
 from kafkalite.protocol.record_codec import murmur2, record_size
 from kafkalite.protocol.record_types import BATCH_OVERHEAD
-from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 if TYPE_CHECKING:
     from kafkalite._config_keys import IntSetting
@@ -134,7 +134,7 @@ class ProducerCore(Generic[F]):
         #: No key/value serializer: send() hands its arguments to the append path as they are.
         self.raw = self.serializer.raw
         self.interceptors = load_interceptors(cfg["interceptor.classes"], cfg)
-        self.ack_interceptor: Callable[..., Any] | None = (
+        self.ack_interceptor: Callable[[RecordMetadata, BaseException | None], None] | None = (
             self.interceptors.on_acknowledgement if self.interceptors is not None and self.interceptors.wants_acks
             else None
         )
@@ -225,7 +225,7 @@ class ProducerCore(Generic[F]):
 
     def append(self, state: TopicState, topic: str, partition: int | None, key: Any, key_bytes: bytes | None,
                value: Any, value_bytes: bytes | None, timestamp: int | None, headers: Any,
-               callback: Callable[..., Any] | None) -> F | None:
+               callback: Callable[..., object] | None) -> F | None:
         """Partition and append one serialized record; None when buffer memory is short."""
         if timestamp is None:
             timestamp = int(time.time() * 1000)
@@ -327,7 +327,7 @@ class ProducerCore(Generic[F]):
                     "the producer was closed before the record was acknowledged (close timeout passed)"))
         finally:
             remaining = 1.0 if deadline is None else deadline - time.monotonic()
-            txn_tasks: list[asyncio.Future[Any]] = []
+            txn_tasks: list[asyncio.Task[None]] = []
             if self.txn_client is not None:
                 txn_tasks = list(self.txn_client.tasks())
             try:

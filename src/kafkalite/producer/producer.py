@@ -21,6 +21,7 @@ from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
 from kafkalite.producer.fronts import UNSET, BlockingProducerFront, Callback, many_args
 from kafkalite.producer.futures import RecordFuture, SendManyResult
+from kafkalite.producer.transactions import TxnState
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
@@ -199,7 +200,7 @@ class Producer(BlockingProducerFront):
         if core.sender.fatal_error is not None:
             raise core.sender.fatal_error
         txn = core.txn
-        if txn is not None and txn.state.value != "IN_TRANSACTION":
+        if txn is not None and txn.state is not TxnState.IN_TRANSACTION:
             txn.check_send()
         if core.interceptors is not None:
             topic, value, key, partition, timestamp, headers = core.intercept(

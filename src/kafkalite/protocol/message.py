@@ -116,6 +116,8 @@ class Message(Struct):
 
 
 R = TypeVar("R", bound=Message, covariant=True)
+#: For functions that send a Request[ResponseT] and return its ResponseT.
+ResponseT = TypeVar("ResponseT", bound=Message)
 
 
 class Request(Message, Generic[R]):

@@ -28,11 +28,17 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from kafkalite.config import SHARE_CONSUMER
-from kafkalite.errors import ConfigError, IllegalStateError, KafkaError, SerializationError
+from kafkalite.config import SHARE_CONSUMER, Config
+from kafkalite.errors import (
+    ConfigError,
+    IllegalStateError,
+    InvalidGroupIdError,
+    KafkaError,
+    SerializationError,
+)
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.engine import cancel_and_wait
@@ -50,19 +56,24 @@ from kafkalite.types import TopicPartition
 log = logging.getLogger("kafkalite.share")
 
 #: ``callback(offsets_by_partition, error_or_None)``, Java's AcknowledgementCommitCallback
-AckCallback = Callable[[dict[TopicPartition, set[int]], "BaseException | None"], Any]
+AckCallback = Callable[[dict[TopicPartition, set[int]], "BaseException | None"], object]
+#: A deserializer as called: ``(topic, data, headers) -> value`` (the application's object).
+DeserializeFunction = Callable[[str, bytes, list[tuple[str, bytes | None]]], Any]
 
 
 class ShareConsumerCore:
     """Everything a share consumer does, minus the front end's waiting."""
 
-    def __init__(self, cfg: Any, loop: asyncio.AbstractEventLoop, notify_poll: Callable[[], None],
+    def __init__(self, cfg: Config, loop: asyncio.AbstractEventLoop, notify_poll: Callable[[], None],
                  call_soon: Callable[..., None]) -> None:
         self.cfg = cfg
         self.loop = loop
         self.notify_poll = notify_poll
         self.call_soon = call_soon
-        self.group_id: str = cfg["group.id"]
+        group_id = cfg["group.id"]
+        if group_id is None:  # config.parse() requires it of a share consumer
+            raise InvalidGroupIdError("a share consumer needs the setting 'group.id' (its share group)")
+        self.group_id = group_id
         self.explicit = cfg["share.acknowledgement.mode"] == "explicit"
         self.max_poll_records: int = cfg["max.poll.records"]
         self.api_timeout_s = cfg["default.api.timeout.ms"] / 1000.0
@@ -84,7 +95,7 @@ class ShareConsumerCore:
         self.fetcher = ShareFetcher(self)
         self.closed = False
         self._started = False
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self._metadata_wake = asyncio.Event()
         self.key_deserializer = _deserializer(resolve_deserializer(cfg["key.deserializer"], "key.deserializer"),
                                               cfg, True)
@@ -103,12 +114,12 @@ class ShareConsumerCore:
         self.member.start()
         self.telemetry.start(self.loop)
 
-    def _spawn(self, coro: Any, name: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = self.loop.create_task(coro, name=f"kafkalite-share-{name}")
         task.add_done_callback(self.task_done)
         self._tasks.append(task)
 
-    def task_done(self, task: asyncio.Task[Any]) -> None:
+    def task_done(self, task: asyncio.Task[Any]) -> None:  # any task of the consumer
         if task.cancelled():
             return
         exc = task.exception()
@@ -211,10 +222,10 @@ class ShareConsumerCore:
         finally:
             self.closed = True
             try:
-                tasks = self.member.stop()
-                tasks += await self.fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
+                stopped = self.member.stop()
+                fetches = await self.fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
                 # One cancel() may not stop a task on Python < 3.12 (gh-86296): see cancel_and_wait.
-                await cancel_and_wait(tasks + self._tasks, max(0.05, deadline - time.monotonic()))
+                await cancel_and_wait([*stopped, *fetches, *self._tasks], max(0.05, deadline - time.monotonic()))
             finally:
                 await self.client.close()
 
@@ -350,7 +361,7 @@ class ShareConsumerCore:
         return out
 
 
-def _deserializer(obj: Any, cfg: Any, is_key: bool) -> Callable[[str, Any, Any], Any] | None:
+def _deserializer(obj: object, cfg: Config, is_key: bool) -> DeserializeFunction | None:
     if obj is None:
         return None
     configure = getattr(obj, "configure", None)

@@ -251,7 +251,7 @@ class FetchResponsePartitionData(Struct):
         snapshot_id: FetchResponseSnapshotId | None = None,
         aborted_transactions: list[FetchResponseAbortedTransaction] | None = _UNSET,
         preferred_read_replica: int = -1,
-        records: Any = None,
+        records: bytes | bytearray | memoryview | None = None,
     ) -> None:
         self.partition_index = partition_index
         self.error_code = error_code

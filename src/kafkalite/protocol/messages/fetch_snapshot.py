@@ -181,7 +181,7 @@ class FetchSnapshotResponsePartitionSnapshot(Struct):
         current_leader: FetchSnapshotResponseLeaderIdAndEpoch | None = None,
         size: int = 0,
         position: int = 0,
-        unaligned_records: Any = None,
+        unaligned_records: bytes | bytearray | memoryview | None = None,
     ) -> None:
         self.index = index
         self.error_code = error_code

@@ -74,7 +74,7 @@ class ProduceRequestPartitionProduceData(Struct):
         self,
         *,
         index: int = 0,
-        records: Any = None,
+        records: bytes | bytearray | memoryview | None = None,
     ) -> None:
         self.index = index
         self.records = records

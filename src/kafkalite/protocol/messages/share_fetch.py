@@ -223,7 +223,7 @@ class ShareFetchResponsePartitionData(Struct):
         acknowledge_error_code: int = 0,
         acknowledge_error_message: str | None = None,
         current_leader: ShareFetchResponseLeaderIdAndEpoch | None = None,
-        records: Any = None,
+        records: bytes | bytearray | memoryview | None = None,
         acquired_records: list[ShareFetchResponseAcquiredRecords] | None = None,
     ) -> None:
         self.partition_index = partition_index
