@@ -173,7 +173,7 @@ class ConsumerRecord(tuple[Any, ...]):
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else not eq
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # compared field by field, like a list: unhashable
 
     def __reduce__(self) -> tuple[object, ...]:
         return (tuple.__new__, (ConsumerRecord, tuple(self)))

@@ -34,6 +34,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kafkalite.backoff import ExponentialBackoff
+from kafkalite.consumer._frontend import require_group
 from kafkalite.consumer.assignors import (
     PROTOCOL_TYPE,
     Assignment,
@@ -111,7 +112,7 @@ class ClassicGroupMember:
         cfg = core.cfg
         self.cfg = cfg
         self.client = core.client
-        self.group_id = core.member_group_id()
+        self.group_id = require_group(cfg, "joining a group")  # subscribe() checked it already
         self.instance_id: str | None = cfg["group.instance.id"]
         self.assignors = assignors_from_config(cfg["partition.assignment.strategy"])
         self.protocol = common_rebalance_protocol(self.assignors)

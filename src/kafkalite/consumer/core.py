@@ -179,14 +179,6 @@ class ConsumerCore:
             self.errors.append(exc)
             self.notify_poll()
 
-    def member_group_id(self) -> str:
-        """The group a group member joins (subscribe() refuses a consumer without one first)."""
-        if self.group_id is None:
-            from kafkalite.errors import InvalidGroupIdError
-
-            raise InvalidGroupIdError("joining a group needs the setting 'group.id'")
-        return self.group_id
-
     def ensure_group(self) -> GroupMember:
         """The group member, created on first subscribe() (classic or KIP-848)."""
         if self.group is None:

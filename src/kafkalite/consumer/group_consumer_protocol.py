@@ -27,6 +27,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kafkalite.backoff import ExponentialBackoff
+from kafkalite.consumer._frontend import require_group
 from kafkalite.consumer.kip848_member import (
     COORDINATOR_LOAD_IN_PROGRESS,
     LEAVE_EPOCH,
@@ -66,7 +67,7 @@ class ConsumerGroupMember:
         cfg = core.cfg
         self.cfg = cfg
         self.client = core.client
-        self.group_id = core.member_group_id()
+        self.group_id = require_group(cfg, "joining a group")  # subscribe() checked it already
         self.instance_id: str | None = cfg["group.instance.id"]
         self.member = ConsumerMemberState(instance_id=self.instance_id)
         self.server_assignor: str | None = cfg["group.remote.assignor"]

@@ -30,7 +30,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafkalite.config import PRODUCER, Config
@@ -45,7 +45,7 @@ from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer import exit_guard
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
-from kafkalite.producer.futures import RecordFuture, SendManyResult
+from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture, SendManyResult
 from kafkalite.settings import resolve
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import RecordMetadata
@@ -103,7 +103,9 @@ class AsyncProducerFront:
         cfg = resolve("producer", config, **settings)
         self._core = core = ProducerCore(cfg, blocking=False)
         self._appender = core.appender
-        self._append: Callable[..., Any] = _not_started
+        # (topic, key, value, partition, timestamp, callback) -> the future, or None: the
+        # general path. The append kernel's; None from everything before start().
+        self._append: Callable[..., AsyncRecordFuture | None] = _not_started
         self._raw = core.raw
         self._started = False
         self._finalizer = weakref.finalize(self, _finalize_async, core)
@@ -138,9 +140,9 @@ class AsyncProducerFront:
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                             timestamp: int | None = None, headers: Any = None) -> RecordMetadata:
         """Send one record and wait for its acknowledgement (``await (await send(...))``)."""
-        send: Callable[..., Any] = getattr(self, "send")  # noqa: B009 (the traced one when tracing)
+        send: Callable[..., Awaitable[AsyncRecordFuture]] = getattr(self, "send")  # noqa: B009 (traced one if tracing)
         future = await send(topic, value, key, partition, timestamp, headers)
-        return await future  # type: ignore[no-any-return]
+        return await future
 
     async def close(self, timeout: float | None = None) -> None:
         """Flush (for at most ``timeout`` seconds; None: until done), then release everything.
@@ -169,7 +171,7 @@ class BlockingProducerFront:
         tracing = tracing_for(cfg)  # settings errors before any thread starts
         self._core = core = ProducerCore(cfg, blocking=True)
         self._appender = core.appender
-        self._append: Callable[..., Any] = core.appender.append
+        self._append: Callable[..., RecordFuture | None] = core.appender.append
         self._raw = core.raw
         self._telemetry = _telemetry(cfg, core)
         self._engine = EngineThread(name=f"kafkalite-{core.client_id}").start()

@@ -115,7 +115,7 @@ class Producer(BlockingProducerFront):
             if self._raw:
                 future = self._append(topic, key, value, partition, timestamp, callback)
                 if future is not None:
-                    return future  # type: ignore[no-any-return]
+                    return future
             elif self._appender.enabled:
                 core = self._core
                 key_bytes = key if core.key_serializer is None and (key is None or type(key) is bytes) \
@@ -124,7 +124,7 @@ class Producer(BlockingProducerFront):
                     else core.serialize(topic, value, None, False)
                 future = self._append(topic, key_bytes, value_bytes, partition, timestamp, callback)
                 if future is not None:
-                    return future  # type: ignore[no-any-return]
+                    return future
                 return self._send(topic, value, key, partition, timestamp, None, callback, key_bytes,
                                   value_bytes)
         return self._send(topic, value, key, partition, timestamp, headers, callback)

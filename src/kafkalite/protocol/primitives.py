@@ -317,7 +317,7 @@ class Struct:
             if f != "unknown_tagged_fields"
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: unhashable (typeshed types __hash__ as a method)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields() if f != "unknown_tagged_fields")
