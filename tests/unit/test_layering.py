@@ -91,7 +91,7 @@ def _in(module: str, *packages: str) -> bool:
 
 CLIENTS = ("kafkalite.producer", "kafkalite.consumer", "kafkalite.share", "kafkalite.admin")
 FACES = ("kafkalite.aio",)  # and the package face kafkalite/__init__.py itself
-NET_MAY_IMPORT = ("kafkalite.net", "kafkalite.protocol", "kafkalite.config", "kafkalite.errors",
+NET_MAY_IMPORT = ("kafkalite.net", "kafkalite.protocol", "kafkalite.config", "kafkalite._config_keys", "kafkalite.errors",
                   "kafkalite._errors_base", "kafkalite._errors_gen", "kafkalite.types", "kafkalite.backoff",
                   "kafkalite.metrics", "kafkalite._version")
 

@@ -17,10 +17,10 @@ import base64
 import json
 import os
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.config import Config
 from kafkalite.errors import ConfigError, SaslAuthenticationError
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class AssertionSettings:
     template_file: str | None = None
 
 
-def assertion_settings(cfg: Mapping[str, Any], client_id: str | None) -> AssertionSettings | None:
+def assertion_settings(cfg: Config, client_id: str | None) -> AssertionSettings | None:
     """The assertion settings, None when no assertion is configured (Kafka 4.3's order:
     a file first, then a generated assertion when ``assertion.claim.iss`` or a private
     key is set)."""
