@@ -213,10 +213,14 @@ def is_nullable_somewhere(f: Field) -> bool:
     return f.nullable.low <= (f.nullable.high if f.nullable.high is not None else 10**6)
 
 
+PY_SCALAR = {"int8": "int", "int16": "int", "uint16": "int", "int32": "int", "uint32": "int",
+             "int64": "int", "float64": "float", "bool": "bool", "string": "str", "bytes": "bytes",
+             # Record batches: what a producer built, or a slice of the response (None: null).
+             "uuid": "uuid.UUID", "records": "bytes | bytearray | memoryview | None"}
+
+
 def py_type(f: Field) -> str:
-    base = {"int8": "int", "int16": "int", "uint16": "int", "int32": "int", "uint32": "int",
-            "int64": "int", "float64": "float", "bool": "bool", "string": "str", "bytes": "bytes",
-            "uuid": "uuid.UUID", "records": "Any"}
+    base = PY_SCALAR
     if f.is_array:
         inner = f.struct.cls if f.struct else base[f.elem]
         t = f"list[{inner}]"
@@ -411,7 +415,7 @@ def scalar_encode_lines(t: str, expr: str, flexible: bool, nullable: bool, ind: 
 def gen_decode_struct(em: Emitter, owner: str, st_name: str, fields: list[Field], version: int,
                       flexible: bool) -> str:
     regular, tagged, absent = layout(fields, version, flexible)
-    lines = ["def __FN__(buf: Any, pos: int) -> tuple[Any, int]:", f"    o = _new({st_name})"]
+    lines = [f"def __FN__(buf: memoryview, pos: int) -> tuple[{st_name}, int]:", f"    o = _new({st_name})"]
     run: list[Field] = []
 
     def flush_run() -> None:
@@ -511,22 +515,28 @@ def decode_value_lines(em: Emitter, owner: str, f: Field, target: str, version: 
         lines.append(f"{ind}else:")
         if f.struct is not None:
             fn = gen_decode_struct(em, owner, f.struct.cls, f.struct.fields, version, flexible)
-            lines.append(f"{ind}    items = []")
-            lines.append(f"{ind}    append = items.append")
+            # Locals named per field: a function decoding several array fields would
+            # otherwise give one local two element types (mypy --strict refuses that).
+            items, item = f"{f.attr}_items", f"{f.attr}_item"
+            lines.append(f"{ind}    {items}: list[{f.struct.cls}] = []")
+            lines.append(f"{ind}    {f.attr}_append = {items}.append")
             lines.append(f"{ind}    for _ in range(n):")
-            lines.append(f"{ind}        item, pos = {fn}(buf, pos)")
-            lines.append(f"{ind}        append(item)")
-            lines.append(f"{ind}    {target} = items")
+            lines.append(f"{ind}        {item}, pos = {fn}(buf, pos)")
+            lines.append(f"{ind}        {f.attr}_append({item})")
+            lines.append(f"{ind}    {target} = {items}")
         elif t in FIXED:
             fmt, size = FIXED[t]
             lines.append(f"{ind}    {target} = unpack_array('{fmt}', n, buf, pos)")
             lines.append(f"{ind}    pos += n * {size}")
         else:
-            lines.append(f"{ind}    items = []")
+            # Array elements are never null (Java's generated readers refuse a null
+            # element: "non-nullable field ... was serialized as null").
+            items, item = f"{f.attr}_items", f"{f.attr}_item"
+            lines.append(f"{ind}    {items}: list[{PY_SCALAR[t]}] = []")
             lines.append(f"{ind}    for _ in range(n):")
-            lines += scalar_decode_lines(t, "item", flexible, True, ind + "        ")
-            lines.append(f"{ind}        items.append(item)")
-            lines.append(f"{ind}    {target} = items")
+            lines += scalar_decode_lines(t, item, flexible, False, ind + "        ")
+            lines.append(f"{ind}        {items}.append({item})")
+            lines.append(f"{ind}    {target} = {items}")
         return lines
     if f.struct is not None:
         fn = gen_decode_struct(em, owner, f.struct.cls, f.struct.fields, version, flexible)
@@ -641,9 +651,14 @@ def generate_module(specs: list[MessageSpec]) -> str:
             f"LATEST_VERSION_UNSTABLE = {spec.unstable_latest}",
         ]
         doc = {"request": "Request", "response": "Response", "data": "Data", "header": "Header"}[spec.kind]
+        base = "Message"
+        if spec.kind == "request":
+            # Typed sends: the request class names its response class (defined below it).
+            response = next(s.name for s in specs if s.kind == "response" and s.api_key == spec.api_key)
+            base = f"Request[{response!r}]"
         class_blocks.append("\n".join(class_source(spec.name, spec.fields,
                                                   f"{doc} ``{spec.name}`` (versions {spec.valid.low}-{spec.valid.high}).",
-                                                  "Message", extra)))
+                                                  base, extra)))
         tables.append(f"{spec.name}._ENCODERS = {{{', '.join(f'{v}: {n}' for v, n in enc_table.items())}}}")
         tables.append(f"{spec.name}._DECODERS = {{{', '.join(f'{v}: {n}' for v, n in dec_table.items())}}}")
         exported.append(spec.name)
@@ -656,13 +671,12 @@ def generate_module(specs: list[MessageSpec]) -> str:
         HEADER.format(spec=files).rstrip("\n"),
         "",
         "# ruff: noqa",
-        "# mypy: ignore-errors",
         "from __future__ import annotations",
         "",
         "import uuid",
         "from typing import Any",
         "",
-        "from kafkalite.protocol.message import _UNSET, Message, _new, _null, _trunc, _unsupported",
+        "from kafkalite.protocol.message import _UNSET, Message, Request, _new, _null, _trunc, _unsupported",
         "from kafkalite.protocol.primitives import (",
         "    INT32 as _INT32,",
         "    ZERO_UUID,",
@@ -732,7 +746,8 @@ def generate_all(spec_dir: Path) -> dict[str, str]:
         "from __future__ import annotations",
         "",
         "import importlib",
-        "from typing import Any",
+        "",
+        "from kafkalite.protocol.message import Message",
         "",
         "# api_key -> (module, request class, response class); modules load on first use.",
         "APIS: dict[int, tuple[str, str, str]] = {",
@@ -746,16 +761,18 @@ def generate_all(spec_dir: Path) -> dict[str, str]:
         "API_NAMES: dict[int, str] = {k: v[1][: -len('Request')] for k, v in APIS.items()}",
         "",
         "",
-        "def request_class(api_key: int) -> Any:",
+        "def request_class(api_key: int) -> type[Message]:",
         '    """The generated request class for ``api_key`` (KeyError if unknown)."""',
         "    mod, req, _ = APIS[api_key]",
-        "    return getattr(importlib.import_module(f'{__name__}.{mod}'), req)",
+        "    cls: type[Message] = getattr(importlib.import_module(f'{__name__}.{mod}'), req)",
+        "    return cls",
         "",
         "",
-        "def response_class(api_key: int) -> Any:",
+        "def response_class(api_key: int) -> type[Message]:",
         '    """The generated response class for ``api_key`` (KeyError if unknown)."""',
         "    mod, _, resp = APIS[api_key]",
-        "    return getattr(importlib.import_module(f'{__name__}.{mod}'), resp)",
+        "    cls: type[Message] = getattr(importlib.import_module(f'{__name__}.{mod}'), resp)",
+        "    return cls",
         "",
     ]
     files["__init__.py"] = "\n".join(init)

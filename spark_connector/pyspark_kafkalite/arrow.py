@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -154,7 +154,7 @@ class ArrowBuilder:
         def cat(index: int, typecode: str) -> np.ndarray:
             joined = array(typecode)
             for cols in columns:
-                joined.extend(cols[index])
+                joined.extend(cast("array[int]", cols[index]))  # index: one of the array columns
             return np.frombuffer(joined, dtype=np.int64 if typecode == "q" else np.int32)
 
         offsets = cat(1, "q")
@@ -204,7 +204,7 @@ class ArrowBuilder:
         def cat(index: int) -> np.ndarray:
             joined = array("i")
             for cols in columns:
-                joined.extend(cols[index])
+                joined.extend(cast("array[int]", cols[index]))  # index: one of the array columns
             return np.frombuffer(joined, dtype=np.int32).astype(np.int64)
 
         keys = binary_from_positions(data, cat(8) + per, cat(9), pa.string_view())

@@ -97,7 +97,7 @@ def read_partition(opts: ReadOptions, part: InputPartition) -> Iterator[pa.Recor
 
 # ---------------------------------------------------------------- filter pushdown
 
-def _micros(value: Any) -> int | None:
+def _micros(value: object) -> int | None:
     """A pushed timestamp literal as microseconds since the epoch (UTC)."""
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
@@ -191,7 +191,7 @@ class KafkaLiteBatchReader(DataSourceReader):
         self.pushed = PushedFilters()
 
     @property
-    def pushFilters(self) -> _PushFilters:  # type: ignore[override]
+    def pushFilters(self) -> _PushFilters:
         return _PushFilters(self)
 
     def push_filters(self, filters: list[Any]) -> list[Any]:

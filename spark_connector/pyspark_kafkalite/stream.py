@@ -61,7 +61,7 @@ try:  # PySpark >= 4.2: admission control and Trigger.AvailableNow for Python so
 
     _AVAILABLE_NOW_BASES: tuple[type, ...] = (SupportsTriggerAvailableNow,)
 except ImportError:  # PySpark 4.0 / 4.1
-    ReadAllAvailable = ReadLimit = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadLimit = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]  # absent before 4.2
     _AVAILABLE_NOW_BASES = ()
 
 #: PySpark passes a start and a read limit to latestOffset (4.2+) and runs
@@ -88,7 +88,7 @@ def rate_limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int)
     return {tp: start.get(tp, end) + take[tp] for tp, end in latest.items()}
 
 
-class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # type: ignore[misc]
+class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # type: ignore[misc]  # bases by version
     """Micro-batch planning on the driver; the tasks read like the batch reader's."""
 
     def __init__(self, opts: ReadOptions) -> None:

@@ -39,7 +39,7 @@ from pyspark_kafkalite.tracing import TaskSpan
 try:  # PySpark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
 except ImportError:  # PySpark 4.0: rows, not Arrow, for streaming writes
-    _StreamWriterBase = DataSourceStreamWriter  # type: ignore[assignment,misc]
+    _StreamWriterBase = DataSourceStreamWriter  # type: ignore[assignment,misc]  # the 4.0 base
 
 _CHECK_EVERY = 4096  # how many sends between checks of the oldest pending futures
 # A task sends a whole partition of rows as fast as it can: bigger batches than the
@@ -124,7 +124,8 @@ class _Sender:
             col = batch.column(names.index(name))
             if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
                 col = col.cast(pa.binary())
-            return col.to_pylist()  # type: ignore[no-any-return]
+            values: list[Any] = col.to_pylist()  # pyarrow has no type information
+            return values
 
         values = column("value")
         keys = column("key")
@@ -251,7 +252,7 @@ class KafkaLiteBatchWriter(DataSourceArrowWriter):
         """Records already acknowledged stay in Kafka (at least once)."""
 
 
-class KafkaLiteStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
+class KafkaLiteStreamWriter(_StreamWriterBase):
     """``writeStream.format("kafkalite")``: each micro-batch's tasks write and flush."""
 
     def __init__(self, opts: WriteOptions) -> None:

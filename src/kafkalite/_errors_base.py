@@ -20,7 +20,9 @@ Import these names from :mod:`kafkalite.errors`, not from here.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
+
+E = TypeVar("E", bound="KafkaError")
 
 
 class KafkaError(Exception):
@@ -36,7 +38,7 @@ class KafkaError(Exception):
             known, so the message can name it.
     """
 
-    retriable: ClassVar[bool] = False
+    retriable: bool = False  # the class's answer; an instance may refine it (AdminBatchError)
     fatal_default: ClassVar[bool] = False
     abortable_default: ClassVar[bool] = False
     #: On a producer's delivery error: the record reached a broker at least once before
@@ -90,7 +92,7 @@ class KafkaError(Exception):
         where = self._resource_text()
         return f"{self.message} ({where})" if where else self.message
 
-    def with_context(self, **resource: Any) -> KafkaError:
+    def with_context(self: E, **resource: Any) -> E:
         """Fill in resource names (topic, partition, ...) that were unknown when raised."""
         for key, value in resource.items():
             if value is not None and getattr(self, key, None) is None:

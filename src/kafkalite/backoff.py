@@ -37,7 +37,7 @@ class ExponentialBackoff:
         if self.initial_ms == 0:
             return 0.0
         exp = min(max(attempt, 0), self._cap_exp + 1)
-        term = min(self.initial_ms * self.multiplier**exp, self.max_ms)
+        term = min(self.initial_ms * math.pow(self.multiplier, exp), self.max_ms)
         if self.jitter:
             term *= self._rng.uniform(1 - self.jitter, 1 + self.jitter)
         return min(term, self.max_ms * (1 + self.jitter))

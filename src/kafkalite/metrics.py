@@ -182,7 +182,7 @@ class MetricsSnapshot(dict[MetricName, float]):
         candidates = [m for m in self if m.name == name]
         return min(candidates, key=rank) if candidates else None
 
-    def __getitem__(self, key: MetricName | str) -> float:  # type: ignore[override]
+    def __getitem__(self, key: MetricName | str) -> float:
         if isinstance(key, str) and not isinstance(key, MetricName):
             metric = self._find(key)
             if metric is None:
@@ -196,6 +196,7 @@ class MetricsSnapshot(dict[MetricName, float]):
             return self._find(key) is not None
         return super().__contains__(key)
 
+    # Mapping.get's overloads take MetricName keys only; this also takes a metric's name.
     def get(self, key: MetricName | str, default: float | None = None) -> float | None:  # type: ignore[override]
         try:
             return self[key]

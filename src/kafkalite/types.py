@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from operator import itemgetter as _itemgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 Header = tuple[str, "bytes | None"]
 """One record header: a string key and a bytes value (or None). Keys may repeat."""
@@ -64,7 +64,7 @@ class RecordMetadata(NamedTuple):
         return TopicPartition(self.topic, self.partition)
 
 
-class ConsumerRecord(tuple):  # type: ignore[type-arg]
+class ConsumerRecord(tuple[Any, ...]):
     """One record returned by ``Consumer.poll()``.
 
     ``key`` and ``value`` are None for a null key/value (a tombstone), distinct from b"".
@@ -102,21 +102,45 @@ class ConsumerRecord(tuple):  # type: ignore[type-arg]
         """Build from the internal tuple layout (used by the consumer's deserializing path)."""
         return tuple.__new__(cls, fields)
 
-    offset = property(_itemgetter(0), doc="The record's offset in its partition.")
-    timestamp = property(_itemgetter(1), doc="Milliseconds since the epoch (see timestamp_type).")
-    key = property(_itemgetter(2), doc="The key (bytes, a deserialized object, or None).")
-    value = property(_itemgetter(3), doc="The value (bytes, a deserialized object, or None).")
-    headers = property(_itemgetter(4), doc="List of (str, bytes | None) in wire order.")
-    timestamp_type = property(_itemgetter(5), doc="0 create time, 1 log-append time, -1 none.")
-    topic = property(_itemgetter(6), doc="The topic.")
-    partition = property(_itemgetter(7), doc="The partition.")
-    leader_epoch = property(_itemgetter(8), doc="Leader epoch of the batch, or None.")
+    if TYPE_CHECKING:
+        # What the fields below are, for the type checker (at run time each is a C-level
+        # itemgetter: the fastest attribute read). Key and value are bytes, or whatever
+        # the application's deserializer made of them.
+        @property
+        def offset(self) -> int: ...
+        @property
+        def timestamp(self) -> int: ...
+        @property
+        def key(self) -> Any: ...
+        @property
+        def value(self) -> Any: ...
+        @property
+        def headers(self) -> list[Header]: ...
+        @property
+        def timestamp_type(self) -> int: ...
+        @property
+        def topic(self) -> str: ...
+        @property
+        def partition(self) -> int: ...
+        @property
+        def leader_epoch(self) -> int | None: ...
+    else:
+        offset = property(_itemgetter(0), doc="The record's offset in its partition.")
+        timestamp = property(_itemgetter(1), doc="Milliseconds since the epoch (see timestamp_type).")
+        key = property(_itemgetter(2), doc="The key (bytes, a deserialized object, or None).")
+        value = property(_itemgetter(3), doc="The value (bytes, a deserialized object, or None).")
+        headers = property(_itemgetter(4), doc="List of (str, bytes | None) in wire order.")
+        timestamp_type = property(_itemgetter(5), doc="0 create time, 1 log-append time, -1 none.")
+        topic = property(_itemgetter(6), doc="The topic.")
+        partition = property(_itemgetter(7), doc="The partition.")
+        leader_epoch = property(_itemgetter(8), doc="Leader epoch of the batch, or None.")
 
     @property
     def serialized_key_size(self) -> int:
         """Size of the key as stored in Kafka (-1 for a null key)."""
         if len(self) > 9:
-            return self[9]  # type: ignore[no-any-return]
+            size: int = self[9]  # the layout's serialized key size
+            return size
         key = self[2]
         return len(key) if key is not None else -1
 
@@ -124,7 +148,8 @@ class ConsumerRecord(tuple):  # type: ignore[type-arg]
     def serialized_value_size(self) -> int:
         """Size of the value as stored in Kafka (-1 for a null value)."""
         if len(self) > 10:
-            return self[10]  # type: ignore[no-any-return]
+            size: int = self[10]  # the layout's serialized value size
+            return size
         value = self[3]
         return len(value) if value is not None else -1
 
@@ -139,7 +164,7 @@ class ConsumerRecord(tuple):  # type: ignore[type-arg]
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ConsumerRecord):
             return NotImplemented
-        return tuple.__eq__(self[:9], other[:9]) and (  # type: ignore[no-any-return]
+        return tuple.__eq__(self[:9], other[:9]) and (
             self.serialized_key_size == other.serialized_key_size
             and self.serialized_value_size == other.serialized_value_size
         )
@@ -148,7 +173,7 @@ class ConsumerRecord(tuple):  # type: ignore[type-arg]
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else not eq
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # compared field by field, like a list: unhashable
 
     def __reduce__(self) -> tuple[object, ...]:
         return (tuple.__new__, (ConsumerRecord, tuple(self)))

@@ -244,10 +244,11 @@ def test_group_churn(kafka_cluster: Any, unique_topic: str, tmp_path: Path, prot
 def committed_past_processed(members: list[Member]) -> list[str]:
     """Commits whose position was beyond every record of that partition that any member
     had processed by then (a commit of unprocessed records: a loss waiting to happen)."""
-    events = sorted((e["t"], e) for m in members for e in m.events() if e["event"] in ("records", "committed"))
+    events = sorted((e for m in members for e in m.events() if e["event"] in ("records", "committed")),
+                    key=lambda e: e["t"])
     top: dict[int, int] = {}
     bad = []
-    for _, e in events:
+    for e in events:
         if e["event"] == "records":
             for p, o in e["records"]:
                 top[p] = max(top.get(p, -1), o)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from kafkalite.config import SETTINGS, parse_host_port
@@ -83,3 +87,58 @@ def test_every_setting_has_doc_and_unique_alias() -> None:
     aliases = [s.alias for s in SETTINGS]
     assert len(aliases) == len(set(aliases))
     assert all(s.doc for s in SETTINGS)
+
+
+def test_none_is_refused_where_the_setting_has_a_default() -> None:
+    # Java refuses null for such settings too; before, acks=None failed later with a KeyError.
+    with pytest.raises(ConfigError, match=r"setting 'acks' cannot be None \(leave it out for its default, 'all'\)"):
+        resolve("producer", {**BOOT, "acks": None})
+    with pytest.raises(ConfigError, match="setting 'linger.ms' cannot be None"):
+        resolve("producer", BOOT, linger_ms=None)
+    # A setting whose default is None takes None: it means "unset".
+    assert resolve("producer", {**BOOT, "transactional.id": None})["transactional.id"] is None
+
+
+def test_list_of_names_takes_strings_only() -> None:
+    with pytest.raises(ConfigError, match="'ssl.enabled.protocols' must be a list of strings"):
+        resolve("admin", {**BOOT, "ssl.enabled.protocols": ["TLSv1.3", 13]})
+    # Plugin lists take objects (interceptors, reporters, assignors).
+    hook = object()
+    assert resolve("producer", {**BOOT, "interceptor.classes": [hook]})["interceptor.classes"] == [hook]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import gen_config_keys  # noqa: E402
+
+
+def test_setting_types_for_the_type_checker_are_fresh() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_config_keys.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (float,), "bool": (bool,), "str": (str,),
+                                          "list[str]": (list,), "list[Any]": (list,)}
+
+
+@pytest.mark.parametrize("kind", ["producer", "consumer", "admin", "share_consumer"])
+def test_every_default_has_the_type_the_type_checker_is_told(kind: str) -> None:
+    """Config.__getitem__'s overloads promise each setting's type: the resolved defaults keep it."""
+    extra = {"group.id": "g"} if kind == "share_consumer" else {}
+    cfg = resolve(kind, {**BOOT, **extra})
+    for setting in SETTINGS:
+        if kind not in setting.clients:
+            continue
+        declared = gen_config_keys.value_type(setting)
+        if declared == "Any":
+            continue  # a plugin: any object
+        value = cfg[setting.name]
+        if declared.endswith(" | None") and value is None:
+            continue
+        expected = _PY_TYPES[declared.removesuffix(" | None")]
+        assert isinstance(value, expected), f"{setting.name} = {value!r} is not {declared}"
+        if expected == (int,):
+            assert not isinstance(value, bool), setting.name
+        if declared == "list[str]":
+            assert all(isinstance(v, str) for v in value), setting.name

@@ -143,6 +143,17 @@ def test_huge_array_count_does_not_allocate() -> None:
         MetadataResponse.decode(data, 3)
 
 
+def test_a_null_element_of_a_string_array_is_refused() -> None:
+    from kafkalite.protocol.messages.describe_groups import DescribeGroupsRequest
+
+    # Array elements are never null (Java's readers refuse one too): groups = ["a", null].
+    good = DescribeGroupsRequest(groups=["a", "b"]).encode(0)
+    assert good == b"\x00\x00\x00\x02\x00\x01a\x00\x01b"
+    assert DescribeGroupsRequest.decode(good, 0).groups == ["a", "b"]
+    with pytest.raises(ProtocolError, match="null string at byte 7"):
+        DescribeGroupsRequest.decode(b"\x00\x00\x00\x02\x00\x01a\xff\xff", 0)
+
+
 def test_known_bytes_api_versions_request_v3() -> None:
     from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
 

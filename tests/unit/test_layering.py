@@ -91,7 +91,7 @@ def _in(module: str, *packages: str) -> bool:
 
 CLIENTS = ("kafkalite.producer", "kafkalite.consumer", "kafkalite.share", "kafkalite.admin")
 FACES = ("kafkalite.aio",)  # and the package face kafkalite/__init__.py itself
-NET_MAY_IMPORT = ("kafkalite.net", "kafkalite.protocol", "kafkalite.config", "kafkalite.errors",
+NET_MAY_IMPORT = ("kafkalite.net", "kafkalite.protocol", "kafkalite.config", "kafkalite._config_keys", "kafkalite.errors",
                   "kafkalite._errors_base", "kafkalite._errors_gen", "kafkalite.types", "kafkalite.backoff",
                   "kafkalite.metrics", "kafkalite._version")
 
@@ -134,8 +134,9 @@ def test_net_imports_nothing_of_the_clients_nor_the_package_face() -> None:
 
 def test_config_imports_nothing_of_net_or_the_clients() -> None:
     """config.py is the declarative schema: it imports only the errors (the checks that
-    load TLS stores or build SASL logins are registered in settings.py)."""
-    allowed = ("kafkalite.errors", "kafkalite._errors_base", "kafkalite._errors_gen")
+    load TLS stores or build SASL logins are registered in settings.py) and, for the type
+    checker, the setting names generated from itself (_config_keys.py)."""
+    allowed = ("kafkalite.errors", "kafkalite._errors_base", "kafkalite._errors_gen", "kafkalite._config_keys")
     assert not _violations(("kafkalite.config",), allowed=allowed)
 
 

@@ -43,7 +43,7 @@ async def create_acls(core: AdminCore, bindings: Iterable[AclBinding], *,
         if not isinstance(b, AclBinding):
             raise ConfigError(f"create_acls takes AclBinding objects, got {b!r}")
 
-    async def send(node: int, items: list[AclBinding], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[AclBinding], deadline: float) -> Mapping[AclBinding, Outcome[None]]:
         request = CreateAclsRequest(creations=[
             CreateAclsRequestAclCreation(
                 resource_type=int(b.pattern.resource_type), resource_name=b.pattern.name,
@@ -81,7 +81,7 @@ async def describe_acls(core: AdminCore, acl_filter: AclBindingFilter | None = N
             for r in response.resources for a in r.acls
         ]
 
-    return await core.run_single("describe_acls", core.route_any, send, timeout)  # type: ignore[no-any-return]
+    return await core.run_single("describe_acls", core.route_any, send, timeout)
 
 
 async def delete_acls(core: AdminCore, filters: Iterable[AclBindingFilter], *,
@@ -89,10 +89,10 @@ async def delete_acls(core: AdminCore, filters: Iterable[AclBindingFilter], *,
     """Delete the ACLs matching each filter; each filter's value is what it deleted."""
     keys = list(dict.fromkeys(filters))
 
-    async def send(node: int, items: list[AclBindingFilter], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[AclBindingFilter], deadline: float) -> Mapping[AclBindingFilter, Outcome[list[AclBinding]]]:
         request = DeleteAclsRequest(filters=[DeleteAclsRequestDeleteAclsFilter(**_filter_fields(f)) for f in items])
         response, _ = await core.send(node, request, deadline)
-        out: dict[Any, Outcome] = {}
+        out: dict[AclBindingFilter, Outcome[list[AclBinding]]] = {}
         for f, r in zip(items, response.filter_results):
             outcome = outcome_for(r.error_code, r.error_message, resource=str(f))
             if outcome is not None:

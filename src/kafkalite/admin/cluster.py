@@ -46,7 +46,7 @@ async def describe_cluster(core: AdminCore, *, include_authorized_operations: bo
             if include_authorized_operations else None,
         )
 
-    return await core.run_single("describe_cluster", core.route_any, send, timeout)  # type: ignore[no-any-return]
+    return await core.run_single("describe_cluster", core.route_any, send, timeout)
 
 
 async def describe_features(core: AdminCore, *, timeout: float | None = None) -> FeatureMetadata:
@@ -62,7 +62,7 @@ async def describe_features(core: AdminCore, *, timeout: float | None = None) ->
             {k: (v.min, v.max) for k, v in sorted(table.supported_features.items())},
         )
 
-    return await core.run_single("describe_features", core.route_any, send, timeout)  # type: ignore[no-any-return]
+    return await core.run_single("describe_features", core.route_any, send, timeout)
 
 
 async def update_features(core: AdminCore, updates: Mapping[str, FeatureUpdate | int], *,
@@ -73,7 +73,7 @@ async def update_features(core: AdminCore, updates: Mapping[str, FeatureUpdate |
         if u.upgrade_type not in _UPGRADE_TYPES:
             raise ConfigError(f"feature {name!r}: upgrade_type must be one of {', '.join(_UPGRADE_TYPES)}")
 
-    async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome]:
+    async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome[None]]:
         request = UpdateFeaturesRequest(
             timeout_ms=core.remaining_ms(deadline),
             feature_updates=[

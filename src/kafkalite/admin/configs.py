@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kafkalite.admin.core import AdminCore, Outcome, Route, outcome_for, raise_response_error
+from kafkalite.admin.core import (
+    AdminCore,
+    Outcome,
+    Route,
+    Router,
+    outcome_for,
+    raise_response_error,
+)
 from kafkalite.admin.results import AdminResult
 from kafkalite.admin.types import (
     AlterConfigOp,
@@ -47,8 +54,8 @@ def resource_context(resource: Any) -> dict[str, Any]:
     return {"resource": f"config resource {resource}"}
 
 
-def _broker_router(core: AdminCore) -> Any:
-    async def route(keys: list[ConfigResource], deadline: float) -> Route:
+def _broker_router(core: AdminCore) -> Router[ConfigResource]:
+    async def route(keys: list[ConfigResource], deadline: float) -> Route[ConfigResource]:
         meta = await core.ensure_metadata(deadline)
         if any(_broker_id(r) not in (None, *meta.brokers) for r in keys):
             # A broker that just (re)started is missing from cached metadata: ask again
@@ -97,7 +104,7 @@ async def describe_configs(core: AdminCore, resources: Iterable[ConfigResource],
     keys = list(dict.fromkeys(_as_resource(r) for r in resources))
     names = config_names or {}
 
-    async def send(node: int, items: list[ConfigResource], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[ConfigResource], deadline: float) -> Mapping[ConfigResource, Outcome[dict[str, ConfigEntry]]]:
         request = DescribeConfigsRequest(
             resources=[
                 DescribeConfigsRequestDescribeConfigsResource(
@@ -110,7 +117,7 @@ async def describe_configs(core: AdminCore, resources: Iterable[ConfigResource],
         )
         response, _ = await core.send(node, request, deadline)
         by_key = {_key(r.type, r.name): r for r in items}
-        out: dict[Any, Outcome] = {}
+        out: dict[ConfigResource, Outcome[dict[str, ConfigEntry]]] = {}
         for res in response.results:
             r = by_key.get(_key(res.resource_type, res.resource_name))
             if r is None:
@@ -169,7 +176,7 @@ async def incremental_alter_configs(core: AdminCore,
                 raise ConfigError(f"{r}: config {op.name!r} is changed twice in one call")
             seen.add(op.name)
 
-    async def send(node: int, items: list[ConfigResource], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[ConfigResource], deadline: float) -> Mapping[ConfigResource, Outcome[None]]:
         request = IncrementalAlterConfigsRequest(
             resources=[
                 IncrementalAlterConfigsRequestAlterConfigsResource(
@@ -182,7 +189,7 @@ async def incremental_alter_configs(core: AdminCore,
         )
         response, _ = await core.send(node, request, deadline)
         by_key = {_key(r.type, r.name): r for r in items}
-        out: dict[Any, Outcome] = {}
+        out: dict[ConfigResource, Outcome[None]] = {}
         for res in response.responses:
             r = by_key.get(_key(res.resource_type, res.resource_name))
             if r is not None:
@@ -206,4 +213,4 @@ async def list_config_resources(core: AdminCore, types: Iterable[ResourceType | 
         return [ConfigResource(r.resource_type if version >= 1 else ResourceType.CLIENT_METRICS, r.resource_name)
                 for r in response.config_resources]
 
-    return await core.run_single("list_config_resources", core.route_any, send, timeout)  # type: ignore[no-any-return]
+    return await core.run_single("list_config_resources", core.route_any, send, timeout)

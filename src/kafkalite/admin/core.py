@@ -26,7 +26,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from kafkalite.admin.results import AdminResult, ItemResult
 from kafkalite.backoff import ExponentialBackoff
@@ -51,12 +51,14 @@ from kafkalite.errors import (
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import COORDINATOR_GROUP, NetworkClient
 from kafkalite.net.cluster import ClusterMetadata
+from kafkalite.protocol.message import Request, ResponseT
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import TopicPartition
 
 log = logging.getLogger("kafkalite.admin")
 
-K = TypeVar("K", bound=Hashable)
+K = TypeVar("K", bound=Hashable)  # an item's key (topic name, TopicPartition, group id ...)
+V = TypeVar("V")  # an item's value
 
 # Codes that mean "ask somebody else / later" for coordinator calls (KIP-848 brokers
 # also answer NOT_COORDINATOR while a coordinator moves).
@@ -87,13 +89,17 @@ class Fail:
         self.error = error
 
 
-Outcome = Any  # a value, Fail or Retry
-Route = tuple[dict[int, list[Any]], dict[Any, KafkaError]]
-Sender = Callable[[int, list[Any], float], Awaitable[Mapping[Any, Outcome]]]
-Router = Callable[[list[Any], float], Awaitable[Route]]
+#: What a sender says of one item: its value, Fail or Retry.
+Outcome: TypeAlias = V | Fail | Retry
+#: The items sent to each node, and those that failed to route.
+Route = tuple[dict[int, list[K]], dict[K, KafkaError]]
+#: Sends one node's items: ``(node, keys, deadline)`` -> each key's outcome.
+Sender = Callable[[int, list[K], float], Awaitable[Mapping[K, Outcome[V]]]]
+#: Routes the pending items: ``(keys, deadline)`` -> Route.
+Router = Callable[[list[K], float], Awaitable[Route[K]]]
 
 
-def outcome_for(code: int, message: str | None, **resource: Any) -> Outcome | None:
+def outcome_for(code: int, message: str | None, **resource: Any) -> Fail | Retry | None:
     """Map an item's error code: None for success, Retry for retriable codes, else Fail.
 
     Retriable: the generated retriable classes (NOT_CONTROLLER, NOT_LEADER_OR_FOLLOWER,
@@ -174,7 +180,7 @@ class AdminCore:
 
     # ------------------------------------------------------------ routers
 
-    async def route_any(self, keys: list[Any], deadline: float) -> Route:
+    async def route_any(self, keys: list[K], deadline: float) -> Route[K]:
         await self.ensure_metadata(deadline)
         return {self.client.least_loaded_node(): keys}, {}
 
@@ -189,14 +195,14 @@ class AdminCore:
             return meta.controller_id
         return self.client.least_loaded_node()
 
-    async def route_controller(self, keys: list[Any], deadline: float) -> Route:
+    async def route_controller(self, keys: list[K], deadline: float) -> Route[K]:
         return {await self.controller(deadline): keys}, {}
 
-    async def route_leaders(self, partitions: list[TopicPartition], deadline: float) -> Route:
+    async def route_leaders(self, partitions: list[TopicPartition], deadline: float) -> Route[TopicPartition]:
         """Group partitions by leader; a missing topic or partition fails its items."""
         meta = await self.ensure_metadata(deadline, {tp.topic for tp in partitions})
-        by_node: dict[int, list[Any]] = {}
-        failed: dict[Any, KafkaError] = {}
+        by_node: dict[int, list[TopicPartition]] = {}
+        failed: dict[TopicPartition, KafkaError] = {}
         need_refresh = False
         for tp in partitions:
             topic = meta.topics.get(tp.topic)
@@ -223,13 +229,13 @@ class AdminCore:
             self.mark_metadata_stale()
         return by_node, failed
 
-    def route_coordinators(self, key_of: Callable[[Any], str], key_type: int = COORDINATOR_GROUP) -> Router:
+    def route_coordinators(self, key_of: Callable[[K], str], key_type: int = COORDINATOR_GROUP) -> Router[K]:
         """A router sending each item to the coordinator of ``key_of(item)``."""
 
-        async def route(keys: list[Any], deadline: float) -> Route:
+        async def route(keys: list[K], deadline: float) -> Route[K]:
             await self.ensure_metadata(deadline)
-            by_node: dict[int, list[Any]] = {}
-            failed: dict[Any, KafkaError] = {}
+            by_node: dict[int, list[K]] = {}
+            failed: dict[K, KafkaError] = {}
             ids = sorted({key_of(k) for k in keys})
             found = await asyncio.gather(
                 *(self.client.find_coordinator(i, key_type, timeout_s=max(0.001, deadline - time.monotonic()))
@@ -251,12 +257,12 @@ class AdminCore:
 
         return route
 
-    def route_to(self, node_of: Callable[[Any], int]) -> Router:
+    def route_to(self, node_of: Callable[[K], int]) -> Router[K]:
         """A router sending each item to a fixed broker (``node_of(item)``; -1: any)."""
 
-        async def route(keys: list[Any], deadline: float) -> Route:
+        async def route(keys: list[K], deadline: float) -> Route[K]:
             await self.ensure_metadata(deadline)
-            by_node: dict[int, list[Any]] = {}
+            by_node: dict[int, list[K]] = {}
             for k in keys:
                 node = node_of(k)
                 by_node.setdefault(self.client.least_loaded_node() if node < 0 else node, []).append(k)
@@ -266,8 +272,8 @@ class AdminCore:
 
     # ------------------------------------------------------------ sending
 
-    async def send(self, node: int, request: Any, deadline: float, *, min_version: int = 0,
-                   max_version: int | None = None) -> tuple[Any, int]:
+    async def send(self, node: int, request: Request[ResponseT], deadline: float, *, min_version: int = 0,
+                   max_version: int | None = None) -> tuple[ResponseT, int]:
         """Send ``request`` to ``node``; returns (response, version used)."""
         timeout_s = self.request_timeout_s(deadline)
         try:
@@ -281,25 +287,25 @@ class AdminCore:
                                       timeout_ms=self.request_timeout_s(deadline) * 1000)
         return response, version
 
-    async def run_batch(self, what: str, keys: Sequence[K], router: Router, sender: Sender,
+    async def run_batch(self, what: str, keys: Sequence[K], router: Router[K], sender: Sender[K, V],
                         timeout: float | None, *, deadline: float | None = None,
-                        resource_of: Callable[[Any], dict[str, Any]] | None = None) -> AdminResult[K, Any]:
+                        resource_of: Callable[[K], dict[str, Any]] | None = None) -> AdminResult[K, V]:
         """Settle every key (see the module doc); returns the per-key results."""
         self.telemetry.start(asyncio.get_running_loop())
         if self.client.closed:
             raise ClientClosedError("the admin client is closed")
         deadline = self.deadline(timeout) if deadline is None else deadline
-        settled: dict[Any, ItemResult[Any]] = {}
-        last_error: dict[Any, KafkaError] = {}
-        pending: list[Any] = list(dict.fromkeys(keys))
+        settled: dict[K, ItemResult[V]] = {}
+        last_error: dict[K, KafkaError] = {}
+        pending: list[K] = list(dict.fromkeys(keys))
         attempt = 0
         max_retries = self.cfg["retries"]
         while pending:
-            retry: list[Any] = []
+            retry: list[K] = []
             try:
                 routed, failed = await router(pending, deadline)
             except (KafkaTimeoutError, KafkaConnectionError) as exc:
-                routed, failed = {}, {}
+                routed, failed = {}, {}  # nothing routed: all retried
                 for k in pending:
                     last_error[k] = exc
                 retry = list(pending)
@@ -337,11 +343,12 @@ class AdminCore:
                                 settled[k] = ItemResult(error=_with_resource(err, k, resource_of))
                         continue
                     for k in node_keys:
-                        outcome = answer.get(k, _MISSING)
-                        if outcome is _MISSING:
+                        if k not in answer:
                             settled[k] = ItemResult(error=_with_resource(KafkaError(
                                 f"{what}: the broker's response did not mention {k}"), k, resource_of))
-                        elif isinstance(outcome, Retry):
+                            continue
+                        outcome = answer[k]
+                        if isinstance(outcome, Retry):
                             last_error[k] = outcome.error
                             if outcome.refresh_metadata:
                                 self.mark_metadata_stale()
@@ -369,11 +376,11 @@ class AdminCore:
             await asyncio.sleep(delay)
         return AdminResult(what, {k: settled[k] for k in dict.fromkeys(keys)})
 
-    async def run_single(self, what: str, router: Router, sender: Callable[[int, float], Awaitable[Any]],
-                         timeout: float | None) -> Any:
+    async def run_single(self, what: str, router: Router[None], sender: Callable[[int, float], Awaitable[V]],
+                         timeout: float | None) -> V:
         """A call with one result: retried like an item, raises its error."""
 
-        async def send(node: int, keys: list[Any], deadline: float) -> Mapping[Any, Outcome]:
+        async def send(node: int, keys: list[None], deadline: float) -> Mapping[None, Outcome[V]]:
             return {None: await sender(node, deadline)}
 
         result = await self.run_batch(what, [None], router, send, timeout)
@@ -386,14 +393,11 @@ class AdminCore:
             await self.client.close()
 
 
-_MISSING = object()
-
-
-def _throttled(errors: Mapping[Any, KafkaError], keys: list[Any]) -> bool:
+def _throttled(errors: Mapping[K, KafkaError], keys: list[K]) -> bool:
     return any(isinstance(errors.get(k), ThrottlingQuotaExceededError) for k in keys)
 
 
-def _with_resource(err: KafkaError, key: Any, resource_of: Callable[[Any], dict[str, Any]] | None) -> KafkaError:
+def _with_resource(err: KafkaError, key: K, resource_of: Callable[[K], dict[str, Any]] | None) -> KafkaError:
     if isinstance(key, TopicPartition):
         return err.with_context(topic=key.topic, partition=key.partition)
     if resource_of is not None:
@@ -412,7 +416,7 @@ def is_coordinator_error(code: int) -> bool:
 
 
 def coordinator_outcome(client: NetworkClient, code: int, message: str | None, group: str,
-                        key_type: int = COORDINATOR_GROUP, **resource: Any) -> Outcome | None:
+                        key_type: int = COORDINATOR_GROUP, **resource: Any) -> Fail | Retry | None:
     """Outcome of a coordinator-routed item: forget a moved coordinator, retry loading."""
     if not code:
         return None

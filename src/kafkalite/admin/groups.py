@@ -20,8 +20,8 @@ from __future__ import annotations
 import struct
 import time
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from kafkalite.admin.core import AdminCore, Fail, Outcome, coordinator_outcome, outcome_for
 from kafkalite.admin.group_types import (
@@ -42,11 +42,17 @@ from kafkalite.errors import (
     UnsupportedVersionError,
     UnsupportedVersionForClientError,
 )
-from kafkalite.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from kafkalite.protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponseDescribedGroup,
+)
 from kafkalite.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from kafkalite.protocol.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
 from kafkalite.protocol.messages.delete_groups import DeleteGroupsRequest
-from kafkalite.protocol.messages.describe_groups import DescribeGroupsRequest
+from kafkalite.protocol.messages.describe_groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponseDescribedGroup,
+)
 from kafkalite.protocol.messages.leave_group import (
     LeaveGroupRequest,
     LeaveGroupRequestMemberIdentity,
@@ -67,6 +73,8 @@ from kafkalite.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
 from kafkalite.protocol.primitives import ZERO_UUID
 from kafkalite.types import OffsetAndMetadata, TopicPartition
@@ -74,6 +82,9 @@ from kafkalite.types import OffsetAndMetadata, TopicPartition
 _GROUP_ID_NOT_FOUND = GroupIdNotFoundError.code
 # OffsetFetch / OffsetCommit v10 (KIP-848, Kafka 4.1+) name topics by id only.
 _TOPIC_ID_VERSION = 10
+
+#: A group's committed offsets, as list_consumer_group_offsets returns them.
+CommittedOffsets = dict[TopicPartition, OffsetAndMetadata]
 
 
 def _group_resource(group: Any) -> dict[str, Any]:
@@ -103,7 +114,7 @@ async def list_groups(core: AdminCore, *, states: Iterable[GroupState | str] | N
     meta = await core.ensure_metadata(deadline)
     brokers = sorted(meta.brokers)
 
-    async def send(node: int, items: list[int], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[int], deadline: float) -> Mapping[int, Outcome[list[GroupListing]]]:
         request = ListGroupsRequest(states_filter=state_names, types_filter=type_names)
         min_version = 5 if type_names else 4 if state_names else 0
         response, _ = await core.send(node, request, deadline, min_version=min_version)
@@ -152,7 +163,17 @@ def decode_subscription(data: bytes | None) -> list[str] | None:
     return list(sub.topics)
 
 
-def _tps(topic_partitions: Any) -> set[TopicPartition]:
+class AssignedTopic(Protocol):
+    """A topic's partitions in a KIP-848 or KIP-932 describe answer."""
+
+    @property
+    def topic_name(self) -> str: ...
+
+    @property
+    def partitions(self) -> list[int]: ...
+
+
+def _tps(topic_partitions: Sequence[AssignedTopic] | None) -> set[TopicPartition]:
     return {TopicPartition(t.topic_name, p) for t in topic_partitions or () for p in t.partitions}
 
 
@@ -161,8 +182,8 @@ async def describe_consumer_groups(core: AdminCore, group_ids: Iterable[str], *,
                                    timeout: float | None = None) -> AdminResult[str, ConsumerGroupDescription]:
     groups = list(dict.fromkeys(group_ids))
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome]:
-        out: dict[str, Outcome] = {}
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[ConsumerGroupDescription]]:
+        out: dict[str, Outcome[ConsumerGroupDescription]] = {}
         classic = list(items)
         conn = await core.client.connection(node)
         if conn.versions is not None and conn.versions.supports(ConsumerGroupDescribeRequest):
@@ -185,29 +206,31 @@ async def describe_consumer_groups(core: AdminCore, group_ids: Iterable[str], *,
             request2 = DescribeGroupsRequest(groups=classic,
                                              include_authorized_operations=include_authorized_operations)
             response2, _ = await core.send(node, request2, deadline)
-            for g in response2.groups:
-                outcome = coordinator_outcome(core.client, g.error_code, g.error_message, g.group_id)
-                if outcome is None and g.group_state == "Dead" and not g.members:
-                    outcome = Fail(GroupIdNotFoundError("the group does not exist", group_id=g.group_id))
-                if outcome is None and g.protocol_type not in ("consumer", ""):
+            for cg in response2.groups:
+                outcome = coordinator_outcome(core.client, cg.error_code, cg.error_message, cg.group_id)
+                if outcome is None and GroupState.parse(cg.group_state) is GroupState.DEAD and not cg.members:
+                    outcome = Fail(GroupIdNotFoundError("the group does not exist", group_id=cg.group_id))
+                if outcome is None and cg.protocol_type not in ("consumer", ""):
                     outcome = Fail(GroupIdNotFoundError(
-                        f"the group is not a consumer group (protocol type {g.protocol_type!r})", group_id=g.group_id))
-                out[g.group_id] = outcome if outcome is not None else _classic_group(core, node, g,
-                                                                                   include_authorized_operations)
+                        f"the group is not a consumer group (protocol type {cg.protocol_type!r})",
+                        group_id=cg.group_id))
+                out[cg.group_id] = outcome if outcome is not None else _classic_group(core, node, cg,
+                                                                                    include_authorized_operations)
         return out
 
     return await core.run_batch("describe_consumer_groups", groups, core.route_coordinators(str), send, timeout,
                                 resource_of=_group_resource)
 
 
-def _consumer_group(core: AdminCore, node: int, g: Any, auth: bool) -> ConsumerGroupDescription:
+def _consumer_group(core: AdminCore, node: int, g: ConsumerGroupDescribeResponseDescribedGroup,
+                    auth: bool) -> ConsumerGroupDescription:
     members = [
         MemberDescription(
             m.member_id, m.instance_id, m.client_id, m.client_host,
             _tps(m.assignment.topic_partitions if m.assignment else None),
             _tps(m.target_assignment.topic_partitions if m.target_assignment else None),
             m.member_epoch, m.rack_id, list(m.subscribed_topic_names or []), m.subscribed_topic_regex,
-            getattr(m, "member_type", -1) != 0,
+            m.member_type != 0,
         )
         for m in g.members
     ]
@@ -218,7 +241,8 @@ def _consumer_group(core: AdminCore, node: int, g: Any, auth: bool) -> ConsumerG
     )
 
 
-def _classic_group(core: AdminCore, node: int, g: Any, auth: bool) -> ConsumerGroupDescription:
+def _classic_group(core: AdminCore, node: int, g: DescribeGroupsResponseDescribedGroup,
+                   auth: bool) -> ConsumerGroupDescription:
     members = [
         MemberDescription(
             m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -242,7 +266,7 @@ async def delete_groups(core: AdminCore, group_ids: Iterable[str], *,
     """Delete groups (a group with members fails with NON_EMPTY_GROUP, per group)."""
     groups = list(dict.fromkeys(group_ids))
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome]:
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[None]]:
         response, _ = await core.send(node, DeleteGroupsRequest(groups_names=items), deadline)
         return {r.group_id: coordinator_outcome(core.client, r.error_code, None, r.group_id) for r in response.results}
 
@@ -272,8 +296,8 @@ async def list_consumer_group_offsets(
         else {g: None for g in groups}
     )
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome]:
-        out: dict[str, Outcome] = {}
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[CommittedOffsets]]:
+        out: dict[str, Outcome[CommittedOffsets]] = {}
         conn = await core.client.connection(node)
         best = conn.api_version(OffsetFetchRequest)
         for group in items:
@@ -291,7 +315,8 @@ async def list_consumer_group_offsets(
             if answer is None:  # v10 named a topic id metadata does not know: ask again by name
                 answer = await _fetch_offsets(core, node, group, by_topic if parts is not None else None, {},
                                               min(best, _TOPIC_ID_VERSION - 1), require_stable, deadline)
-            out[group] = answer
+            if answer is not None:
+                out[group] = answer  # else not answered: the driver reports it
         return out
 
     return await core.run_batch("list_consumer_group_offsets", list(specs), core.route_coordinators(str), send,
@@ -299,7 +324,8 @@ async def list_consumer_group_offsets(
 
 
 async def _fetch_offsets(core: AdminCore, node: int, group: str, by_topic: dict[str, list[int]] | None,
-                         ids: dict[str, uuid.UUID], version: int, require_stable: bool, deadline: float) -> Outcome:
+                         ids: dict[str, uuid.UUID], version: int, require_stable: bool,
+                         deadline: float) -> Outcome[CommittedOffsets] | None:
     """One OffsetFetch for one group at ``version`` or lower; None when a v10 answer has a
     topic id that even fresh metadata cannot name."""
     if version >= 8:
@@ -316,6 +342,7 @@ async def _fetch_offsets(core: AdminCore, node: int, group: str, by_topic: dict[
             topics=None if by_topic is None else [
                 OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
     response, used = await core.send(node, request, deadline, max_version=version)
+    topics: list[OffsetFetchResponseTopics] | list[OffsetFetchResponseTopic]
     if used >= 8:
         g = response.groups[0]
         code, topics = g.error_code, g.topics
@@ -327,7 +354,7 @@ async def _fetch_offsets(core: AdminCore, node: int, group: str, by_topic: dict[
     names: dict[uuid.UUID, str] = {}
     if used >= _TOPIC_ID_VERSION:
         names = {i: t for t, i in ids.items()}
-        unknown = {t.topic_id for t in topics if t.topic_id not in names}
+        unknown = {_topic_id(t) for t in topics if _topic_id(t) not in names}
         if unknown:
             meta = core.metadata
             if any(meta.topic_name(i) is None for i in unknown):
@@ -340,7 +367,7 @@ async def _fetch_offsets(core: AdminCore, node: int, group: str, by_topic: dict[
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     error: KafkaError | None = None
     for t in topics:
-        topic = names[t.topic_id] if used >= _TOPIC_ID_VERSION else t.name
+        topic = names[_topic_id(t)] if used >= _TOPIC_ID_VERSION else t.name
         for p in t.partitions:
             if p.error_code:
                 err = coordinator_outcome(core.client, p.error_code, None, group,
@@ -353,6 +380,11 @@ async def _fetch_offsets(core: AdminCore, node: int, group: str, by_topic: dict[
             offsets[TopicPartition(topic, p.partition_index)] = OffsetAndMetadata(
                 p.committed_offset, p.metadata or "", epoch)
     return Fail(error) if error is not None else dict(sorted(offsets.items()))
+
+
+def _topic_id(topic: OffsetFetchResponseTopics | OffsetFetchResponseTopic) -> uuid.UUID:
+    """A topic's id in an OffsetFetch answer (v10+ name topics by id; older ones have none)."""
+    return topic.topic_id if isinstance(topic, OffsetFetchResponseTopics) else ZERO_UUID
 
 
 def _epoch(om: OffsetAndMetadata) -> int:
@@ -370,7 +402,7 @@ async def alter_consumer_group_offsets(core: AdminCore, group_id: str,
         if om.offset < 0:
             raise ConfigError(f"offset for {tp} must be >= 0, got {om.offset}")
 
-    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[TopicPartition, Outcome[None]]:
         by_topic: dict[str, list[TopicPartition]] = {}
         for tp in items:
             by_topic.setdefault(tp.topic, []).append(tp)
@@ -395,7 +427,7 @@ async def alter_consumer_group_offsets(core: AdminCore, group_id: str,
                 for tp in tps]) for t, tps in by_topic.items()])
         response, used = await core.send(node, request, deadline, max_version=max_version)
         names = {i: t for t, i in ids.items()}
-        out: dict[Any, Outcome] = {}
+        out: dict[TopicPartition, Outcome[None]] = {}
         for t in response.topics:
             topic = names.get(t.topic_id, "") if used >= _TOPIC_ID_VERSION else t.name
             for p in t.partitions:
@@ -414,7 +446,7 @@ async def delete_consumer_group_offsets(core: AdminCore, group_id: str, partitio
     (GROUP_SUBSCRIBED_TO_TOPIC for a topic the group still subscribes to)."""
     keys = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
 
-    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[TopicPartition, Outcome[None]]:
         by_topic: dict[str, list[int]] = {}
         for tp in items:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -425,7 +457,7 @@ async def delete_consumer_group_offsets(core: AdminCore, group_id: str, partitio
         top = coordinator_outcome(core.client, response.error_code, None, group_id)
         if top is not None:
             return {tp: top for tp in items}
-        out: dict[Any, Outcome] = {}
+        out: dict[TopicPartition, Outcome[None]] = {}
         for t in response.topics:
             for p in t.partitions:
                 out[TopicPartition(t.name, p.partition_index)] = coordinator_outcome(
@@ -456,7 +488,7 @@ async def remove_members_from_consumer_group(
     if not wanted:
         return AdminResult("remove_members_from_consumer_group", {})
 
-    async def send(node: int, items: list[MemberToRemove], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[MemberToRemove], deadline: float) -> Mapping[MemberToRemove, Outcome[None]]:
         request = LeaveGroupRequest(group_id=group_id, members=[
             LeaveGroupRequestMemberIdentity(member_id=m.member_id or "", group_instance_id=m.group_instance_id,
                                             reason=reason or "removed by the admin client")
@@ -465,7 +497,7 @@ async def remove_members_from_consumer_group(
         top = coordinator_outcome(core.client, response.error_code, None, group_id)
         if top is not None:
             return {m: top for m in items}
-        out: dict[Any, Outcome] = {}
+        out: dict[MemberToRemove, Outcome[None]] = {}
         for r in response.members:
             key = next((m for m in items if (m.group_instance_id and m.group_instance_id == r.group_instance_id)
                         or (not m.group_instance_id and m.member_id == r.member_id)), None)

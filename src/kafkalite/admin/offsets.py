@@ -7,7 +7,6 @@ refreshes metadata and retries the affected partitions only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from kafkalite.admin.core import AdminCore, Outcome, outcome_for
 from kafkalite.admin.results import AdminResult
@@ -52,7 +51,7 @@ async def list_offsets(core: AdminCore, specs: Mapping[TopicPartition, OffsetSpe
     level = _isolation(isolation_level)
     need = max((_MIN_VERSION.get(s.timestamp, 1) for s in wanted.values()), default=1)
 
-    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[TopicPartition, Outcome[ListOffsetsResultInfo]]:
         request = ListOffsetsRequest(
             replica_id=-1, isolation_level=level,
             topics=[ListOffsetsRequestListOffsetsTopic(name=t, partitions=[
@@ -63,7 +62,7 @@ async def list_offsets(core: AdminCore, specs: Mapping[TopicPartition, OffsetSpe
             timeout_ms=core.remaining_ms(deadline),
         )
         response, _ = await core.send(node, request, deadline, min_version=need)
-        out: dict[Any, Outcome] = {}
+        out: dict[TopicPartition, Outcome[ListOffsetsResultInfo]] = {}
         for t in response.topics:
             for p in t.partitions:
                 tp = TopicPartition(t.name, p.partition_index)
@@ -85,7 +84,8 @@ def _spec(s: OffsetSpec | str | int) -> OffsetSpec:
     name = str(s).strip().lower().replace("-", "_")
     factory = getattr(OffsetSpec, name, None)
     if name in ("latest", "earliest", "max_timestamp", "earliest_local", "latest_tiered") and factory:
-        return factory()  # type: ignore[no-any-return]
+        spec: OffsetSpec = factory()  # one of OffsetSpec's named constructors
+        return spec
     raise ConfigError(f"unknown offset spec {s!r} (earliest, latest, max_timestamp, or a timestamp in ms)")
 
 
@@ -109,7 +109,7 @@ async def delete_records(core: AdminCore, before: Mapping[TopicPartition, int], 
         if offset < -1:
             raise ConfigError(f"delete_records offset for {tp} must be >= -1, got {offset}")
 
-    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[TopicPartition, Outcome[DeletedRecords]]:
         request = DeleteRecordsRequest(
             topics=[DeleteRecordsRequestDeleteRecordsTopic(name=t, partitions=[
                 DeleteRecordsRequestDeleteRecordsPartition(partition_index=tp.partition, offset=wanted[tp])
@@ -117,7 +117,7 @@ async def delete_records(core: AdminCore, before: Mapping[TopicPartition, int], 
             timeout_ms=core.remaining_ms(deadline),
         )
         response, _ = await core.send(node, request, deadline)
-        out: dict[Any, Outcome] = {}
+        out: dict[TopicPartition, Outcome[DeletedRecords]] = {}
         for t in response.topics:
             for p in t.partitions:
                 outcome = outcome_for(p.error_code, None, topic=t.name, partition=p.partition_index)

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
-from kafkalite.admin.core import AdminCore, Fail, Outcome, Retry, outcome_for, raise_response_error
+from kafkalite.admin.core import (
+    AdminCore,
+    Fail,
+    K,
+    Outcome,
+    Retry,
+    V,
+    outcome_for,
+    raise_response_error,
+)
 from kafkalite.admin.ops_types import (
     ElectionType,
     LogDirDescription,
@@ -53,7 +61,7 @@ async def elect_leaders(core: AdminCore, election_type: ElectionType | str = Ele
     etype = election_type if isinstance(election_type, ElectionType) else ElectionType[str(election_type).upper()]
     wanted = None if partitions is None else list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
 
-    async def send(node: int, deadline: float) -> dict[TopicPartition, Outcome]:
+    async def send(node: int, deadline: float) -> dict[TopicPartition, Outcome[None]]:
         request = ElectLeadersRequest(
             election_type=int(etype), timeout_ms=core.remaining_ms(deadline),
             topic_partitions=None if wanted is None else [
@@ -68,8 +76,8 @@ async def elect_leaders(core: AdminCore, election_type: ElectionType | str = Ele
     return settled("elect_leaders", wanted if wanted is not None else sorted(outcomes), outcomes)
 
 
-def settled(what: str, keys: Sequence[Any], outcomes: Mapping[Any, Outcome]) -> AdminResult[Any, Any]:
-    items: dict[Any, ItemResult[Any]] = {}
+def settled(what: str, keys: Sequence[K], outcomes: Mapping[K, Outcome[V]]) -> AdminResult[K, V]:
+    items: dict[K, ItemResult[V]] = {}
     for k in keys:
         o = outcomes.get(k, None)
         if isinstance(o, (Fail, Retry)):  # Retry: a retriable error at the end of a one-shot call
@@ -86,7 +94,7 @@ async def alter_partition_reassignments(
     """Move partitions to new replica lists (None cancels an ongoing reassignment)."""
     wanted = {TopicPartition(*tp): (None if r is None else [int(b) for b in r]) for tp, r in reassignments.items()}
 
-    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[TopicPartition, Outcome[None]]:
         request = AlterPartitionReassignmentsRequest(
             timeout_ms=core.remaining_ms(deadline),
             topics=[AlterPartitionReassignmentsRequestReassignableTopic(name=t, partitions=[
@@ -122,7 +130,7 @@ async def list_partition_reassignments(core: AdminCore, partitions: Iterable[Top
             list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
             for t in response.topics for p in t.partitions}
 
-    return await core.run_single("list_partition_reassignments", core.route_controller, send,  # type: ignore[no-any-return]
+    return await core.run_single("list_partition_reassignments", core.route_controller, send,
                                  timeout)
 
 
@@ -134,7 +142,7 @@ async def describe_log_dirs(core: AdminCore, broker_ids: Iterable[int] | None = 
         broker_ids = sorted((await core.ensure_metadata(deadline)).brokers)
     ids = list(dict.fromkeys(int(b) for b in broker_ids))
 
-    async def send(node: int, items: list[int], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[int], deadline: float) -> Mapping[int, Outcome[dict[str, LogDirDescription]]]:
         response, _ = await core.send(node, DescribeLogDirsRequest(topics=None), deadline)
         top = outcome_for(response.error_code, None, resource=f"broker {node}")
         if top is not None:
@@ -162,11 +170,11 @@ async def describe_producers(core: AdminCore, partitions: Iterable[TopicPartitio
     """Active idempotent / transactional producers per partition (from its leader)."""
     keys = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
 
-    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[TopicPartition, Outcome[list[ProducerState]]]:
         request = DescribeProducersRequest(topics=[
             DescribeProducersRequestTopicRequest(name=t, partition_indexes=ps) for t, ps in _by_topic(items).items()])
         response, _ = await core.send(node, request, deadline)
-        out: dict[Any, Outcome] = {}
+        out: dict[TopicPartition, Outcome[list[ProducerState]]] = {}
         for t in response.topics:
             for p in t.partitions:
                 tp = TopicPartition(t.name, p.partition_index)

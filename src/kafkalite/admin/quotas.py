@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from kafkalite.admin.core import AdminCore, Outcome, outcome_for, raise_response_error
 from kafkalite.admin.results import AdminResult
@@ -51,7 +50,7 @@ async def describe_client_quotas(core: AdminCore, components: Iterable[ClientQuo
             for entry in response.entries or []
         }
 
-    return await core.run_single("describe_client_quotas", core.route_any, send, timeout)  # type: ignore[no-any-return]
+    return await core.run_single("describe_client_quotas", core.route_any, send, timeout)
 
 
 async def alter_client_quotas(core: AdminCore, alterations: Iterable[ClientQuotaAlteration], *,
@@ -66,7 +65,7 @@ async def alter_client_quotas(core: AdminCore, alterations: Iterable[ClientQuota
             raise ConfigError(f"{a.entity} is altered twice in one call")
         by_entity[a.entity] = a.ops
 
-    async def send(node: int, items: list[ClientQuotaEntity], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[ClientQuotaEntity], deadline: float) -> Mapping[ClientQuotaEntity, Outcome[None]]:
         request = AlterClientQuotasRequest(
             entries=[AlterClientQuotasRequestEntryData(
                 entity=[AlterClientQuotasRequestEntityData(entity_type=k, entity_name=v) for k, v in e.entries],
@@ -75,7 +74,7 @@ async def alter_client_quotas(core: AdminCore, alterations: Iterable[ClientQuota
                 for e in items],
             validate_only=validate_only)
         response, _ = await core.send(node, request, deadline)
-        out: dict[Any, Outcome] = {}
+        out: dict[ClientQuotaEntity, Outcome[None]] = {}
         for r in response.entries:
             entity = ClientQuotaEntity({d.entity_type: d.entity_name for d in r.entity})
             out[entity] = outcome_for(r.error_code, r.error_message, resource=str(entity))

@@ -32,7 +32,7 @@ calls, the filter or binding object for ACL calls, user names for SCRAM calls.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from kafkalite.errors import KafkaError
 
@@ -68,7 +68,8 @@ class ItemResult(Generic[V]):
         """The value, or raise the item's error."""
         if self._error is not None:
             raise self._error
-        return self._value  # type: ignore[return-value]
+        # No error: the item holds its value (None for calls that give none).
+        return cast(V, self._value)
 
     def exception(self) -> KafkaError | None:
         return self._error
@@ -96,7 +97,7 @@ class AdminBatchError(KafkaError):
         more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
         super().__init__(f"{what}: {len(self.errors)} of {len(results)} failed; {first}{more}")
         # Retriable only if every failure is.
-        self.retriable = all(e.retriable for e in self.errors.values())  # type: ignore[misc]
+        self.retriable = all(e.retriable for e in self.errors.values())
 
 
 class AdminResult(Mapping[K, ItemResult[V]], Generic[K, V]):
@@ -127,7 +128,7 @@ class AdminResult(Mapping[K, ItemResult[V]], Generic[K, V]):
     @property
     def succeeded(self) -> dict[K, V]:
         """The values of the items that succeeded."""
-        return {k: item.value for k, item in self._items.items() if item.ok}  # type: ignore[misc]
+        return {k: item.result() for k, item in self._items.items() if item.ok}
 
     def all(self) -> dict[K, V]:
         """Every item's value, or raise :class:`AdminBatchError` naming each failure."""

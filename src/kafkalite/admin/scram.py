@@ -63,7 +63,7 @@ async def describe_user_scram_credentials(
         return response
 
     response = await core.run_single("describe_user_scram_credentials", core.route_any, fetch, timeout)
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, Outcome[UserScramCredentialsDescription]] = {}
     for r in response.results:
         outcome = outcome_for(r.error_code, r.error_message, **_user(r.user))
         outcomes[r.user] = outcome if outcome is not None else UserScramCredentialsDescription(
@@ -99,10 +99,10 @@ async def alter_user_scram_credentials(
             salt = a.salt if a.salt is not None else os.urandom(SALT_BYTES)
             salted[id(a)] = (salt, salted_password(a.mechanism, a.password, salt, a.iterations))
 
-    async def send(node: int, users: list[str], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, users: list[str], deadline: float) -> Mapping[str, Outcome[None]]:
         # The broker refuses a request that names a user twice (DUPLICATE_RESOURCE), even
         # for two mechanisms: the k-th change of every user goes into the k-th request.
-        out: dict[Any, Outcome] = {}
+        out: dict[str, Outcome[None]] = {}
         rounds = max(len(by_user[u]) for u in users)
         for k in range(rounds):
             items = [by_user[u][k] for u in users if k < len(by_user[u]) and out.get(u) is None]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kafkalite.admin.types import AclOperation
 from kafkalite.errors import ConfigError
@@ -47,9 +47,11 @@ class AclPermissionType(enum.IntEnum):
 
 
 E = TypeVar("E", bound=enum.IntEnum)
+#: An enum argument as callers may give it: the member, its name in any case, or its code.
+EnumArg = enum.IntEnum | str | int
 
 
-def parse_enum(cls: type[E], value: Any, what: str) -> E:
+def parse_enum(cls: type[E], value: object, what: str) -> E:
     """Parse an enum member from itself, its name in any case (``transactional-id``), or its code."""
     if isinstance(value, cls):
         return value
@@ -66,35 +68,41 @@ def parse_enum(cls: type[E], value: Any, what: str) -> E:
     raise ConfigError(f"unknown {what} {value!r} (expected one of: {names})")
 
 
-@dataclass(frozen=True)
+# These dataclasses take enum arguments in any form (EnumArg) and hold the members: their
+# __init__ is written out (init=False) so that the fields have the members' types.
+
+
+@dataclass(frozen=True, init=False)
 class ResourcePattern:
     """What an ACL applies to: a resource type, a name (or prefix) and a pattern type."""
 
-    resource_type: Any
+    resource_type: AclResourceType
     name: str
-    pattern_type: Any = PatternType.LITERAL
+    pattern_type: PatternType = PatternType.LITERAL
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "resource_type", parse_enum(AclResourceType, self.resource_type, "resource type"))
-        object.__setattr__(self, "pattern_type", parse_enum(PatternType, self.pattern_type, "pattern type"))
+    def __init__(self, resource_type: EnumArg, name: str, pattern_type: EnumArg = PatternType.LITERAL) -> None:
+        object.__setattr__(self, "resource_type", parse_enum(AclResourceType, resource_type, "resource type"))
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "pattern_type", parse_enum(PatternType, pattern_type, "pattern type"))
 
     def __str__(self) -> str:
         return f"{self.resource_type.name}:{self.pattern_type.name}:{self.name}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class AccessControlEntry:
     """Who (``User:alice``), from where (``*``), may or may not do what."""
 
     principal: str
     host: str
-    operation: Any
-    permission_type: Any
+    operation: AclOperation
+    permission_type: AclPermissionType
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "operation", parse_enum(AclOperation, self.operation, "ACL operation"))
-        object.__setattr__(self, "permission_type",
-                           parse_enum(AclPermissionType, self.permission_type, "permission type"))
+    def __init__(self, principal: str, host: str, operation: EnumArg, permission_type: EnumArg) -> None:
+        object.__setattr__(self, "principal", principal)
+        object.__setattr__(self, "host", host)
+        object.__setattr__(self, "operation", parse_enum(AclOperation, operation, "ACL operation"))
+        object.__setattr__(self, "permission_type", parse_enum(AclPermissionType, permission_type, "permission type"))
 
     def __str__(self) -> str:
         return f"{self.principal} {self.permission_type.name} {self.operation.name} from {self.host}"
@@ -109,7 +117,7 @@ class AclBinding:
         return f"ACL ({self.entry} on {self.pattern})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class AclBindingFilter:
     """Matches ACL bindings; ``None`` fields and ANY enums match anything.
 
@@ -117,20 +125,24 @@ class AclBindingFilter:
     prefixed ones), as ``kafka-acls --resource-pattern-type match`` does.
     """
 
-    resource_type: Any = AclResourceType.ANY
+    resource_type: AclResourceType = AclResourceType.ANY
     name: str | None = None
-    pattern_type: Any = PatternType.ANY
+    pattern_type: PatternType = PatternType.ANY
     principal: str | None = None
     host: str | None = None
-    operation: Any = AclOperation.ANY
-    permission_type: Any = AclPermissionType.ANY
+    operation: AclOperation = AclOperation.ANY
+    permission_type: AclPermissionType = AclPermissionType.ANY
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "resource_type", parse_enum(AclResourceType, self.resource_type, "resource type"))
-        object.__setattr__(self, "pattern_type", parse_enum(PatternType, self.pattern_type, "pattern type"))
-        object.__setattr__(self, "operation", parse_enum(AclOperation, self.operation, "ACL operation"))
-        object.__setattr__(self, "permission_type",
-                           parse_enum(AclPermissionType, self.permission_type, "permission type"))
+    def __init__(self, resource_type: EnumArg = AclResourceType.ANY, name: str | None = None,
+                 pattern_type: EnumArg = PatternType.ANY, principal: str | None = None, host: str | None = None,
+                 operation: EnumArg = AclOperation.ANY, permission_type: EnumArg = AclPermissionType.ANY) -> None:
+        object.__setattr__(self, "resource_type", parse_enum(AclResourceType, resource_type, "resource type"))
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "pattern_type", parse_enum(PatternType, pattern_type, "pattern type"))
+        object.__setattr__(self, "principal", principal)
+        object.__setattr__(self, "host", host)
+        object.__setattr__(self, "operation", parse_enum(AclOperation, operation, "ACL operation"))
+        object.__setattr__(self, "permission_type", parse_enum(AclPermissionType, permission_type, "permission type"))
 
     @classmethod
     def any(cls) -> AclBindingFilter:
@@ -161,7 +173,7 @@ class ScramMechanism(enum.IntEnum):
         return self.name.replace("_", "-")
 
     @classmethod
-    def parse(cls, value: Any) -> ScramMechanism:
+    def parse(cls, value: object) -> ScramMechanism:
         if isinstance(value, str):
             value = value.replace("-", "_")
         return parse_enum(cls, value, "SCRAM mechanism")
@@ -179,7 +191,7 @@ class UserScramCredentialsDescription:
     credentials: list[ScramCredentialInfo] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class UserScramCredentialUpsertion:
     """Create or replace a user's credential for one mechanism.
 
@@ -189,24 +201,30 @@ class UserScramCredentialUpsertion:
     """
 
     user: str
-    mechanism: Any
+    mechanism: ScramMechanism
     password: str = field(repr=False)
     iterations: int = 4096
     salt: bytes | None = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mechanism", ScramMechanism.parse(self.mechanism))
+    def __init__(self, user: str, mechanism: EnumArg, password: str, iterations: int = 4096,
+                 salt: bytes | None = None) -> None:
+        object.__setattr__(self, "user", user)
+        object.__setattr__(self, "mechanism", ScramMechanism.parse(mechanism))
+        object.__setattr__(self, "password", password)
+        object.__setattr__(self, "iterations", iterations)
+        object.__setattr__(self, "salt", salt)
         if self.mechanism == ScramMechanism.UNKNOWN:
             raise ConfigError(f"user '{self.user}': pick SCRAM-SHA-256 or SCRAM-SHA-512")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class UserScramCredentialDeletion:
     user: str
-    mechanism: Any
+    mechanism: ScramMechanism
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mechanism", ScramMechanism.parse(self.mechanism))
+    def __init__(self, user: str, mechanism: EnumArg) -> None:
+        object.__setattr__(self, "user", user)
+        object.__setattr__(self, "mechanism", ScramMechanism.parse(mechanism))
 
 
 # ------------------------------------------------------------------ quotas

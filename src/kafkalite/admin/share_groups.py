@@ -47,11 +47,11 @@ async def describe_share_groups(core: AdminCore, group_ids: Iterable[str], *,
                                 timeout: float | None = None) -> AdminResult[str, ShareGroupDescription]:
     keys = list(dict.fromkeys(group_ids))
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[ShareGroupDescription]]:
         request = ShareGroupDescribeRequest(group_ids=items,
                                             include_authorized_operations=include_authorized_operations)
         response, _ = await core.send(node, request, deadline)
-        out: dict[Any, Outcome] = {}
+        out: dict[str, Outcome[ShareGroupDescription]] = {}
         for g in response.groups:
             outcome = coordinator_outcome(core.client, g.error_code, g.error_message, g.group_id)
             if outcome is not None:
@@ -80,7 +80,7 @@ async def list_share_group_offsets(
     specs = ({g: (None if p is None else list(p)) for g, p in groups.items()} if isinstance(groups, Mapping)
              else {g: None for g in groups})
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[dict[TopicPartition, SharePartitionOffset]]]:
         def topics(g: str) -> list[DescribeShareGroupOffsetsRequestTopic] | None:
             parts = specs[g]
             if parts is None:
@@ -94,7 +94,7 @@ async def list_share_group_offsets(
             DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=topics(g)) for g in items])
         need_all = any(specs[g] is None for g in items)
         response, _ = await core.send(node, request, deadline, min_version=1 if need_all else 0)
-        out: dict[Any, Outcome] = {}
+        out: dict[str, Outcome[dict[TopicPartition, SharePartitionOffset]]] = {}
         for g in response.groups:
             outcome = coordinator_outcome(core.client, g.error_code, g.error_message, g.group_id)
             if outcome is not None:
@@ -123,7 +123,7 @@ async def alter_share_group_offsets(core: AdminCore, group_id: str, offsets: Map
         if o < 0:
             raise ConfigError(f"share group start offset for {tp} must be >= 0, got {o}")
 
-    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[TopicPartition, Outcome[None]]:
         by_topic: dict[str, list[TopicPartition]] = {}
         for tp in items:
             by_topic.setdefault(tp.topic, []).append(tp)
@@ -149,7 +149,7 @@ async def delete_share_group_offsets(core: AdminCore, group_id: str, topics: Ite
     """Forget a share group's state for whole topics (the group must be empty)."""
     keys = list(dict.fromkeys(topics))
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[None]]:
         request = DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[
             DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in items])
         response, _ = await core.send(node, request, deadline)

@@ -45,8 +45,13 @@ from kafkalite.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsRequestCursor,
     DescribeTopicPartitionsRequestTopicRequest,
+    DescribeTopicPartitionsResponseTopic,
 )
-from kafkalite.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from kafkalite.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
 from kafkalite.protocol.primitives import ZERO_UUID
 
 
@@ -65,14 +70,14 @@ async def create_topics(core: AdminCore, new_topics: Iterable[NewTopic], *, vali
             raise ConfigError(f"topic {t.name!r} is listed twice in create_topics")
         by_name[t.name] = t
 
-    async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome]:
+    async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome[CreateTopicResult]]:
         request = CreateTopicsRequest(
             topics=[_creatable(by_name[n]) for n in names],
             timeout_ms=core.remaining_ms(deadline),
             validate_only=validate_only,
         )
         response, _ = await core.send(node, request, deadline)
-        out: dict[str, Outcome] = {}
+        out: dict[str, Outcome[CreateTopicResult]] = {}
         for r in response.topics:
             outcome = outcome_for(r.error_code, r.error_message, topic=r.name)
             if outcome is not None:
@@ -112,7 +117,7 @@ async def delete_topics(core: AdminCore, topics: Iterable[str | uuid.UUID], *,
     """Delete topics named by name or by topic id (ids need DeleteTopics v6, Kafka 2.8+)."""
     keys = list(dict.fromkeys(topics))
 
-    async def send(node: int, items: list[str | uuid.UUID], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[str | uuid.UUID], deadline: float) -> Mapping[str | uuid.UUID, Outcome[None]]:
         by_id = [k for k in items if isinstance(k, uuid.UUID)]
         names = [k for k in items if not isinstance(k, uuid.UUID)]
         conn = await core.client.connection(node)
@@ -127,7 +132,7 @@ async def delete_topics(core: AdminCore, topics: Iterable[str | uuid.UUID], *,
                 raise ConfigError("this broker cannot delete topics by id (needs DeleteTopics v6)")
             request = DeleteTopicsRequest(topic_names=names, timeout_ms=core.remaining_ms(deadline))
         response, _ = await core.send(node, request, deadline)
-        out: dict[Any, Outcome] = {}
+        out: dict[str | uuid.UUID, Outcome[None]] = {}
         for r in response.responses:
             key: Any = r.name if r.name in names else r.topic_id
             if key not in items and r.topic_id in by_id:
@@ -141,14 +146,14 @@ async def delete_topics(core: AdminCore, topics: Iterable[str | uuid.UUID], *,
 
 
 async def _metadata(core: AdminCore, node: int, deadline: float, topics: list[str] | None,
-                    authorized_operations: bool = False) -> Any:
+                    authorized_operations: bool = False) -> MetadataResponse:
     request = MetadataRequest(
         topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=authorized_operations,
     )
     response, _ = await core.send(node, request, deadline, min_version=8 if authorized_operations else 0)
-    raise_response_error(getattr(response, "error_code", 0), None, "metadata")
+    raise_response_error(response.error_code, None, "metadata")
     return response
 
 
@@ -161,11 +166,11 @@ async def list_topics(core: AdminCore, *, list_internal: bool = False,
         listings = {
             t.name: TopicListing(t.name, t.topic_id or ZERO_UUID, t.is_internal)
             for t in response.topics
-            if not t.error_code and (list_internal or not t.is_internal)
+            if t.name is not None and not t.error_code and (list_internal or not t.is_internal)
         }
         return dict(sorted(listings.items()))
 
-    return await core.run_single("list_topics", core.route_any, send, timeout)  # type: ignore[no-any-return]
+    return await core.run_single("list_topics", core.route_any, send, timeout)
 
 
 async def describe_topics(core: AdminCore, topics: Iterable[str], *, include_authorized_operations: bool = False,
@@ -183,14 +188,14 @@ async def describe_topics(core: AdminCore, topics: Iterable[str], *, include_aut
     if limit < 1:
         raise ConfigError(f"partition_size_limit_per_response must be at least 1, got {limit}")
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome]:
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[TopicDescription]]:
         if use_describe_topic_partitions:
             conn = await core.client.connection(node)
             if conn.versions is None or conn.versions.supports(DescribeTopicPartitionsRequest):
                 return await _describe_topic_partitions(core, node, items, deadline, limit,
                                                         include_authorized_operations)
         response = await _metadata(core, node, deadline, items, include_authorized_operations)
-        out: dict[str, Outcome] = {}
+        out: dict[str, Outcome[TopicDescription]] = {}
         for t in response.topics:
             if t.name not in items:
                 continue
@@ -217,10 +222,10 @@ async def describe_topics(core: AdminCore, topics: Iterable[str], *, include_aut
 
 
 async def _describe_topic_partitions(core: AdminCore, node: int, items: list[str], deadline: float, limit: int,
-                                     authorized_operations: bool) -> dict[str, Outcome]:
+                                     authorized_operations: bool) -> dict[str, Outcome[TopicDescription]]:
     """DescribeTopicPartitions, following ``next_cursor`` until every partition is in."""
-    out: dict[str, Outcome] = {}
-    found: dict[str, tuple[Any, list[TopicPartitionInfo]]] = {}
+    out: dict[str, Outcome[TopicDescription]] = {}
+    found: dict[str, tuple[DescribeTopicPartitionsResponseTopic, list[TopicPartitionInfo]]] = {}
     cursor: DescribeTopicPartitionsRequestCursor | None = None
     while True:
         request = DescribeTopicPartitionsRequest(
@@ -263,7 +268,7 @@ async def create_partitions(core: AdminCore, new_partitions: Mapping[str, NewPar
     wanted = {name: (np if isinstance(np, NewPartitions) else NewPartitions(int(np)))
               for name, np in new_partitions.items()}
 
-    async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome]:
+    async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome[None]]:
         request = CreatePartitionsRequest(
             topics=[
                 CreatePartitionsRequestCreatePartitionsTopic(

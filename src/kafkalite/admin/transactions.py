@@ -43,7 +43,7 @@ async def list_transactions(core: AdminCore, *, states: Iterable[str] = (), prod
     brokers = sorted((await core.ensure_metadata(deadline)).brokers)
     state_list, pid_list = list(states), [int(p) for p in producer_ids]
 
-    async def send(node: int, items: list[int], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[int], deadline: float) -> Mapping[int, Outcome[list[TransactionListing]]]:
         request = ListTransactionsRequest(
             state_filters=state_list, producer_id_filters=pid_list,
             duration_filter=-1 if duration_ms is None else int(duration_ms),
@@ -68,9 +68,9 @@ async def describe_transactions(core: AdminCore, transactional_ids: Iterable[str
                                 timeout: float | None = None) -> AdminResult[str, TransactionDescription]:
     keys = list(dict.fromkeys(transactional_ids))
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[TransactionDescription]]:
         response, _ = await core.send(node, DescribeTransactionsRequest(transactional_ids=items), deadline)
-        out: dict[Any, Outcome] = {}
+        out: dict[str, Outcome[TransactionDescription]] = {}
         for t in response.transaction_states:
             outcome = coordinator_outcome(core.client, t.error_code, None, t.transactional_id, COORDINATOR_TRANSACTION)
             out[t.transactional_id] = outcome if outcome is not None else TransactionDescription(
@@ -89,7 +89,7 @@ async def abort_transaction(core: AdminCore, spec: AbortTransactionSpec, *, time
     (WriteTxnMarkers to the partition leader, as ``kafka-transactions abort`` does)."""
     tp = TopicPartition(*spec.topic_partition)
 
-    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[Any, Outcome]:
+    async def send(node: int, items: list[TopicPartition], deadline: float) -> Mapping[TopicPartition, Outcome[None]]:
         request = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequestWritableTxnMarker(
             producer_id=spec.producer_id, producer_epoch=spec.producer_epoch, transaction_result=False,
             coordinator_epoch=spec.coordinator_epoch,
@@ -109,8 +109,8 @@ async def fence_producers(core: AdminCore, transactional_ids: Iterable[str], *,
     (KIP-664; an InitProducerId from the admin client, as Java's fenceProducers)."""
     keys = list(dict.fromkeys(transactional_ids))
 
-    async def send(node: int, items: list[str], deadline: float) -> Mapping[Any, Outcome]:
-        out: dict[Any, Outcome] = {}
+    async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[ProducerIdAndEpoch]]:
+        out: dict[str, Outcome[ProducerIdAndEpoch]] = {}
         for txn_id in items:
             request = InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60000,
                                             producer_id=-1, producer_epoch=-1)

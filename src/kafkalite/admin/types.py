@@ -20,7 +20,6 @@ import enum
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from kafkalite.errors import ConfigError
 
@@ -216,7 +215,7 @@ def resource_type(value: ResourceType | str | int) -> ResourceType | int:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ConfigResource:
     """A thing that has configs: ``ConfigResource("topic", "orders")``.
 
@@ -224,12 +223,12 @@ class ConfigResource:
     default. ``type`` accepts a :class:`ResourceType`, its name, or a wire code.
     """
 
-    type: Any
+    type: ResourceType | int  # a code this client does not know stays an int
     name: str
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "type", resource_type(self.type))
-        object.__setattr__(self, "name", str(self.name))
+    def __init__(self, type: ResourceType | str | int, name: str) -> None:
+        object.__setattr__(self, "type", resource_type(type))
+        object.__setattr__(self, "name", str(name))
 
     def __str__(self) -> str:
         kind = self.type.name.lower() if isinstance(self.type, ResourceType) else f"type-{self.type}"

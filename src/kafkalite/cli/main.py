@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from kafkalite.cli.common import (
     EXIT_INTERRUPTED,
@@ -31,7 +32,7 @@ from kafkalite.errors import ConfigError, KafkaError
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors raise (so main() decides the exit code and message)."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 

@@ -35,10 +35,13 @@ import json
 import sys
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.cli.common import UsageError, parse_key_values
 from kafkalite.errors import ConfigError, SerializationError
+
+if TYPE_CHECKING:
+    from kafkalite.serialization import Serializer
 
 BUILTINS = ("bytes", "str", "string", "int", "integer", "long", "float", "double", "float32", "json")
 SCHEMA_FORMATS = ("avro", "json-schema", "protobuf")
@@ -189,7 +192,7 @@ class Encoder:
         self.topic = topic
         self.side = "key" if is_key else "value"
         self.option = f"--{self.side}-serializer"
-        self._serializer: Any = None
+        self._serializer: Serializer
         self._avro_parsed: Any = None
         self._message_class: Any = None
         conf = {**(registry or {}), **(settings or {})}
@@ -209,18 +212,19 @@ class Encoder:
         if not any(registry_key(k) == "url" for k in conf) and "use.schema.id" not in conf:
             raise UsageError(f"{self.option} {fmt} needs --schema-registry-url")
         try:
-            if schema is None and fmt != "protobuf":
-                schema = self._registered(conf, schema_id)
+            if fmt != "protobuf":
+                text = schema if schema is not None else self._registered(conf, schema_id)
             if fmt == "avro":
                 from kafkalite.serialization import AvroSerializer
                 from kafkalite.serialization.avro import as_schema, parse_avro_schema
 
-                self._serializer = AvroSerializer(schema, conf, is_key=is_key)
-                self._avro_parsed = parse_avro_schema(as_schema(schema), self._serializer.registry)  # type: ignore[arg-type]
+                avro = AvroSerializer(text, conf, is_key=is_key)
+                self._serializer = avro
+                self._avro_parsed = parse_avro_schema(as_schema(text), avro.registry)
             elif fmt == "json-schema":
                 from kafkalite.serialization import JsonSchemaSerializer
 
-                self._serializer = JsonSchemaSerializer(schema, conf, is_key=is_key)  # type: ignore[arg-type]
+                self._serializer = JsonSchemaSerializer(text, conf, is_key=is_key)
             else:
                 if not message_type:
                     raise UsageError(
@@ -289,7 +293,7 @@ class Encoder:
             return None
         value = self.parse(text, line)
         try:
-            return self._serializer.serialize(topic, value, headers)  # type: ignore[no-any-return]
+            return self._serializer.serialize(topic, value, headers)
         except SerializationError as exc:
             from kafkalite.serialization.errors import SchemaRegistryError, SchemaValidationError
 
@@ -297,7 +301,7 @@ class Encoder:
                 converted = self._avro_json(text)
                 if converted is not None:
                     try:
-                        return self._serializer.serialize(topic, converted, headers)  # type: ignore[no-any-return]
+                        return self._serializer.serialize(topic, converted, headers)
                     except SchemaValidationError:
                         pass
             if isinstance(exc, SchemaRegistryError):

@@ -167,6 +167,7 @@ class _Partition:
 
 def _describe(admin: Any, args: argparse.Namespace) -> int | None:
     from kafkalite import ConfigResource
+    from kafkalite.admin import ConfigSource
     from kafkalite.errors import ClusterAuthorizationError, UnsupportedVersionError
     from kafkalite.types import TopicPartition
 
@@ -214,7 +215,7 @@ def _describe(admin: Any, args: argparse.Namespace) -> int | None:
                      or (args.under_min_isr_partitions and p.under_min_isr())
                      or (args.at_min_isr_partitions and p.at_min_isr())
                      or (args.unavailable_partitions and p.unavailable(live))]
-        overrides = {k: e.value for k, e in entries.items() if e.source.name == "DYNAMIC_TOPIC_CONFIG"}
+        overrides = {k: e.value for k, e in entries.items() if e.source is ConfigSource.DYNAMIC_TOPIC_CONFIG}
         if args.topics_with_overrides and not overrides:
             continue
         out.append((d, parts, shown, overrides))

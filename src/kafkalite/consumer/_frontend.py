@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkalite.config import CONSUMER, Config
+from kafkalite.consumer.subscription import SubscriptionState
 from kafkalite.errors import IllegalStateError, InvalidGroupIdError
 from kafkalite.settings import resolve
 from kafkalite.types import OffsetAndMetadata, TopicPartition
@@ -24,8 +25,13 @@ def require_group(cfg: Config, what: str) -> str:
     return str(group)
 
 
-def parse_subscription(topics: Any, pattern: Any) -> tuple[list[str] | None, Any]:
-    """(topic list, None) or (None, pattern) from subscribe()'s arguments."""
+#: What subscribe() takes: topic names, or a regex (a pattern, or a string starting with '^').
+Topics = Iterable[str] | str | re.Pattern[str] | None
+Pattern = str | re.Pattern[str]
+
+
+def parse_subscription(topics: Topics, pattern: Pattern | None) -> tuple[list[str] | None, Pattern | None]:
+    """(topic list, None) or (None, pattern) from subscribe()'s arguments: one is None."""
     if pattern is not None:
         if topics is not None:
             raise IllegalStateError("subscribe() takes topics or pattern, not both")
@@ -69,5 +75,5 @@ def offsets_arg(offsets: Mapping[Any, Any]) -> dict[TopicPartition, OffsetAndMet
     return out
 
 
-def check_seek_target(subs: Any, tp: TopicPartition) -> None:
+def check_seek_target(subs: SubscriptionState, tp: TopicPartition) -> None:
     subs.state(tp)  # IllegalStateError naming the partition if unassigned

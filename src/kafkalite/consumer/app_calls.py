@@ -15,7 +15,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+
+#: An application function (listener method, commit callback): what it returns is awaited
+#: when it is a coroutine (asyncio front), and otherwise only marks the call done.
+AppFunction = Callable[..., object]
 
 
 class AppCall:
@@ -23,13 +26,13 @@ class AppCall:
 
     __slots__ = ("args", "fn", "future")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any] | None) -> None:
+    def __init__(self, fn: AppFunction, args: tuple[object, ...], future: asyncio.Future[object] | None) -> None:
         self.fn = fn
         self.args = args
         self.future = future
 
 
-def _settle(future: asyncio.Future[Any] | None, result: Any = None, exc: BaseException | None = None) -> None:
+def _settle(future: asyncio.Future[object] | None, result: object = None, exc: BaseException | None = None) -> None:
     if future is None or future.done():
         return
     if exc is not None:
@@ -58,14 +61,14 @@ class AppCallQueue:
     def __len__(self) -> int:
         return len(self._calls)
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` in the polling thread and await its result (engine side)."""
-        future: asyncio.Future[Any] = self._loop.create_future()
+    async def call(self, fn: AppFunction, *args: object) -> None:
+        """Run ``fn(*args)`` in the polling thread and wait until it ran (engine side)."""
+        future: asyncio.Future[object] = self._loop.create_future()
         self._calls.append(AppCall(fn, args, future))
         self._notify_poll()
-        return await future
+        await future
 
-    def post(self, fn: Callable[..., Any], *args: Any) -> None:
+    def post(self, fn: AppFunction, *args: object) -> None:
         """Queue ``fn(*args)`` for the polling thread without waiting (commit callbacks)."""
         self._calls.append(AppCall(fn, args, None))
         self._notify_poll()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kafkalite.consumer import _frontend as fe
 from kafkalite.consumer.core import CommitCallback, ConsumerCore
@@ -82,8 +82,8 @@ class AsyncConsumer(AsyncConsumerFront):
 
     # ------------------------------------------------------------ subscribing
 
-    def subscribe(self, topics: Iterable[str] | str | Any = None, listener: Any = None, *,
-                  pattern: Any = None) -> None:
+    def subscribe(self, topics: fe.Topics = None, listener: object | None = None, *,
+                  pattern: fe.Pattern | None = None) -> None:
         """Join the group and read the topics it assigns to this member.
 
         ``topics`` is a list of names, or a regex (``re.Pattern``, ``pattern="^orders-.*"``,
@@ -100,10 +100,10 @@ class AsyncConsumer(AsyncConsumerFront):
             self._subscribe_to_nothing()
             return
         fe.require_group(self.config, "subscribe()")
-        if names is not None:
-            core.subs.subscribe(names, listener)
-        else:
+        if regex is not None:  # parse_subscription gives names or a regex
             core.subs.subscribe_pattern(regex, listener)
+        elif names is not None:
+            core.subs.subscribe(names, listener)
         self._start_group(core)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:

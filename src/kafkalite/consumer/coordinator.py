@@ -31,9 +31,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.backoff import ExponentialBackoff
+from kafkalite.consumer._frontend import require_group
 from kafkalite.consumer.assignors import (
     PROTOCOL_TYPE,
     Assignment,
@@ -68,14 +69,22 @@ from kafkalite.errors import (
     error_for_code,
 )
 from kafkalite.net.client import COORDINATOR_CHANNEL
+from kafkalite.protocol.message import Request, ResponseT
 from kafkalite.protocol.messages.heartbeat import HeartbeatRequest
-from kafkalite.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from kafkalite.protocol.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+)
 from kafkalite.protocol.messages.leave_group import (
     LeaveGroupRequest,
     LeaveGroupRequestMemberIdentity,
 )
 from kafkalite.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.consumer.core import ConsumerCore  # the core builds this collaborator
 
 log = logging.getLogger("kafkalite.consumer.group")
 
@@ -98,12 +107,12 @@ class ClassicGroupMember:
     feeds every answer back to it.
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ConsumerCore) -> None:
         self.core = core
         cfg = core.cfg
         self.cfg = cfg
         self.client = core.client
-        self.group_id: str = cfg["group.id"]
+        self.group_id = require_group(cfg, "joining a group")  # subscribe() checked it already
         self.instance_id: str | None = cfg["group.instance.id"]
         self.assignors = assignors_from_config(cfg["partition.assignment.strategy"])
         self.protocol = common_rebalance_protocol(self.assignors)
@@ -114,7 +123,7 @@ class ClassicGroupMember:
         self._fatal: KafkaError | None = None
         self._wake = asyncio.Event()
         self._hb_wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self._last_heartbeat_ok = time.monotonic()
 
@@ -143,7 +152,7 @@ class ClassicGroupMember:
             task.add_done_callback(self.core.tasks.task_done)
             self._tasks.append(task)
 
-    def stop(self) -> list[asyncio.Task[Any]]:
+    def stop(self) -> list[asyncio.Task[None]]:
         """Cancel the join and heartbeat tasks; returns them (await with cancel_and_wait)."""
         for task in self._tasks:
             task.cancel()
@@ -284,7 +293,7 @@ class ClassicGroupMember:
     async def _coordinator(self) -> int:
         return await self.client.find_coordinator(self.group_id, timeout_s=self.core._api_timeout)
 
-    async def _send(self, request: Any, timeout_ms: float | None = None) -> Any:
+    async def _send(self, request: Request[ResponseT], timeout_ms: float | None = None) -> ResponseT:
         node = await self._coordinator()
         try:
             return await self.client.send(node, request, channel=COORDINATOR_CHANNEL, timeout_ms=timeout_ms)
@@ -342,7 +351,7 @@ class ClassicGroupMember:
             out.append(JoinGroupRequestProtocol(name=assignor.name, metadata=encode_subscription(sub)))
         return out
 
-    async def _join(self) -> Any:
+    async def _join(self) -> JoinGroupResponse:
         subs = self.core.subs
         member = self.member
         while True:
@@ -369,9 +378,9 @@ class ClassicGroupMember:
                 self._coordinator_moved(code)
             raise error_for_code(code, "JoinGroup failed", group_id=self.group_id)
 
-    async def _sync(self, join: Any) -> bytes:
+    async def _sync(self, join: JoinGroupResponse) -> bytes:
         assignments: list[SyncGroupRequestAssignment] = []
-        if join.leader == join.member_id and not getattr(join, "skip_assignment", False):
+        if join.leader == join.member_id and not join.skip_assignment:
             assignments = await self._leader_assign(join)
         request = SyncGroupRequest(
             group_id=self.group_id, generation_id=join.generation_id, member_id=join.member_id,
@@ -390,7 +399,7 @@ class ClassicGroupMember:
             self._coordinator_moved(code)
         raise error_for_code(code, "SyncGroup failed", group_id=self.group_id)
 
-    async def _leader_assign(self, join: Any) -> list[SyncGroupRequestAssignment]:
+    async def _leader_assign(self, join: JoinGroupResponse) -> list[SyncGroupRequestAssignment]:
         subscriptions: dict[str, Subscription] = {}
         for m in join.members:
             sub = decode_subscription(m.metadata)
@@ -428,7 +437,7 @@ class ClassicGroupMember:
         return [SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(result.get(m, Assignment([]))))
                 for m in subscriptions]
 
-    async def _complete(self, join: Any, assignment_bytes: bytes) -> None:
+    async def _complete(self, join: JoinGroupResponse, assignment_bytes: bytes) -> None:
         core = self.core
         assignment = decode_assignment(assignment_bytes)
         assignor = next((a for a in self.assignors if a.name == join.protocol_name), None)

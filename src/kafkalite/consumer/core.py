@@ -24,11 +24,12 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.clients_common.tasks import BackgroundTasks, wait_for_wake
-from kafkalite.consumer.app_calls import AppCallQueue
+from kafkalite.config import Config
+from kafkalite.consumer.app_calls import AppCallQueue, AppFunction
 from kafkalite.consumer.deserializing import RecordDeserializer
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetcher import Fetcher
@@ -61,6 +62,13 @@ from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
+if TYPE_CHECKING:
+    from kafkalite.consumer.coordinator import ClassicGroupMember
+    from kafkalite.consumer.group_consumer_protocol import ConsumerGroupMember
+
+    #: The consumer's group member: the classic protocol's, or KIP-848's.
+    GroupMember = ClassicGroupMember | ConsumerGroupMember
+
 log = logging.getLogger("kafkalite.consumer")
 
 _STALE_MEMBER_EPOCH = 113  # KIP-848: the commit carried an older member epoch
@@ -68,7 +76,9 @@ _STALE_MEMBER_EPOCH = 113  # KIP-848: the commit carried an older member epoch
 #: generation (assign()) met a group that has members
 _GROUP_MEMBER_CODES = frozenset({22, 25, 110})
 
-CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], Any]
+CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], object]
+#: What a rebalance listener's method returned: None, or (asyncio) a coroutine to await.
+ListenerResult = Coroutine[Any, Any, None] | None
 
 
 class ConsumerCore:
@@ -82,7 +92,7 @@ class ConsumerCore:
         call_soon: runs a callable on the engine (thread-safe), used by the poll side.
     """
 
-    def __init__(self, cfg: Any, loop: asyncio.AbstractEventLoop, notify_poll: Callable[[], None],
+    def __init__(self, cfg: Config, loop: asyncio.AbstractEventLoop, notify_poll: Callable[[], None],
                  call_soon: Callable[..., None]) -> None:
         self.cfg = cfg
         self.loop = loop
@@ -107,7 +117,7 @@ class ConsumerCore:
                                              group=lambda: self.group, read_committed=self.read_committed,
                                              last_poll=lambda: self.last_poll)
         self.offsets = OffsetsClient(self.client, cfg, self.group_id)
-        self.group: Any = None
+        self.group: GroupMember | None = None
         self.max_poll_records: int = cfg["max.poll.records"]
         self.auto_commit = bool(cfg["enable.auto.commit"]) and self.group_id is not None
         self._auto_commit_interval = cfg["auto.commit.interval.ms"] / 1000.0
@@ -122,7 +132,7 @@ class ConsumerCore:
         self._metadata_wake = asyncio.Event()
         self._metadata_topics: set[str] = set()
         self._commit_lock = asyncio.Lock()
-        self._commits_in_flight: set[asyncio.Future[Any]] = set()
+        self._commits_in_flight: set[asyncio.Task[None]] = set()
         self.deserializer = RecordDeserializer(cfg)
         self._api_timeout = cfg["default.api.timeout.ms"] / 1000.0
         self.interceptors = load_consumer_interceptors(cfg["interceptor.classes"], cfg)
@@ -161,7 +171,7 @@ class ConsumerCore:
         self.errors.append(exc)
         self.notify_poll()
 
-    def ensure_group(self) -> Any:
+    def ensure_group(self) -> GroupMember:
         """The group member, created on first subscribe() (classic or KIP-848)."""
         if self.group is None:
             if self.cfg["group.protocol"] == "consumer":
@@ -210,15 +220,15 @@ class ConsumerCore:
 
     # ------------------------------------------------------------ application calls
 
-    async def app_call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` in the polling thread and await its result (engine side)."""
+    async def app_call(self, fn: AppFunction, *args: object) -> None:
+        """Run ``fn(*args)`` in the polling thread and wait until it ran (engine side)."""
         if self.closed:
             raise ClientClosedError("the consumer is closed")
-        return await self.app_calls.call(fn, *args)
+        await self.app_calls.call(fn, *args)
 
     # ------------------------------------------------------------ partitions given and taken
 
-    def _listener_call(self, method: str, partitions: set[TopicPartition]) -> Any:
+    def _listener_call(self, method: str, partitions: set[TopicPartition]) -> object:
         listener = self.subs.listener
         fn = getattr(listener, method, None) if listener is not None else None
         if fn is None:
@@ -228,7 +238,7 @@ class ConsumerCore:
                 return None
         return fn(set(partitions))
 
-    def _after_listener(self, result: Any, then: Callable[[], None]) -> Any:
+    def _after_listener(self, result: object, then: Callable[[], None]) -> ListenerResult:
         if asyncio.iscoroutine(result):
             async def finish() -> None:
                 try:
@@ -239,7 +249,7 @@ class ConsumerCore:
         then()
         return None
 
-    def revoke_now(self, partitions: set[TopicPartition], method: str = "on_partitions_revoked") -> Any:
+    def revoke_now(self, partitions: set[TopicPartition], method: str = "on_partitions_revoked") -> ListenerResult:
         """Poll side: call the listener, then stop owning the partitions."""
         def remove() -> None:
             self.subs.remove_partitions(partitions)
@@ -253,7 +263,7 @@ class ConsumerCore:
             raise
         return self._after_listener(result, remove)
 
-    def assigned_now(self, partitions: set[TopicPartition]) -> Any:
+    def assigned_now(self, partitions: set[TopicPartition]) -> ListenerResult:
         """Poll side: call on_partitions_assigned, then let the partitions be fetched."""
         def release() -> None:
             self.subs.callback_done(partitions)
@@ -489,12 +499,12 @@ class ConsumerCore:
 
     def generation(self) -> Generation:
         if self.group is not None and self.subs.has_auto_assignment:
-            return self.group.generation()  # type: ignore[no-any-return]
+            return self.group.generation()
         return Generation(-1, "", None)
 
     def _generation_for_fetch(self) -> Generation | None:
         if self.group is not None and self.cfg["group.protocol"] == "consumer":
-            return self.group.generation()  # type: ignore[no-any-return]
+            return self.group.generation()
         return None
 
     def group_metadata(self) -> ConsumerGroupMetadata:
@@ -575,14 +585,15 @@ class ConsumerCore:
         if self.interceptors is not None and self.interceptors.wants_commits:
             self.app_calls.post(self.interceptors.on_commit, offsets)  # in the polling thread, as Java
 
-    def _commit_error(self, exc: KafkaError | asyncio.TimeoutError, gen: Generation, member: Any) -> KafkaError:
+    def _commit_error(self, exc: KafkaError | asyncio.TimeoutError, gen: Generation,
+                      member: GroupMember | None) -> KafkaError:
         """What a failed commit raises: the group member classes group codes; without
         one (assign()), generation and member errors mean the group has live members."""
         if isinstance(exc, asyncio.TimeoutError):
             return KafkaTimeoutError(f"offset commit for group {self.group_id!r} timed out",
                                      group_id=self.group_id)
         if member is not None:
-            return member.commit_error(exc, gen)  # type: ignore[no-any-return]
+            return member.commit_error(exc, gen)
         if getattr(exc, "code", None) in _GROUP_MEMBER_CODES:
             return CommitFailedError(
                 f"commit failed ({exc}): group {self.group_id!r} has active members; a consumer using "

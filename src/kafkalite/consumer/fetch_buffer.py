@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 
 from kafkalite.errors import CorruptRecordsError, IllegalStateError, KafkaError
-from kafkalite.protocol.records import Batch, BatchFilter, iter_batches, scan_end_offset
+from kafkalite.protocol.records import Batch, BatchFilter, Buffer, iter_batches, scan_end_offset
 from kafkalite.types import ConsumerRecord, TopicPartition
 
 __all__ = ["CompletedFetch", "FetchBuffer", "scan_end_offset"]
@@ -74,7 +73,7 @@ class CompletedFetch:
         "tp",
     )
 
-    def __init__(self, tp: TopicPartition, token: int, fetch_offset: int, data: Any, *,
+    def __init__(self, tp: TopicPartition, token: int, fetch_offset: int, data: Buffer | None, *,
                  high_watermark: int = -1, last_stable_offset: int = -1, log_start_offset: int = -1,
                  aborted: list[tuple[int, int]] | None = None, read_committed: bool = False,
                  check_crcs: bool = True, error: KafkaError | None = None) -> None:
@@ -341,7 +340,7 @@ class FetchBuffer:
         with self._lock:
             return set(self._counts)
 
-    def drop(self, keep: Any = None) -> None:
+    def drop(self, keep: Callable[[CompletedFetch], bool] | None = None) -> None:
         """Drop every fetch (or those for which ``keep(fetch)`` is false)."""
         with self._lock:
             kept = [f for f in self._queue if keep is not None and keep(f)]

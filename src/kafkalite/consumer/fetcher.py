@@ -35,13 +35,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from kafkalite.clients_common.tasks import wait_for_wake
+from kafkalite.config import Config
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
-from kafkalite.consumer.fetch_session import FetchSessionHandler, PartitionFetchData
+from kafkalite.consumer.fetch_session import FetchPlan, FetchSessionHandler, PartitionFetchData
 from kafkalite.consumer.subscription import SubscriptionState, _fetchable
 from kafkalite.errors import KafkaError, error_for_code
 from kafkalite.net.client import NetworkClient
@@ -51,9 +53,14 @@ from kafkalite.protocol.messages.fetch import (
     FetchRequestFetchPartition,
     FetchRequestFetchTopic,
     FetchRequestForgottenTopic,
+    FetchResponse,
 )
 from kafkalite.protocol.primitives import ZERO_UUID
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.consumer.metrics import ConsumerMetrics
+    from kafkalite.consumer.stall import StallDetector
 
 log = logging.getLogger("kafkalite.consumer")
 
@@ -88,13 +95,13 @@ class Fetcher:
             the log diverged from what was fetched (``DivergingEpoch``).
     """
 
-    stall: Any = None
+    stall: StallDetector | None = None
 
-    def __init__(self, client: NetworkClient, subs: SubscriptionState, buffer: FetchBuffer, cfg: Any,
+    def __init__(self, client: NetworkClient, subs: SubscriptionState, buffer: FetchBuffer, cfg: Config,
                  on_data: Callable[[], None],
                  on_out_of_range: Callable[[TopicPartition, int, int], None],
                  on_metadata_needed: Callable[[set[str]], None],
-                 metrics: Any = None, *,
+                 metrics: ConsumerMetrics | None = None, *,
                  on_validation_needed: Callable[[], None] | None = None,
                  on_diverging: Callable[[TopicPartition, int, int, int], None] | None = None) -> None:
         self.client = client
@@ -271,7 +278,7 @@ class Fetcher:
         finally:
             self._done(node, wanted)
 
-    def _clear_preferred(self, partitions: Any, tokens: dict[TopicPartition, int]) -> None:
+    def _clear_preferred(self, partitions: Iterable[TopicPartition], tokens: dict[TopicPartition, int]) -> None:
         """Back to the leader for these partitions (Java clears the preferred read
         replica whenever a fetch fails or metadata must be refreshed)."""
         with self.subs.lock:
@@ -285,7 +292,7 @@ class Fetcher:
         self._in_flight.difference_update(wanted)
         self._wake.set()
 
-    def _request(self, plan: Any, version: int) -> FetchRequest:
+    def _request(self, plan: FetchPlan, version: int) -> FetchRequest:
         topics: dict[str, FetchRequestFetchTopic] = {}
         for tp, d in plan.to_send.items():
             topic = topics.get(tp.topic)
@@ -294,7 +301,7 @@ class Fetcher:
             topic.partitions.append(FetchRequestFetchPartition(
                 partition=tp.partition, current_leader_epoch=d.current_leader_epoch, fetch_offset=d.fetch_offset,
                 last_fetched_epoch=d.last_fetched_epoch, log_start_offset=-1, partition_max_bytes=d.max_bytes))
-        forgotten: dict[tuple[str, Any], list[int]] = defaultdict(list)
+        forgotten: dict[tuple[str, uuid.UUID], list[int]] = defaultdict(list)
         for tp, topic_id in plan.forgotten:
             forgotten[(tp.topic, topic_id)].append(tp.partition)
         return FetchRequest(
@@ -307,7 +314,7 @@ class Fetcher:
         )
 
     def _handle(self, node: int, session: FetchSessionHandler, wanted: dict[TopicPartition, PartitionFetchData],
-                tokens: dict[TopicPartition, int], response: Any, version: int, started: float) -> None:
+                tokens: dict[TopicPartition, int], response: FetchResponse, version: int, started: float) -> None:
         if not session.handle_response(response.error_code, response.session_id):
             err = error_for_code(response.error_code, f"fetch from node {node} failed")
             log.debug("fetch session error from node %s: %s", node, err)

@@ -40,12 +40,16 @@ from kafkalite.otel.tracing import install_consumer_tracing, tracing_for
 from kafkalite.types import ConsumerRecord, TopicPartition
 
 
-class _Api(Protocol):
-    """What the bases call back into the generated / definition class."""
+class _AsyncApi(Protocol):
+    """What the asyncio base calls back into the definition class."""
 
-    def unsubscribe(self) -> Any: ...
+    async def poll(self, timeout: float | None = None, max_records: int | None = None) -> ConsumerRecords: ...
 
-    def poll(self, timeout: float | None = None, max_records: int | None = None) -> Any: ...
+
+class _BlockingApi(Protocol):
+    """What the blocking base calls back into the generated class."""
+
+    def unsubscribe(self) -> None: ...
 
 
 class AsyncConsumerFront(LoopCalls):
@@ -98,7 +102,7 @@ class AsyncConsumerFront(LoopCalls):
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None
                       ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records grouped by partition: aiokafka's name and shape (``timeout_ms`` in ms)."""
-        records: ConsumerRecords = await cast(_Api, self).poll(timeout_ms / 1000.0, max_records)
+        records = await cast(_AsyncApi, self).poll(timeout_ms / 1000.0, max_records)
         return records.by_partition()
 
 
@@ -158,7 +162,7 @@ class BlockingConsumerFront(EngineCalls):
         self._run(attach(), 30, "subscribe()")
 
     def _subscribe_to_nothing(self) -> None:
-        cast(_Api, self).unsubscribe()
+        cast(_BlockingApi, self).unsubscribe()
 
     def _stop_engine(self, deadline: float) -> None:
         self._engine.stop(timeout=max(0.0, deadline - time.monotonic()))

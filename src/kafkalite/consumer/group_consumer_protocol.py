@@ -24,7 +24,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.clients_common.membership import (
@@ -33,6 +33,7 @@ from kafkalite.clients_common.membership import (
     MembershipState,
 )
 from kafkalite.clients_common.tasks import wait_for_wake
+from kafkalite.consumer._frontend import require_group
 from kafkalite.consumer.kip848_member import ConsumerMemberState, Next
 from kafkalite.consumer.offsets import Generation
 from kafkalite.errors import CommitFailedError, KafkaConnectionError, KafkaError, error_for_code
@@ -40,8 +41,12 @@ from kafkalite.net.client import COORDINATOR_CHANNEL
 from kafkalite.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
 )
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.consumer.core import ConsumerCore  # the core builds this collaborator
 
 log = logging.getLogger("kafkalite.consumer.group")
 
@@ -55,20 +60,20 @@ class ConsumerGroupMember:
     (``self.member``); this class sends the heartbeats and runs reconciliations.
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ConsumerCore) -> None:
         self.core = core
         cfg = core.cfg
         self.cfg = cfg
         self.client = core.client
-        self.group_id: str = cfg["group.id"]
+        self.group_id = require_group(cfg, "joining a group")  # subscribe() checked it already
         self.instance_id: str | None = cfg["group.instance.id"]
         self.member = ConsumerMemberState(instance_id=self.instance_id)
         self.server_assignor: str | None = cfg["group.remote.assignor"]
         self.rack: str | None = cfg["client.rack"] or None
         self._fatal: KafkaError | None = None
         self._wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._reconciler: asyncio.Task[Any] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._reconciler: asyncio.Task[None] | None = None
         self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
 
     @property
@@ -91,7 +96,7 @@ class ConsumerGroupMember:
             task.add_done_callback(self.core.tasks.task_done)
             self._tasks.append(task)
 
-    def stop(self) -> list[asyncio.Task[Any]]:
+    def stop(self) -> list[asyncio.Task[None]]:
         """Cancel the heartbeat and reconciliation tasks; returns them (await with cancel_and_wait)."""
         tasks = list(self._tasks)
         if self._reconciler is not None:
@@ -175,7 +180,7 @@ class ConsumerGroupMember:
                 self._reconciler = self.core.loop.create_task(self._reconcile(), name="kafkalite-reconcile")
             await wait_for_wake(self._wake, member.interval_s)
 
-    async def _heartbeat(self, epoch: int) -> Any:
+    async def _heartbeat(self, epoch: int) -> ConsumerGroupHeartbeatResponse:
         """Send one heartbeat; fields that did not change since the last one are null
         (KIP-848), except when joining or after an error, when everything is sent."""
         subs = self.core.subs
@@ -194,9 +199,9 @@ class ConsumerGroupMember:
             self.client.invalidate_coordinator(self.group_id)
             raise
         version = conn.api_version(ConsumerGroupHeartbeatRequest)
-        use_regex = subs.pattern is not None and version >= 1
-        subscription = ("regex", subs.pattern.pattern) if use_regex and subs.pattern is not None else (
-            "names", tuple(sorted(subs.topics)))
+        regex = subs.pattern.pattern if subs.pattern is not None and version >= 1 else None
+        names = tuple(sorted(subs.topics))
+        subscription = ("regex", regex) if regex is not None else ("names", names)
         owned_key = tuple(sorted((str(t), tuple(p)) for t, p in owned.items()))
         fields = member.heartbeat_fields(epoch, subscription, owned_key)
         request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=member.member_id,
@@ -207,10 +212,10 @@ class ConsumerGroupMember:
             request.rebalance_timeout_ms = self.cfg["max.poll.interval.ms"]
             request.server_assignor = self.server_assignor
         if fields.subscription:
-            if use_regex:
-                request.subscribed_topic_regex = subscription[1]  # type: ignore[assignment]
+            if regex is not None:
+                request.subscribed_topic_regex = regex
             else:
-                request.subscribed_topic_names = list(subscription[1])
+                request.subscribed_topic_names = list(names)
         if fields.owned:
             request.topic_partitions = [ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=t, partitions=p)
                                         for t, p in owned.items()]
@@ -232,7 +237,7 @@ class ConsumerGroupMember:
         self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
         return response
 
-    def _handle(self, response: Any) -> None:
+    def _handle(self, response: ConsumerGroupHeartbeatResponse) -> None:
         code = response.error_code
         member = self.member
         old_epoch = member.member_epoch
@@ -315,7 +320,9 @@ class ConsumerGroupMember:
                     if member.target is target:
                         continue
                     return
-            wanted = {TopicPartition(names[tid], p) for tid, parts in target.items() for p in parts}  # type: ignore[arg-type]
+            # Every name is known here (the loop above returns or starts over otherwise).
+            wanted = {TopicPartition(name, p) for tid, parts in target.items()
+                      if (name := names[tid]) is not None for p in parts}
             core = self.core
             plan = member.reconcile(wanted, core.subs.assigned_partitions())
             if plan.revoked:

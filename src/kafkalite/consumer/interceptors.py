@@ -37,6 +37,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.errors import ConfigError
 from kafkalite.plugins import close_each, configure_each, load
 from kafkalite.types import OffsetAndMetadata, TopicPartition
@@ -58,7 +59,7 @@ class ConsumerInterceptors:
     def wants_commits(self) -> bool:
         return bool(self._on_commit)
 
-    def on_consume(self, records: Any) -> Any:
+    def on_consume(self, records: ConsumerRecords) -> ConsumerRecords:
         for interceptor in self._on_consume:
             try:
                 replaced = interceptor.on_consume(records)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kafkalite.clients_common.membership import (
     LEAVE_EPOCH,
@@ -94,7 +94,9 @@ class ConsumerMemberState(EpochMember):
         self.target_changed = False
         self.first_reconcile = True
         self.rejoin_allowed = True
-        self._last_sent: tuple[Any, Any] | None = None
+        # (subscription, owned partitions) of the last answered heartbeat: values only
+        # compared with the next heartbeat's, to leave out what did not change.
+        self._last_sent: tuple[object, object] | None = None
 
     # ------------------------------------------------------------ queries
 
@@ -112,14 +114,14 @@ class ConsumerMemberState(EpochMember):
     def _joining(self) -> None:
         self.first_reconcile = True
 
-    def heartbeat_fields(self, epoch: int, subscription: Any, owned: Any) -> HeartbeatFields:
+    def heartbeat_fields(self, epoch: int, subscription: object, owned: object) -> HeartbeatFields:
         """Which fields the heartbeat with ``epoch`` must carry (KIP-848 incremental)."""
         last = self._last_sent
         full = epoch <= 0 or last is None
         return HeartbeatFields(full, full or last is None or last[0] != subscription,
                                full or last is None or last[1] != owned)
 
-    def sent(self, error_code: int | None, epoch: int, subscription: Any, owned: Any) -> None:
+    def sent(self, error_code: int | None, epoch: int, subscription: object, owned: object) -> None:
         """A heartbeat was answered (``error_code``) or failed (None): what the next one
         may leave out."""
         if error_code == 0 and epoch >= 0:

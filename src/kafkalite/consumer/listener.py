@@ -36,7 +36,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
 
 from kafkalite.types import TopicPartition
 
@@ -44,14 +44,14 @@ from kafkalite.types import TopicPartition
 class ConsumerRebalanceListener:
     """Base class with no-op callbacks; override the ones you need."""
 
-    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Any:
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
         """Partitions this member stops owning (after auto-commit, before anyone else gets them)."""
         return None
 
-    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Any:
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
         """Partitions this member starts owning (before records of them are returned)."""
         return None
 
-    def on_partitions_lost(self, partitions: set[TopicPartition]) -> Any:
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
         """Partitions owned when membership was lost; they may have new owners already."""
         return self.on_partitions_revoked(partitions)

@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.clients_common.metrics import GroupConsumerMetrics, MetricGroups
 from kafkalite.metrics import Metrics
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.consumer.subscription import SubscriptionState
 
 FETCH = "consumer-fetch-manager-metrics"
 COORDINATOR = "consumer-coordinator-metrics"
@@ -43,7 +46,7 @@ NODE = "consumer-node-metrics"
 class ConsumerMetrics(GroupConsumerMetrics):
     """The sensors of one consumer; ``registry`` is what ``Consumer.metrics()`` reads."""
 
-    def __init__(self, registry: Metrics, subs: Any, read_committed: bool, client_id: str = "") -> None:
+    def __init__(self, registry: Metrics, subs: SubscriptionState, read_committed: bool, client_id: str = "") -> None:
         tags = {"client-id": client_id} if client_id else None
         super().__init__(registry, MetricGroups(FETCH, COORDINATOR, CONSUMER), tags, sensor_prefix="",
                          fetch_request="Fetch request", rebalances="Completed rebalances")

@@ -28,24 +28,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.clients_common.membership import MembershipState
-from kafkalite.config import CONSUMER
+from kafkalite.config import CONSUMER, Config
 from kafkalite.consumer import stall
 from kafkalite.consumer.classic_member import MemberState
 from kafkalite.consumer.metrics import ConsumerMetrics
 from kafkalite.consumer.subscription import SubscriptionState
 from kafkalite.metrics import Metrics
+from kafkalite.net.client import NetworkClient
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.consumer.core import GroupMember
+    from kafkalite.consumer.fetcher import Fetcher
 
 __all__ = ["ConsumerObservability", "group_is_stable"]
 
 _STABLE = (MemberState.STABLE, MembershipState.STABLE)
 
 
-def group_is_stable(group: Any) -> bool:
+def group_is_stable(group: GroupMember) -> bool:
     """Whether a group member (classic or KIP-848) has its assignment: not rebalancing."""
     return group.state in _STABLE
 
@@ -65,8 +70,9 @@ class ConsumerObservability:
         last_poll: returns the monotonic time poll() last ran or was still waiting.
     """
 
-    def __init__(self, cfg: Any, subs: SubscriptionState, fetcher: Any, metrics: ConsumerMetrics, client: Any,
-                 registry: Metrics, *, group: Callable[[], Any], read_committed: bool,
+    def __init__(self, cfg: Config, subs: SubscriptionState, fetcher: Fetcher, metrics: ConsumerMetrics,
+                 client: NetworkClient, registry: Metrics, *, group: Callable[[], GroupMember | None],
+                 read_committed: bool,
                  last_poll: Callable[[], float]) -> None:
         self.cfg = cfg
         self.subs = subs
@@ -78,7 +84,7 @@ class ConsumerObservability:
         self.telemetry = ClientTelemetry(cfg, CONSUMER, client, registry, labels=self.telemetry_labels)
 
     def start(self, loop: asyncio.AbstractEventLoop,
-              spawn: Callable[[Coroutine[Any, Any, Any], str], Any]) -> None:
+              spawn: Callable[[Coroutine[Any, Any, None], str], object]) -> None:
         """Start the stall watch (through the core's ``spawn``) and the telemetry tasks."""
         spawn(stall.watch(self.stall, self.stall_views), "stall-watch")
         self.telemetry.start(loop)

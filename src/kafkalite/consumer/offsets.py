@@ -25,9 +25,10 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kafkalite.backoff import ExponentialBackoff
+from kafkalite.config import Config
 from kafkalite.errors import (
     ApiError,
     CommitFailedError,
@@ -46,12 +47,15 @@ from kafkalite.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetCommitResponse,
 )
 from kafkalite.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
 from kafkalite.protocol.primitives import ZERO_UUID
 from kafkalite.types import OffsetAndMetadata, TopicPartition
@@ -95,7 +99,7 @@ def _remaining(deadline: float) -> float:
 class OffsetsClient:
     """ListOffsets / OffsetFetch / OffsetCommit for one consumer."""
 
-    def __init__(self, client: NetworkClient, cfg: Any, group_id: str | None) -> None:
+    def __init__(self, client: NetworkClient, cfg: Config, group_id: str | None) -> None:
         self.client = client
         self.cfg = cfg
         self.group_id = group_id
@@ -275,6 +279,7 @@ class OffsetsClient:
             )
         response = await conn.request(request, api_version=version,
                                       timeout_ms=min(self.cfg["request.timeout.ms"], _remaining(deadline) * 1000))
+        topics: list[OffsetFetchResponseTopics] | list[OffsetFetchResponseTopic]
         if version >= 8:
             g = response.groups[0]
             if g.error_code:
@@ -310,7 +315,7 @@ class OffsetsClient:
         return self._backoff.delay_s(attempt - 1)
 
     async def start_commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], generation: Generation,
-                           deadline: float) -> tuple[asyncio.Future[Any], dict[uuid.UUID, str]]:
+                           deadline: float) -> tuple[asyncio.Future[OffsetCommitResponse], dict[uuid.UUID, str]]:
         """Find the coordinator and write the OffsetCommit request; returns its response future.
 
         Callers that need commits to reach the broker in order call this under one lock
@@ -347,7 +352,7 @@ class OffsetsClient:
                            timeout_ms=min(self.cfg["request.timeout.ms"], _remaining(deadline) * 1000))
         return future, {v: k for k, v in ids.items()}
 
-    async def finish_commit(self, pending: tuple[asyncio.Future[Any], dict[uuid.UUID, str]],
+    async def finish_commit(self, pending: tuple[asyncio.Future[OffsetCommitResponse], dict[uuid.UUID, str]],
                             offsets: Mapping[TopicPartition, OffsetAndMetadata], generation: Generation) -> None:
         """Await the response written by :meth:`start_commit` and raise its errors."""
         future, names_by_id = pending

@@ -25,7 +25,7 @@ class ConsumerRecords(list[ConsumerRecord]):
     __slots__ = ("_ranges",)
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*args)  # type: ignore[arg-type]
+        super().__init__(*args)
         self._ranges: list[tuple[TopicPartition, int, int]] = []
 
     def _add_range(self, tp: TopicPartition, start: int, end: int) -> None:

@@ -38,9 +38,12 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.consumer.subscription import SubscriptionState
 
 __all__ = ["PartitionView", "StallDetector", "StallKind", "StallWarning", "partition_views", "watch"]
 
@@ -239,7 +242,7 @@ class StallDetector:
         return NOT_FETCHED
 
 
-def partition_views(subs: Any, read_committed: bool) -> dict[TopicPartition, PartitionView]:
+def partition_views(subs: SubscriptionState, read_committed: bool) -> dict[TopicPartition, PartitionView]:
     """A :class:`PartitionView` per assigned partition of a ``SubscriptionState``."""
     with subs.lock:
         states = list(subs.assignment.items())

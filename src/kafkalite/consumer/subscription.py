@@ -41,7 +41,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kafkalite.errors import IllegalStateError, InvalidRegularExpressionError
 from kafkalite.types import OffsetAndMetadata, TopicPartition
@@ -158,7 +158,9 @@ class SubscriptionState:
         self.type = SubscriptionType.NONE
         self.topics: frozenset[str] = frozenset()
         self.pattern: re.Pattern[str] | None = None
-        self.listener: Any = None
+        # The rebalance listener: any object with some of ConsumerRebalanceListener's
+        # methods (they are looked up by name, as the fronts document).
+        self.listener: object | None = None
         self.assignment: dict[TopicPartition, PartitionState] = {}
         #: bumped on every subscription or assignment change (the fetcher and group
         #: membership compare it to notice changes cheaply)
@@ -184,7 +186,7 @@ class SubscriptionState:
         if self.type not in (SubscriptionType.NONE, wanted):
             raise IllegalStateError(_SUBSCRIBE_AND_ASSIGN.format(current=self.type.value))
 
-    def subscribe(self, topics: Iterable[str], listener: Any = None) -> bool:
+    def subscribe(self, topics: Iterable[str], listener: object | None = None) -> bool:
         """Subscribe to topic names; True if the subscription changed."""
         names = frozenset(topics)
         for name in names:
@@ -203,7 +205,7 @@ class SubscriptionState:
             self._notify()
         return changed
 
-    def subscribe_pattern(self, pattern: str | re.Pattern[str], listener: Any = None) -> None:
+    def subscribe_pattern(self, pattern: str | re.Pattern[str], listener: object | None = None) -> None:
         """Subscribe to every topic whose whole name matches ``pattern``."""
         compiled = compile_pattern(pattern)
         with self.lock:

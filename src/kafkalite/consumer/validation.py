@@ -33,7 +33,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.consumer.fetch_buffer import CompletedFetch
 from kafkalite.consumer.subscription import LogTruncation
@@ -44,6 +44,9 @@ from kafkalite.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequestOffsetForLeaderTopic,
 )
 from kafkalite.types import OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.consumer.core import ConsumerCore  # the core builds this collaborator
 
 log = logging.getLogger("kafkalite.consumer")
 
@@ -77,7 +80,7 @@ def truncation_error(truncation: LogTruncation, position_epoch: int | None) -> L
 class PositionValidator:
     """Sends OffsetsForLeaderEpoch for partitions awaiting validation (one per leader)."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ConsumerCore) -> None:
         self.core = core
         self.client = core.client
         self.subs = core.subs

@@ -24,7 +24,6 @@ import logging
 import random
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.config import Config, parse_host_port
@@ -40,10 +39,12 @@ from kafkalite.errors import (
 )
 from kafkalite.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkalite.net.transport import BrokerConnection, ConnectionStats
+from kafkalite.protocol.message import Request, ResponseT
 from kafkalite.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafkalite.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 
 log = logging.getLogger("kafkalite.net")
+
 
 COORDINATOR_GROUP, COORDINATOR_TRANSACTION, COORDINATOR_SHARE = 0, 1, 2
 DEFAULT_CHANNEL = "default"
@@ -214,9 +215,10 @@ class NetworkClient:
                     state.attempts += 1
                     state.next_attempt_at = time.monotonic() + self._reconnect_backoff.delay_s(state.attempts - 1)
 
-    async def send(self, node_id: int, request: Any, *, channel: str = DEFAULT_CHANNEL,
-                   api_version: int | None = None, timeout_ms: float | None = None) -> Any:
-        """Send ``request`` to ``node_id`` and await the response."""
+    async def send(self, node_id: int, request: Request[ResponseT], *, channel: str = DEFAULT_CHANNEL,
+                   api_version: int | None = None, timeout_ms: float | None = None) -> ResponseT:
+        """Send ``request`` to ``node_id`` and await the response (of the class the
+        request names: a ``MetadataRequest`` is answered by a ``MetadataResponse``)."""
         conn = await self.connection(node_id, channel)
         return await conn.request(request, api_version=api_version, timeout_ms=timeout_ms)
 
@@ -236,20 +238,6 @@ class NetworkClient:
         if not candidates:
             candidates = list(self.metadata.brokers) or [n.node_id for n in self.bootstrap_nodes]
         return random.choice(candidates)
-
-    async def send_any(self, request: Any, *, attempts: int = 3, **kw: Any) -> Any:
-        """Send to the least loaded node, moving to another node if a connection fails."""
-        last: Exception | None = None
-        for attempt in range(attempts):
-            node = self.least_loaded_node()
-            try:
-                return await self.send(node, request, **kw)
-            except KafkaConnectionError as exc:
-                last = exc
-                if attempt + 1 < attempts:
-                    await asyncio.sleep(self._retry_backoff.delay_s(attempt))
-        assert last is not None
-        raise last
 
     # ------------------------------------------------------------ metadata
 
@@ -367,7 +355,7 @@ class NetworkClient:
                 )
                 response = await asyncio.wait_for(conn.request(request, api_version=version),
                                                   max(deadline - time.monotonic(), 0.001))
-                if getattr(response, "error_code", 0):
+                if response.error_code:  # top-level error (v10+; 0 in older versions)
                     raise error_for_code(response.error_code, "metadata request failed")
                 self.metadata.update(response, wanted, time.monotonic())
                 self._metadata_failures = 0

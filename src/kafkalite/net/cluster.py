@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
+from kafkalite.protocol.messages.metadata import MetadataResponse
 from kafkalite.protocol.primitives import ZERO_UUID
 
 NO_LEADER = -1
@@ -77,7 +77,7 @@ class ClusterMetadata:
 
     # ------------------------------------------------------------ update
 
-    def update(self, response: Any, requested_topics: set[str] | None, now: float) -> None:
+    def update(self, response: MetadataResponse, requested_topics: set[str] | None, now: float) -> None:
         """Apply a MetadataResponse.
 
         ``requested_topics`` None means the request asked for all topics: topics missing

@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
 from kafkalite.errors import ProtocolError
 from kafkalite.protocol.message import Message
@@ -52,23 +52,32 @@ _CORRELATION = struct.Struct(">i")
 _API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
 
 
+# What the driver attaches to each request (the asyncio transport: the caller's future).
+C = TypeVar("C")
+
+
 @dataclass(eq=False)
-class PendingRequest:
+class PendingRequest(Generic[C]):
     """A request sent on this connection and waiting for its response."""
 
     correlation_id: int
     api_key: int
     api_version: int
-    response_class: Any
+    response_class: type[Message]
     sent_at: float = 0.0
-    context: Any = field(default=None)
+    context: C | None = field(default=None)
 
 
-class ConnectionState:
+#: A completed request: its response, or the error its body failed to decode with.
+Completed = tuple[PendingRequest[C], "Message | ProtocolError"]
+
+
+class ConnectionState(Generic[C]):
     """Framing and correlation for one connection.
 
     ``max_frame_size`` bounds the size field of incoming frames: a corrupt or hostile
-    length must not make the client allocate gigabytes.
+    length must not make the client allocate gigabytes. ``C`` is the type of the
+    ``context`` the driver attaches to each request.
     """
 
     def __init__(self, client_id: str | None = "", max_frame_size: int = 512 * 1024 * 1024) -> None:
@@ -78,7 +87,7 @@ class ConnectionState:
         )
         self.max_frame_size = max_frame_size
         self._next_correlation = 0
-        self._pending: deque[PendingRequest] = deque()
+        self._pending: deque[PendingRequest[C]] = deque()
         # Incoming frame assembly: a preallocated buffer per frame avoids re-copying
         # multi-megabyte fetch responses chunk by chunk.
         self._size_buf = bytearray()
@@ -95,7 +104,7 @@ class ConnectionState:
     def in_flight(self) -> int:
         return len(self._pending)
 
-    def pending(self) -> list[PendingRequest]:
+    def pending(self) -> list[PendingRequest[C]]:
         return list(self._pending)
 
     def next_correlation_id(self) -> int:
@@ -104,7 +113,7 @@ class ConnectionState:
         return cid
 
     def build_request(self, request: Message, api_version: int, *, expect_response: bool = True,
-                      sent_at: float = 0.0, context: Any = None) -> tuple[PendingRequest | None, bytearray]:
+                      sent_at: float = 0.0, context: C | None = None) -> tuple[PendingRequest[C] | None, bytearray]:
         """Encode ``request`` as a complete frame.
 
         Returns the pending entry (None when no response is expected, as for acks=0
@@ -126,14 +135,14 @@ class ConnectionState:
 
     # ------------------------------------------------------------ incoming
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[tuple[PendingRequest, Any]]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Completed[C]]:
         """Consume bytes from the socket; return completed (request, response) pairs.
 
         A response body that fails to decode is returned as the exception in place of
         the response (the frame boundary is intact, the connection can go on).
         Framing errors raise :class:`ProtocolError`: the connection must be closed.
         """
-        done: list[tuple[PendingRequest, Any]] = []
+        done: list[Completed[C]] = []
         view = memoryview(data)
         pos, end = 0, len(view)
         while pos < end:
@@ -197,7 +206,7 @@ class ConnectionState:
             self._scratch = memoryview(bytearray(_SCRATCH_SIZE))
         return self._scratch
 
-    def received(self, nbytes: int) -> list[tuple[PendingRequest, Any]]:
+    def received(self, nbytes: int) -> list[Completed[C]]:
         """``nbytes`` were read into the buffer :meth:`recv_buffer` returned last;
         returns the completed (request, response) pairs, as :meth:`feed` does."""
         if not self._direct:
@@ -213,7 +222,7 @@ class ConnectionState:
         self._frame_view = None
         return [self._complete(frame)]
 
-    def _complete(self, frame: bytearray) -> tuple[PendingRequest, Any]:
+    def _complete(self, frame: bytearray) -> Completed[C]:
         (cid,) = _CORRELATION.unpack_from(frame, 0)
         if not self._pending:
             raise ProtocolError(f"response with correlation id {cid} but no request is in flight")
@@ -242,7 +251,7 @@ class ConnectionState:
             return pending, exc
         return pending, response
 
-    def fail_all(self) -> list[PendingRequest]:
+    def fail_all(self) -> list[PendingRequest[C]]:
         """Forget every pending request (the connection closed); returns them."""
         failed = list(self._pending)
         self._pending.clear()
@@ -260,10 +269,10 @@ def _skip_header_tags(buf: memoryview, pos: int) -> int:
     return pos
 
 
-_RESPONSE_CLASSES: dict[type, Any] = {}
+_RESPONSE_CLASSES: dict[type[Message], type[Message]] = {}
 
 
-def _response_class(request: Message) -> Any:
+def _response_class(request: Message) -> type[Message]:
     cls = type(request)
     resp = _RESPONSE_CLASSES.get(cls)
     if resp is None:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
+from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
 
 T = TypeVar("T")
@@ -93,7 +94,7 @@ class EngineThread:
             raise ClientClosedError(f"{self.name}: the client is closed")
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+    def call_soon(self, fn: Callable[..., object], *args: object) -> None:
         """Run a plain callback on the engine thread (thread-safe, cheap)."""
         if not self._stopped:
             self.loop.call_soon_threadsafe(fn, *args)
@@ -141,7 +142,7 @@ class FrontCalls:
     _CLIENT = "the client"
     _closed: bool
     _wakeup: bool
-    config: Any
+    config: Config
 
     def _check_open(self) -> None:
         if self._closed:
@@ -188,7 +189,7 @@ class EngineCalls(FrontCalls):
         """Sleep until the engine has news for poll() (``self._event``), at most ``timeout`` s."""
         self._event.wait(timeout)
 
-    def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+    def _call_soon(self, fn: Callable[..., object], *args: object) -> None:
         """Run ``fn(*args)`` on the engine soon (thread-safe; nothing waits for it)."""
         self._engine.call_soon(fn, *args)
 
@@ -259,7 +260,7 @@ class LoopCalls(FrontCalls):
         except asyncio.TimeoutError:
             pass
 
-    def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+    def _call_soon(self, fn: Callable[..., object], *args: object) -> None:
         """Run ``fn(*args)`` on the loop soon (after the current step, as the engine thread would)."""
         loop = self._loop
         if loop is not None and not self._closed:

@@ -30,13 +30,17 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafkalite.errors import ConfigError, SaslAuthenticationError
+from kafkalite.config import Config
+from kafkalite.errors import ConfigError, IllegalSaslStateError, SaslAuthenticationError
 from kafkalite.net.jaas import jaas_entry
 from kafkalite.net.refresh import kerberos_refresh_at
+
+if TYPE_CHECKING:
+    import gssapi  # typed (py.typed); imported at run time only after require_gssapi()
 
 log = logging.getLogger("kafkalite.net.kerberos")
 
@@ -51,14 +55,14 @@ GSSAPI_HINT = ('pip install "kafkalite[gssapi]" (the gssapi package builds again
                "apt-get install libkrb5-dev gcc; at run time libgssapi-krb5-2, and krb5-user for kinit/klist)")
 
 
-def require_gssapi() -> Any:
-    """The ``gssapi`` module, or a ConfigError saying what to install."""
+def require_gssapi() -> None:
+    """Nothing if the ``gssapi`` package imports, else a ConfigError saying what to install
+    (callers import it after this check)."""
     try:
-        import gssapi
+        import gssapi  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"sasl.mechanism GSSAPI needs the 'gssapi' package, which is not installed ({exc}): "
                           f"{GSSAPI_HINT}") from None
-    return gssapi
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ class KerberosSettings:
         return f"{who} from ticket cache {self.ticket_cache or os.environ.get('KRB5CCNAME') or '(default)'}"
 
 
-def kerberos_settings(cfg: Mapping[str, Any]) -> KerberosSettings:
+def kerberos_settings(cfg: Config) -> KerberosSettings:
     """Read and check the GSSAPI settings; every problem is a ConfigError naming it."""
     entry = jaas_entry(cfg)
     options: dict[str, str] = {}
@@ -152,7 +156,7 @@ class KerberosLogin:
         self._clock = clock
         self._run = run
         self._lock = threading.Lock()
-        self._creds: Any = None
+        self._creds: gssapi.Credentials | None = None
         self._expires_at = 0.0
         self._refresh_at = 0.0
         self._logins = 0
@@ -167,30 +171,35 @@ class KerberosLogin:
     def expires_at(self) -> float:
         return self._expires_at
 
-    def credentials(self) -> Any:
+    def credentials(self) -> gssapi.Credentials:
         """Current credentials, logging in again first when the renew window has come."""
         with self._lock:
             now = self._clock()
             if self._creds is None or now >= self._refresh_at:
-                self._login(now)
+                return self._login(now)
             return self._creds
 
-    def _login(self, now: float) -> None:
-        gssapi = require_gssapi()
-        fresh = self._creds is None
+    def _login(self, now: float) -> gssapi.Credentials:
+        """Log in (again); the credentials to use now (the current ones while a failed
+        re-login waits to be tried again)."""
+        require_gssapi()
+        from gssapi.raw.misc import GSSError
+
+        current = self._creds
+        fresh = current is None
         if not fresh and not self.settings.uses_keytab:
             self._renew_ticket_cache()
         try:
-            creds = self._acquire(gssapi)
+            creds = self._acquire()
             lifetime = creds.lifetime
-        except gssapi.exceptions.GSSError as exc:
-            if not fresh and now < self._expires_at:
+        except GSSError as exc:
+            if current is not None and now < self._expires_at:
                 # Keep the current TGT until it expires; try again later (Java logs and retries).
                 log.warning("Kerberos re-login of %s failed (keeping the current ticket until %s): %s",
                             self.settings.describe(), time.ctime(self._expires_at), _gss_reason(exc))
                 self._refresh_at = now + max(1.0, min(self.settings.min_time_before_relogin_s,
                                                       (self._expires_at - now) / 2))
-                return
+                return current
             raise self._login_error(exc) from None
         if lifetime is not None and lifetime <= 0:
             raise SaslAuthenticationError(
@@ -206,11 +215,14 @@ class KerberosLogin:
                                                min_time_before_relogin_s=s.min_time_before_relogin_s)
         log.debug("Kerberos login %d of %s: TGT valid until %s, next login at %s", self._logins,
                   s.describe(), time.ctime(self._expires_at), time.ctime(self._refresh_at))
+        return creds
 
-    def _acquire(self, gssapi: Any) -> Any:
+    def _acquire(self) -> gssapi.Credentials:
+        import gssapi
+
         s = self.settings
         name = gssapi.Name(s.principal, gssapi.NameType.kerberos_principal) if s.principal else None
-        store: dict[str, str] | None = None
+        store: dict[bytes | str, bytes | str] | None = None
         if s.uses_keytab and s.keytab:
             # A fresh private cache per login, so the keytab's key fetches a new TGT.
             store = {"client_keytab": s.keytab, "ccache": f"MEMORY:kafkalite-{id(self):x}-{self._logins}"}
@@ -265,14 +277,17 @@ class GssContext:
         self.login = login
         self.host = host
         self.service = f"{login.settings.service_name}/{host}"
-        self._ctx: Any = None
+        self._ctx: gssapi.SecurityContext | None = None
 
     @property
     def complete(self) -> bool:
         return bool(self._ctx is not None and self._ctx.complete)
 
     def step(self, token: bytes | None) -> bytes:
-        gssapi = require_gssapi()
+        require_gssapi()
+        import gssapi
+        from gssapi.raw.misc import GSSError
+
         try:
             if self._ctx is None:
                 creds = self.login.credentials()
@@ -281,22 +296,29 @@ class GssContext:
                 flags = gssapi.RequirementFlag.mutual_authentication | gssapi.RequirementFlag.integrity
                 self._ctx = gssapi.SecurityContext(name=target, creds=creds, usage="initiate", flags=flags)
             return bytes(self._ctx.step(token) or b"")
-        except gssapi.exceptions.GSSError as exc:
+        except GSSError as exc:
             raise self._error(exc) from None
 
     def unwrap(self, message: bytes) -> bytes:
-        gssapi = require_gssapi()
+        from gssapi.raw.misc import GSSError
+
         try:
-            return bytes(self._ctx.unwrap(message).message)
-        except gssapi.exceptions.GSSError as exc:
+            return bytes(self._established().unwrap(message).message)
+        except GSSError as exc:
             raise self._error(exc) from None
 
     def wrap(self, message: bytes) -> bytes:
-        gssapi = require_gssapi()
+        from gssapi.raw.misc import GSSError
+
         try:
-            return bytes(self._ctx.wrap(message, False).message)
-        except gssapi.exceptions.GSSError as exc:
+            return bytes(self._established().wrap(message, False).message)
+        except GSSError as exc:
             raise self._error(exc) from None
+
+    def _established(self) -> gssapi.SecurityContext:
+        if self._ctx is None:  # GssapiMechanism wraps and unwraps only after step()
+            raise IllegalSaslStateError(f"GSSAPI: no security context with {self.service} yet")
+        return self._ctx
 
     def _error(self, exc: Exception) -> SaslAuthenticationError:
         reason = _gss_reason(exc)

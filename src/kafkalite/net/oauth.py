@@ -44,12 +44,16 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
+from kafkalite.config import Config
 from kafkalite.errors import ConfigError, SaslAuthenticationError
 from kafkalite.net.jaas import jaas_entry
 from kafkalite.net.oauth_assertion import AssertionSettings, assertion_settings, make_assertion
 from kafkalite.net.refresh import oauth_refresh_at, retry_delays
+
+if TYPE_CHECKING:
+    from kafkalite._config_keys import OptionalStrSetting
 
 log = logging.getLogger("kafkalite.net.oauth")
 
@@ -94,12 +98,12 @@ class OAuthSettings:
         return f"{who} at {self.url}"
 
 
-def uses_oidc(cfg: Mapping[str, Any]) -> bool:
+def uses_oidc(cfg: Config) -> bool:
     """Whether OAUTHBEARER tokens come from a token endpoint (KIP-768)."""
     return bool(cfg["sasl.oauthbearer.token.endpoint.url"])
 
 
-def oauth_settings(cfg: Mapping[str, Any]) -> OAuthSettings:
+def oauth_settings(cfg: Config) -> OAuthSettings:
     """Read and check the OIDC settings; every problem is a ConfigError naming the setting."""
     url = cfg["sasl.oauthbearer.token.endpoint.url"]
     handler = cfg["sasl.login.callback.handler.class"]
@@ -177,7 +181,7 @@ def oauth_settings(cfg: Mapping[str, Any]) -> OAuthSettings:
     )
 
 
-def _config_or_jaas(cfg: Mapping[str, Any], setting: str, jaas: Mapping[str, str], option: str) -> str | None:
+def _config_or_jaas(cfg: Config, setting: OptionalStrSetting, jaas: Mapping[str, str], option: str) -> str | None:
     """Kafka 4.x: the setting wins over the deprecated JAAS option (with a warning)."""
     value, legacy = cfg[setting], jaas.get(option)
     if value is not None and legacy is not None and legacy != value:

@@ -17,11 +17,15 @@ import base64
 import json
 import os
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kafkalite.config import Config
 from kafkalite.errors import ConfigError, SaslAuthenticationError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class AssertionSettings:
     template_file: str | None = None
 
 
-def assertion_settings(cfg: Mapping[str, Any], client_id: str | None) -> AssertionSettings | None:
+def assertion_settings(cfg: Config, client_id: str | None) -> AssertionSettings | None:
     """The assertion settings, None when no assertion is configured (Kafka 4.3's order:
     a file first, then a generated assertion when ``assertion.claim.iss`` or a private
     key is set)."""
@@ -105,18 +109,19 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def _crypto() -> Any:
+def _require_cryptography() -> None:
     try:
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
+        import cryptography  # noqa: F401
     except ImportError:
         raise ConfigError("signing OAuth assertions needs the 'cryptography' package: "
                           'pip install "kafkalite[oauth]"') from None
-    return hashes, serialization, ec, padding, rsa, utils
 
 
-def _private_key(settings: AssertionSettings, error: type[Exception]) -> Any:
-    _, serialization, ec, _, rsa, _ = _crypto()
+def _private_key(settings: AssertionSettings, error: type[Exception]) -> RSAPrivateKey | EllipticCurvePrivateKey:
+    _require_cryptography()
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     path = settings.private_key_file or ""
     try:
         with open(path, "rb") as f:
@@ -130,18 +135,22 @@ def _private_key(settings: AssertionSettings, error: type[Exception]) -> Any:
         what = "wrong or missing sasl.oauthbearer.assertion.private.key.passphrase" \
             if "password" in str(exc).lower() or "decrypt" in str(exc).lower() else "not a PEM private key"
         raise error(f"setting 'sasl.oauthbearer.assertion.private.key.file' {path!r}: {what}") from None
-    wanted = rsa.RSAPrivateKey if settings.algorithm == "RS256" else ec.EllipticCurvePrivateKey
-    if not isinstance(key, wanted):
-        raise error(f"sasl.oauthbearer.assertion.algorithm {settings.algorithm} needs an "
-                    f"{'RSA' if settings.algorithm == 'RS256' else 'EC P-256'} key in {path!r}")
-    return key
+    if settings.algorithm == "RS256":
+        if isinstance(key, rsa.RSAPrivateKey):
+            return key
+    elif isinstance(key, ec.EllipticCurvePrivateKey):
+        return key
+    raise error(f"sasl.oauthbearer.assertion.algorithm {settings.algorithm} needs an "
+                f"{'RSA' if settings.algorithm == 'RS256' else 'EC P-256'} key in {path!r}")
 
 
 def _sign(settings: AssertionSettings, data: bytes) -> bytes:
-    hashes, _, ec, padding, _, utils = _crypto()
     key = _private_key(settings, SaslAuthenticationError)
-    if settings.algorithm == "RS256":
-        return bytes(key.sign(data, padding.PKCS1v15(), hashes.SHA256()))
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
+
+    if isinstance(key, rsa.RSAPrivateKey):
+        return key.sign(data, padding.PKCS1v15(), hashes.SHA256())
     r, s = utils.decode_dss_signature(key.sign(data, ec.ECDSA(hashes.SHA256())))
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # JWS: raw r || s
 

@@ -15,19 +15,21 @@ kafkalite.errors.ConfigError: setting 'ssl.truststore.location': cannot read '/m
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.errors import ConfigError
 
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12KeyAndCertificates
 
-def _pkcs12() -> tuple[Any, Any]:
+
+def _require_cryptography() -> None:
+    """Nothing if ``cryptography`` imports (callers import it after this check)."""
     try:
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.serialization import pkcs12
+        import cryptography  # noqa: F401
     except ImportError:
         raise ConfigError('PKCS12 stores need the \'cryptography\' package: pip install "kafkalite[pkcs12]" '
                           "(or convert the store to PEM: openssl pkcs12 -in store.p12 -out store.pem)") from None
-    return serialization, pkcs12
 
 
 def _read(path: str, setting: str) -> bytes:
@@ -38,8 +40,11 @@ def _read(path: str, setting: str) -> bytes:
         raise ConfigError(f"setting '{setting}': cannot read {path!r}: {exc.strerror}") from None
 
 
-def _open(data: bytes, password: str | None, path: str, setting: str, password_setting: str) -> Any:
-    _, pkcs12 = _pkcs12()
+def _open(data: bytes, password: str | None, path: str, setting: str,
+          password_setting: str) -> PKCS12KeyAndCertificates:
+    _require_cryptography()
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
     try:
         return pkcs12.load_pkcs12(data, password.encode() if password is not None else None)
     except ValueError as exc:
@@ -53,7 +58,9 @@ def _open(data: bytes, password: str | None, path: str, setting: str, password_s
 
 def trusted_certificates_pem(path: str, password: str | None) -> str:
     """Every certificate of a PKCS12 trust store, as PEM text (``cadata``)."""
-    serialization, _ = _pkcs12()
+    _require_cryptography()
+    from cryptography.hazmat.primitives import serialization
+
     store = _open(_read(path, "ssl.truststore.location"), password, path, "ssl.truststore.location",
                   "ssl.truststore.password")
     certificates = [c.certificate for c in store.additional_certs]
@@ -72,7 +79,9 @@ def key_and_chain_pem(path: str, store_password: str | None, key_password: str |
     different, must open the key (PKCS12 files made by keytool or openssl protect both
     with one password, so it has to open the store too, as in Java).
     """
-    serialization, _ = _pkcs12()
+    _require_cryptography()
+    from cryptography.hazmat.primitives import serialization
+
     data = _read(path, "ssl.keystore.location")
     if store_password is None and key_password is not None:
         store_password = key_password

@@ -27,7 +27,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from kafkalite.config import Config
 from kafkalite.errors import ConfigError, SaslAuthenticationError
@@ -115,17 +115,22 @@ class ScramMechanism(SaslMechanism):
         return None
 
 
-class OAuthBearerMechanism(SaslMechanism):
+# What a token provider returns (a string, a tuple, a token object: see _token_text).
+Token = TypeVar("Token")
+
+
+class OAuthBearerMechanism(SaslMechanism, Generic[Token]):
     """RFC 7628 client: the token comes from ``token_provider`` at every (re-)authentication.
 
     The provider may return the token string, a tuple whose first item is the token
-    (``(token, lifetime_ms)``), or an object with a ``token`` or ``value`` attribute.
+    (``(token, lifetime_ms)``), or an object with a ``token`` or ``value`` attribute;
+    ``principal_of`` names who the token is for (default: the JWT's ``sub``).
     """
 
     name = "OAUTHBEARER"
 
-    def __init__(self, token_provider: Callable[[], Any], *, extensions: Mapping[str, str] | None = None,
-                 blocking: bool = False, principal_of: Callable[[Any], str | None] | None = None) -> None:
+    def __init__(self, token_provider: Callable[[], Token], *, extensions: Mapping[str, str] | None = None,
+                 blocking: bool = False, principal_of: Callable[[Token], str | None] | None = None) -> None:
         self._provider = token_provider
         self._extensions = dict(extensions or {})
         self._principal_of = principal_of
@@ -153,6 +158,20 @@ class OAuthBearerMechanism(SaslMechanism):
         return None
 
 
+class GssContextLike(Protocol):
+    """What :class:`GssapiMechanism` needs of a GSS-API initiator context
+    (:class:`kafkalite.net.kerberos.GssContext`; scripted ones in unit tests)."""
+
+    @property
+    def complete(self) -> bool: ...
+
+    def step(self, token: bytes | None) -> bytes: ...
+
+    def wrap(self, message: bytes) -> bytes: ...
+
+    def unwrap(self, message: bytes) -> bytes: ...
+
+
 class GssapiMechanism(SaslMechanism):
     """RFC 4752 client over a GSS-API context (Kafka: no security layer).
 
@@ -169,7 +188,7 @@ class GssapiMechanism(SaslMechanism):
     blocking = True
     _NO_SECURITY_LAYER = 0x01
 
-    def __init__(self, context: Any, principal: str | None = None) -> None:
+    def __init__(self, context: GssContextLike, principal: str | None = None) -> None:
         self._context = context
         self.principal = principal
         self._layers_answered = False
@@ -221,7 +240,7 @@ def _bearer_refusal(server_token: bytes) -> str:
                     "(sasl.oauthbearer.expected.issuer / .expected.audience on the broker)"
 
 
-def _token_text(result: Any) -> str:
+def _token_text(result: object) -> str:
     if isinstance(result, tuple) and result:
         result = result[0]
     for attr in ("token", "value"):
@@ -282,13 +301,13 @@ def _parse_scram(text: str) -> dict[str, str]:
     return out
 
 
-def jaas_options(cfg: Any) -> dict[str, str]:
+def jaas_options(cfg: Config) -> dict[str, str]:
     """The ``key=value`` options of ``sasl.jaas.config`` (empty if unset)."""
     entry = jaas_entry(cfg)
     return dict(entry.options) if entry is not None else {}
 
 
-def credentials(cfg: Any) -> tuple[str | None, str | None]:
+def credentials(cfg: Config) -> tuple[str | None, str | None]:
     """(username, password) from sasl.username/password or sasl.jaas.config."""
     username, password = cfg["sasl.username"], cfg["sasl.password"]
     if username is None or password is None:
@@ -308,7 +327,7 @@ def check_sasl_settings(cfg: Config) -> Config:
     return cfg
 
 
-def mechanism_for(cfg: Any, host: str | None = None) -> SaslMechanism:
+def mechanism_for(cfg: Config, host: str | None = None) -> SaslMechanism:
     """Build the configured mechanism for a connection to ``host``; raises ConfigError
     naming what is missing. No I/O: logins (KDC, token endpoint) happen in the steps."""
     name = cfg["sasl.mechanism"]
@@ -327,7 +346,7 @@ def mechanism_for(cfg: Any, host: str | None = None) -> SaslMechanism:
     return GssapiMechanism(kerberos.GssContext(login, host or "localhost"), login.principal)
 
 
-def _oauthbearer(cfg: Any) -> SaslMechanism:
+def _oauthbearer(cfg: Config) -> SaslMechanism:
     provider = cfg["sasl.oauthbearer.token.provider"]
     if provider is not None:
         if not callable(provider):

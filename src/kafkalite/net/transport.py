@@ -40,9 +40,10 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypeVar, cast, overload
 
 from kafkalite._version import __version__
+from kafkalite.config import Config
 from kafkalite.errors import (
     AuthenticationError,
     IllegalSaslStateError,
@@ -63,7 +64,7 @@ from kafkalite.net.sasl import SaslMechanism, mechanism_for
 from kafkalite.net.tls import describe_tls_failure
 from kafkalite.net.tls import ssl_context as ssl_context
 from kafkalite.net.versions import ApiVersionTable, VersionRange
-from kafkalite.protocol.message import Message
+from kafkalite.protocol.message import Message, Request, ResponseT
 from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
 from kafkalite.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kafkalite.protocol.messages.sasl_handshake import SaslHandshakeRequest
@@ -139,9 +140,15 @@ class ConnectionStats:
         self._sensors["reauthentications"] = sensor
 
 
+T = TypeVar("T")
+
+# The future of one request: its decoded response (None for a request that expects none).
+# The state machine holds it without its type; send() hands it out typed by the request.
+_ResponseFuture = asyncio.Future["Message | None"]
+
 # A request sent during a KIP-368 re-authentication, held until it ends:
 # (request, api version, timeout ms, expect a response, the caller's future).
-_HeldRequest = tuple[Message, int | None, float | None, bool, "asyncio.Future[Any]"]
+_HeldRequest = tuple[Message, int | None, float | None, bool, _ResponseFuture]
 
 
 class _KafkaProtocol(asyncio.BufferedProtocol):
@@ -159,7 +166,8 @@ class _KafkaProtocol(asyncio.BufferedProtocol):
         self._can_write.set()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # create_connection() makes stream transports (TCP or TLS): asyncio.Transport.
+        self.transport = cast(asyncio.Transport, transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.owner.state.recv_buffer()
@@ -181,12 +189,13 @@ class _KafkaProtocol(asyncio.BufferedProtocol):
 class BrokerConnection:
     """One connection to one broker (``node_id`` -1 for a bootstrap address)."""
 
-    def __init__(self, host: str, port: int, cfg: Any, *, node_id: int = -1,
+    def __init__(self, host: str, port: int, cfg: Config, *, node_id: int = -1,
                  on_close: Callable[[BrokerConnection, BaseException | None], None] | None = None,
                  stats: ConnectionStats | None = None) -> None:
         self.host, self.port, self.node_id = host, port, node_id
         self.cfg = cfg
-        self.state = ConnectionState(cfg["client.id"], cfg["receive.message.max.bytes"])
+        self.state: ConnectionState[_ResponseFuture] = ConnectionState(
+            cfg["client.id"], cfg["receive.message.max.bytes"])
         self.versions: ApiVersionTable | None = None
         self.lifecycle: ConnectionLifecycle[_HeldRequest] = ConnectionLifecycle(
             authenticates=cfg["security.protocol"].startswith("SASL"))
@@ -381,7 +390,7 @@ class BrokerConnection:
         self._schedule_reauthentication(lifetime_ms)
 
     @staticmethod
-    async def _sasl_step(mechanism: SaslMechanism, step: Callable[..., Any], *args: Any) -> Any:
+    async def _sasl_step(mechanism: SaslMechanism, step: Callable[..., T], *args: bytes) -> T:
         """One mechanism step; a blocking one (a KDC or token endpoint round trip, Kerberos
         or OIDC) runs on the default executor so that the event loop keeps serving the
         other connections meanwhile."""
@@ -474,14 +483,22 @@ class BrokerConnection:
 
     # ------------------------------------------------------------ requests
 
-    def api_version(self, request_class: Any, min_version: int = 0) -> int:
+    def api_version(self, request_class: type[Message], min_version: int = 0) -> int:
         if self.versions is None:
             # Only ApiVersions itself is sent before negotiation.
             return request_class.MAX_VERSION
         return self.versions.version_for(request_class, min_version)
 
-    def send(self, request: Message, *, api_version: int | None = None, timeout_ms: float | None = None,
-             expect_response: bool = True) -> asyncio.Future[Any]:
+    @overload
+    def send(self, request: Request[ResponseT], *, api_version: int | None = None, timeout_ms: float | None = None,
+             expect_response: Literal[True] = True) -> asyncio.Future[ResponseT]: ...
+
+    @overload
+    def send(self, request: Request[ResponseT], *, api_version: int | None = None, timeout_ms: float | None = None,
+             expect_response: bool) -> asyncio.Future[ResponseT | None]: ...
+
+    def send(self, request: Request[ResponseT], *, api_version: int | None = None, timeout_ms: float | None = None,
+             expect_response: bool = True) -> asyncio.Future[ResponseT] | asyncio.Future[ResponseT | None]:
         """Write ``request`` now and return a future of its decoded response.
 
         The future fails with the response's decode error, a timeout, or the reason the
@@ -489,7 +506,7 @@ class BrokerConnection:
         None once the bytes are handed to the socket. During a KIP-368 re-authentication
         the request waits (in order) until the new session is established.
         """
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: _ResponseFuture = asyncio.get_running_loop().create_future()
         life = self.lifecycle
         if life.sends_now:
             self._write(request, api_version, timeout_ms, expect_response, future)
@@ -497,20 +514,22 @@ class BrokerConnection:
             life.hold((request, api_version, timeout_ms, expect_response, future))
         else:
             future.set_exception(self._unusable_error())
-        return future
+        # The state machine decodes the answer with the response class the request
+        # names (Request[ResponseT]), so the future holds a ResponseT.
+        return cast("asyncio.Future[ResponseT | None]", future)
 
-    def _send_handshake(self, request: Message, api_version: int | None = None) -> asyncio.Future[Any]:
+    def _send_handshake(self, request: Request[ResponseT], api_version: int | None = None) -> asyncio.Future[ResponseT]:
         """Send one of the handshake's own requests (ApiVersions, SaslHandshake,
         SaslAuthenticate): written at once, also while application requests are held."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: _ResponseFuture = asyncio.get_running_loop().create_future()
         if self.lifecycle.permits.handshake:
             self._write(request, api_version, None, True, future)
         else:
             future.set_exception(self._unusable_error())
-        return future
+        return cast("asyncio.Future[ResponseT]", future)  # decoded as Request[ResponseT] names (see send)
 
     def _write(self, request: Message, api_version: int | None, timeout_ms: float | None,
-               expect_response: bool, future: asyncio.Future[Any]) -> None:
+               expect_response: bool, future: _ResponseFuture) -> None:
         assert self._protocol is not None and self._protocol.transport is not None
         version = api_version if api_version is not None else self.api_version(type(request))
         pending, frame = self.state.build_request(
@@ -525,8 +544,8 @@ class BrokerConnection:
         loop = asyncio.get_running_loop()
         self._timeouts[pending.correlation_id] = loop.call_later(timeout, self._on_timeout, pending, timeout)
 
-    async def request(self, request: Message, *, api_version: int | None = None,
-                      timeout_ms: float | None = None) -> Any:
+    async def request(self, request: Request[ResponseT], *, api_version: int | None = None,
+                      timeout_ms: float | None = None) -> ResponseT:
         """Send ``request`` and await its response (see :meth:`send`)."""
         return await self.send(request, api_version=api_version, timeout_ms=timeout_ms)
 
@@ -550,7 +569,7 @@ class BrokerConnection:
             if handle is not None:
                 handle.cancel()
             future = pending.context
-            if future.done():
+            if future is None or future.done():  # _write attaches a future to every request
                 continue
             if isinstance(result, BaseException):
                 future.set_exception(result)
@@ -576,7 +595,7 @@ class BrokerConnection:
             return
         self.close(reason)
 
-    def _on_timeout(self, pending: PendingRequest, timeout: float) -> None:
+    def _on_timeout(self, pending: PendingRequest[_ResponseFuture], timeout: float) -> None:
         self._timeouts.pop(pending.correlation_id, None)
         from kafkalite.protocol.messages import API_NAMES
 
@@ -585,7 +604,7 @@ class BrokerConnection:
             f"({self.host}:{self.port}) timed out after {timeout * 1000:.0f} ms"
         )
         future = pending.context
-        if not future.done():
+        if future is not None and not future.done():
             future.set_exception(err)
         self.close(KafkaConnectionError(f"closed after a request timed out: {err.message}"))
 
@@ -617,20 +636,20 @@ class BrokerConnection:
         futures = [pending.context for pending in self.state.fail_all()]
         futures += [request[-1] for request in held]
         for future in futures:
-            if not future.done():
+            if future is not None and not future.done():
                 future.set_exception(err)
                 # Nobody may be awaiting a request whose caller already gave up.
                 future.exception()
 
 
-def _current_task() -> asyncio.Task[Any] | None:
+def _current_task() -> asyncio.Task[object] | None:
     try:
         return asyncio.current_task()
     except RuntimeError:
         return None
 
 
-def broker_version_range(conn: BrokerConnection, request_class: Any) -> VersionRange | None:
+def broker_version_range(conn: BrokerConnection, request_class: type[Message]) -> VersionRange | None:
     """The broker's advertised range for ``request_class`` (None if it lacks the API)."""
     if conn.versions is None:
         return None

@@ -14,10 +14,11 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kafkalite.errors import UnsupportedVersionForClientError
+from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages import API_NAMES
+from kafkalite.protocol.messages.api_versions import ApiVersionsResponse
 
 
 @dataclass(frozen=True)
@@ -37,16 +38,13 @@ class ApiVersionTable:
         self._cache: dict[int, int | None] = {}
 
     @classmethod
-    def from_response(cls, response: Any) -> ApiVersionTable:
+    def from_response(cls, response: ApiVersionsResponse) -> ApiVersionTable:
         ranges = {k.api_key: VersionRange(k.min_version, k.max_version) for k in response.api_keys}
-        finalized = {f.name: f.max_version_level for f in getattr(response, "finalized_features", []) or []}
-        supported = {
-            f.name: VersionRange(f.min_version, f.max_version)
-            for f in getattr(response, "supported_features", []) or []
-        }
+        finalized = {f.name: f.max_version_level for f in response.finalized_features or []}
+        supported = {f.name: VersionRange(f.min_version, f.max_version) for f in response.supported_features or []}
         return cls(ranges, finalized, supported)
 
-    def negotiate(self, request_class: Any) -> int | None:
+    def negotiate(self, request_class: type[Message]) -> int | None:
         """The version to use for ``request_class``, or None if there is none."""
         key = request_class.API_KEY
         if key in self._cache:
@@ -60,11 +58,11 @@ class ApiVersionTable:
         self._cache[key] = version
         return version
 
-    def supports(self, request_class: Any, min_version: int = 0) -> bool:
+    def supports(self, request_class: type[Message], min_version: int = 0) -> bool:
         version = self.negotiate(request_class)
         return version is not None and version >= min_version
 
-    def version_for(self, request_class: Any, min_version: int = 0) -> int:
+    def version_for(self, request_class: type[Message], min_version: int = 0) -> int:
         """Like :meth:`negotiate` but raises when the broker has no usable version."""
         version = self.negotiate(request_class)
         if version is None or version < min_version:

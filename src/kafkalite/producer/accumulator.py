@@ -30,7 +30,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kafkalite.producer.append_kernel import FastLock, FutureBase, QueueBase, TopicBase
 from kafkalite.producer.batch import CB_SEND, DoneSignal, ProducerBatch
@@ -230,8 +230,8 @@ class RecordAccumulator:
 
     def append(self, state: TopicState, partition: int | None, timestamp: int, key: bytes | None,
                value: bytes | None, headers: Headers | None, key_size: int, value_size: int,
-               future_cls: type[F], callback: Callable[..., Any] | None,
-               interceptor_cb: Callable[..., Any] | None, size_hint: int) -> F | None:
+               future_cls: type[F], callback: Callable[..., object] | None,
+               interceptor_cb: Callable[..., object] | None, size_hint: int) -> F | None:
         """Append one record to ``partition``, or (None) to the topic's sticky partition.
 
         send()'s general path: whatever the append kernel declined comes here, and this

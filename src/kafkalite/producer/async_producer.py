@@ -52,6 +52,7 @@ from kafkalite.producer.fronts import (
     many_args,
 )
 from kafkalite.producer.futures import AsyncRecordFuture
+from kafkalite.producer.transactions import TxnState
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
@@ -145,7 +146,7 @@ class AsyncProducer(AsyncProducerFront):
             if self._raw:
                 future = self._append(topic, key, value, partition, timestamp, callback)
                 if future is not None:
-                    return future  # type: ignore[no-any-return]
+                    return future
             elif self._appender.enabled:
                 core = self._core
                 key_bytes = key if core.key_serializer is None and (key is None or type(key) is bytes) \
@@ -154,7 +155,7 @@ class AsyncProducer(AsyncProducerFront):
                     else core.serialize(topic, value, None, False)
                 future = self._append(topic, key_bytes, value_bytes, partition, timestamp, callback)
                 if future is not None:
-                    return future  # type: ignore[no-any-return]
+                    return future
                 return await self._send(topic, value, key, partition, timestamp, None, callback, key_bytes,
                                         value_bytes)
         return await self._send(topic, value, key, partition, timestamp, headers, callback)
@@ -230,7 +231,7 @@ class AsyncProducer(AsyncProducerFront):
         if core.sender.fatal_error is not None:
             raise core.sender.fatal_error
         txn = core.txn
-        if txn is not None and txn.state.value != "IN_TRANSACTION":
+        if txn is not None and txn.state is not TxnState.IN_TRANSACTION:
             txn.check_send()
         if core.interceptors is not None:
             topic, value, key, partition, timestamp, headers = core.intercept(
@@ -256,7 +257,7 @@ class AsyncProducer(AsyncProducerFront):
         if appended is None:
             return await self._append_waiting(state, topic, partition, key, key_bytes, value, value_bytes,
                                               timestamp, headers, callback)
-        return appended  # type: ignore[return-value]
+        return appended
 
     async def _append_waiting(self, state: Any, topic: str, partition: int | None, key: Any,
                               key_bytes: bytes | None, value: Any, value_bytes: bytes | None,
@@ -277,7 +278,7 @@ class AsyncProducer(AsyncProducerFront):
             future = core.append(state, topic, partition, key, key_bytes, value, value_bytes, timestamp, headers,
                                  callback)
             if future is not None:
-                return future  # type: ignore[return-value]
+                return future
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered and wait until it is acknowledged or failed.

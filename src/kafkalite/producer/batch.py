@@ -19,12 +19,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kafkalite.errors import KafkaTimeoutError
-from kafkalite.producer.append_kernel import BatchBase
+from kafkalite.producer.append_kernel import BatchBase, FastLock, FutureBase
 from kafkalite.protocol.record_builder import RecordBatchBuilder, rewrite_producer_state
 from kafkalite.types import RecordMetadata
+
+#: (the record's future, the function, CB_SEND / CB_FUTURE / ...): what runs when the
+#: batch completes; the function's signature depends on the kind.
+BatchCallback = tuple[FutureBase, Callable[..., object], int]
 
 log = logging.getLogger("kafkalite.producer")
 
@@ -112,7 +115,7 @@ class ProducerBatch(BatchBase):
     )
 
     def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder, now: float,
-                 signal: DoneSignal, lock: Any, reserved: int, delivery_deadline: float) -> None:
+                 signal: DoneSignal, lock: FastLock, reserved: int, delivery_deadline: float) -> None:
         self.topic = topic
         self.partition = partition
         self.builder: RecordBatchBuilder = builder
@@ -127,7 +130,7 @@ class ProducerBatch(BatchBase):
         self.log_append_time = -1
         self.error: BaseException | None = None
         self.last_error: BaseException | None = None
-        self.callbacks: list[tuple[Any, Callable[..., Any], int]] | None = None
+        self.callbacks: list[BatchCallback] | None = None
         self._waiters: list[asyncio.Future[None]] | None = None
         self.attempts = 0
         self.retry_at = 0.0
@@ -187,7 +190,7 @@ class ProducerBatch(BatchBase):
 
     # -------------------------------------------------------------- callbacks
 
-    def add_callback(self, future: Any, fn: Callable[..., Any], kind: int) -> None:
+    def add_callback(self, future: FutureBase, fn: Callable[..., object], kind: int) -> None:
         """Register a callback (under the partition lock, while appending)."""
         cbs = self.callbacks
         if cbs is None:
@@ -195,7 +198,7 @@ class ProducerBatch(BatchBase):
         else:
             cbs.append((future, fn, kind))
 
-    def add_future_callback(self, future: Any, fn: Callable[..., Any]) -> bool:
+    def add_future_callback(self, future: FutureBase, fn: Callable[..., object]) -> bool:
         """Register ``fn(future)``; False if the batch is already done (caller runs it)."""
         with self.lock:
             if self.done:
@@ -233,7 +236,7 @@ class ProducerBatch(BatchBase):
             parent.complete(-1, -1, None)
         return True
 
-    def _finish(self, callbacks: list[tuple[Any, Callable[..., Any], int]] | None) -> None:
+    def _finish(self, callbacks: list[BatchCallback] | None) -> None:
         self.signal.notify()
         waiters, self._waiters = self._waiters, None
         if waiters:

@@ -31,7 +31,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.config import Config
@@ -65,18 +65,31 @@ from kafkalite.producer.wakeup import SenderWakeup
 from kafkalite.protocol import compression
 from kafkalite.protocol.record_codec import murmur2, record_size
 from kafkalite.protocol.record_types import BATCH_OVERHEAD
-from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite._config_keys import IntSetting
 
 log = logging.getLogger("kafkalite.producer")
 
 __all__ = ["ProducerCore"]
 
-_LEVEL_SETTING = {compression.GZIP: "compression.gzip.level", compression.LZ4: "compression.lz4.level",
+_LEVEL_SETTING: dict[int, IntSetting] = {compression.GZIP: "compression.gzip.level", compression.LZ4: "compression.lz4.level",
                   compression.ZSTD: "compression.zstd.level"}
 
 
-class ProducerCore:
-    """One producer's engine (see the module doc)."""
+#: The futures send() returns: RecordFuture (blocking front) or AsyncRecordFuture.
+F = TypeVar("F", bound=RecordFuture, covariant=True)
+
+
+class ProducerCore(Generic[F]):
+    """One producer's engine (see the module doc); ``F``: the futures its sends return."""
+
+    @overload
+    def __init__(self: ProducerCore[RecordFuture], cfg: Config, *, blocking: Literal[True]) -> None: ...
+
+    @overload
+    def __init__(self: ProducerCore[AsyncRecordFuture], cfg: Config, *, blocking: Literal[False]) -> None: ...
 
     def __init__(self, cfg: Config, *, blocking: bool) -> None:
         self.cfg = cfg
@@ -122,7 +135,7 @@ class ProducerCore:
         #: No key/value serializer: send() hands its arguments to the append path as they are.
         self.raw = self.serializer.raw
         self.interceptors = load_interceptors(cfg["interceptor.classes"], cfg)
-        self.ack_interceptor: Callable[..., Any] | None = (
+        self.ack_interceptor: Callable[[RecordMetadata, BaseException | None], None] | None = (
             self.interceptors.on_acknowledgement if self.interceptors is not None and self.interceptors.wants_acks
             else None
         )
@@ -148,7 +161,8 @@ class ProducerCore:
             add_partitions=self.txn_client.schedule_add_partitions if self.txn_client is not None else None,
             on_loop_shutdown=None if blocking else self._flush_at_loop_shutdown,
         )
-        self.future_cls: type[RecordFuture] = RecordFuture if blocking else AsyncRecordFuture
+        # The overloads above tie F to ``blocking``.
+        self.future_cls = cast("type[F]", RecordFuture if blocking else AsyncRecordFuture)
         self.closed = False
         #: send()'s common case in one call (C when built): see append_kernel.
         self.appender = Appender(self.topics, self.future_cls, self.batch_size, self.size_check_threshold)
@@ -212,7 +226,7 @@ class ProducerCore:
 
     def append(self, state: TopicState, topic: str, partition: int | None, key: Any, key_bytes: bytes | None,
                value: Any, value_bytes: bytes | None, timestamp: int | None, headers: Any,
-               callback: Callable[..., Any] | None) -> RecordFuture | None:
+               callback: Callable[..., object] | None) -> F | None:
         """Partition and append one serialized record; None when buffer memory is short."""
         if timestamp is None:
             timestamp = int(time.time() * 1000)
@@ -314,7 +328,7 @@ class ProducerCore:
                     "the producer was closed before the record was acknowledged (close timeout passed)"))
         finally:
             remaining = 1.0 if deadline is None else deadline - time.monotonic()
-            txn_tasks: list[asyncio.Future[Any]] = []
+            txn_tasks: list[asyncio.Task[None]] = []
             if self.txn_client is not None:
                 txn_tasks = list(self.txn_client.tasks())
             try:

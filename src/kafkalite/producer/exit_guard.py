@@ -36,10 +36,11 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from kafkalite.config import Config
     from kafkalite.net.engine import EngineThread
     from kafkalite.producer.batch import ProducerBatch
 
@@ -57,7 +58,7 @@ class GuardedProducer(Protocol):
     loop: asyncio.AbstractEventLoop | None
 
     @property
-    def cfg(self) -> Mapping[str, Any]: ...
+    def cfg(self) -> Config: ...
 
     def pending_batches(self) -> list[ProducerBatch]:
         """The batches not acknowledged or failed yet."""
@@ -155,7 +156,7 @@ async def flush_at_loop_shutdown(core: GuardedProducer) -> None:
 
 
 def _start_close(core: GuardedProducer, engine: EngineThread | None
-                 ) -> tuple[concurrent.futures.Future[Any] | None, str]:
+                 ) -> tuple[concurrent.futures.Future[None] | None, str]:
     """Begin closing ``core`` (for at most its exit timeout); None if it cannot run."""
     timeout = _timeout_s(core)
     if engine is not None:
@@ -170,7 +171,7 @@ def _start_close(core: GuardedProducer, engine: EngineThread | None
         return asyncio.run_coroutine_threadsafe(core.close(timeout), loop), "at exit"
     if threading.current_thread() is not threading.main_thread():
         return None, "at exit (its event loop was not running)"
-    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    future: concurrent.futures.Future[None] = concurrent.futures.Future()
     try:  # a stopped loop (run_until_complete() returned): run it once more
         loop.run_until_complete(core.close(timeout))
         future.set_result(None)

@@ -30,7 +30,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kafkalite.config import PRODUCER, Config
@@ -45,7 +45,7 @@ from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer import exit_guard
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
-from kafkalite.producer.futures import SendManyResult
+from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture, SendManyResult
 from kafkalite.settings import resolve
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import RecordMetadata
@@ -65,7 +65,7 @@ UNSET: Any = object()
 _GENERATED_MODULE = "kafkalite.producer.producer"
 
 
-def _telemetry(cfg: Config, core: ProducerCore) -> ClientTelemetry:
+def _telemetry(cfg: Config, core: ProducerCore[RecordFuture]) -> ClientTelemetry:
     return ClientTelemetry(cfg, PRODUCER, core.client, core.metrics.registry, core.metrics.snapshot,
                            labels=lambda: {"transactional_id": cfg["transactional.id"],
                                            "client_rack": cfg["client.rack"] or None})
@@ -84,7 +84,7 @@ def many_args(values: Iterable[Any], keys: Iterable[Any] | None) -> tuple[Sequen
     return values, keys
 
 
-def _warn_unclosed(core: ProducerCore, front: str, what_happens: str) -> None:
+def _warn_unclosed(core: ProducerCore[RecordFuture], front: str, what_happens: str) -> None:
     left = core.unacknowledged()
     if left:
         log.warning(f"kafkalite {front} (client.id={core.client_id}) was garbage-collected without close() "
@@ -103,7 +103,9 @@ class AsyncProducerFront:
         cfg = resolve("producer", config, **settings)
         self._core = core = ProducerCore(cfg, blocking=False)
         self._appender = core.appender
-        self._append: Callable[..., Any] = _not_started
+        # (topic, key, value, partition, timestamp, callback) -> the future, or None: the
+        # general path. The append kernel's; None from everything before start().
+        self._append: Callable[..., AsyncRecordFuture | None] = _not_started
         self._raw = core.raw
         self._started = False
         self._finalizer = weakref.finalize(self, _finalize_async, core)
@@ -138,9 +140,9 @@ class AsyncProducerFront:
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                             timestamp: int | None = None, headers: Any = None) -> RecordMetadata:
         """Send one record and wait for its acknowledgement (``await (await send(...))``)."""
-        send: Callable[..., Any] = getattr(self, "send")  # noqa: B009 (the traced one when tracing)
+        send: Callable[..., Awaitable[AsyncRecordFuture]] = getattr(self, "send")  # noqa: B009 (traced one if tracing)
         future = await send(topic, value, key, partition, timestamp, headers)
-        return await future  # type: ignore[no-any-return]
+        return await future
 
     async def close(self, timeout: float | None = None) -> None:
         """Flush (for at most ``timeout`` seconds; None: until done), then release everything.
@@ -169,7 +171,7 @@ class BlockingProducerFront:
         tracing = tracing_for(cfg)  # settings errors before any thread starts
         self._core = core = ProducerCore(cfg, blocking=True)
         self._appender = core.appender
-        self._append: Callable[..., Any] = core.appender.append
+        self._append: Callable[..., RecordFuture | None] = core.appender.append
         self._raw = core.raw
         self._telemetry = _telemetry(cfg, core)
         self._engine = EngineThread(name=f"kafkalite-{core.client_id}").start()
@@ -279,7 +281,7 @@ class AsyncSendManyResult(SendManyResult):
         return self.result()
 
 
-def _finalize_async(core: ProducerCore) -> None:
+def _finalize_async(core: ProducerCore[RecordFuture]) -> None:
     if core.closed:
         return
     if core.loop is None:  # never started: nothing was sent, nothing to flush at exit
@@ -289,7 +291,7 @@ def _finalize_async(core: ProducerCore) -> None:
                    "producer.close() (or use 'async with Producer(...)').")
 
 
-def _finalize_blocking(core: ProducerCore, engine: EngineThread) -> None:
+def _finalize_blocking(core: ProducerCore[RecordFuture], engine: EngineThread) -> None:
     """The Producer was garbage-collected without close() (at interpreter exit,
     :mod:`~kafkalite.producer.exit_guard` handles unclosed producers instead)."""
     if core.closed:

@@ -114,7 +114,7 @@ class RecordFuture(FutureBase):
         """The metadata if done and successful, else None (kafka-python compatibility)."""
         return self._metadata() if self.succeeded() else None
 
-    def add_done_callback(self, fn: Callable[[Any], object]) -> None:
+    def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
         """Call ``fn(self)`` when done (immediately, in this thread, if already done)."""
         if not self._batch.add_future_callback(self, fn):
             fn(self)
@@ -196,14 +196,14 @@ class SendManyResult:
 
     __slots__ = ("_spans", "count")
 
-    def __init__(self, spans: list[tuple[Any, int, int]], count: int) -> None:
+    def __init__(self, spans: list[tuple[ProducerBatch, int, int]], count: int) -> None:
         self._spans = spans
         self.count = count
 
     def __len__(self) -> int:
         return self.count
 
-    def _runs(self) -> Generator[tuple[Any, int, int, int], None, None]:
+    def _runs(self) -> Generator[tuple[ProducerBatch, int, int, int], None, None]:
         """(batch, first index in batch, first index in values, records) per run."""
         spans = self._spans
         for n, (batch, index, start) in enumerate(spans):

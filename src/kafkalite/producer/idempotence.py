@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 from kafkalite.errors import OutOfOrderSequenceError, UnknownProducerIdError
 from kafkalite.protocol.record_builder import increment_sequence
@@ -73,7 +73,7 @@ class PartitionSequences:
         self.next_sequence = 0
         self.last_acked_sequence = NO_SEQUENCE
         self.last_acked_offset = -1
-        self.in_flight: list[Any] = []  # sorted by base_sequence
+        self.in_flight: list[SequencedBatch] = []  # sorted by base_sequence
 
     def add(self, batch: SequencedBatch) -> None:
         keys = [b.base_sequence for b in self.in_flight]

@@ -36,7 +36,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,11 +58,14 @@ from kafkalite.errors import (
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.cluster import BrokerNode
 from kafkalite.net.engine import cancel_and_wait
+from kafkalite.net.transport import BrokerConnection
 from kafkalite.protocol.messages.init_producer_id import InitProducerIdRequest
 from kafkalite.protocol.messages.produce import (
     ProduceRequest,
     ProduceRequestPartitionProduceData,
     ProduceRequestTopicProduceData,
+    ProduceResponse,
+    ProduceResponsePartitionProduceResponse,
 )
 from kafkalite.protocol.primitives import ZERO_UUID
 
@@ -171,7 +175,7 @@ class Sender:
         """Wake the sender (engine loop only; other threads: ``SenderWakeup.wake_threadsafe``)."""
         self.wake_signal.wake()
 
-    async def stop(self, timeout_s: float = 1.0, extra: list[asyncio.Future[Any]] | None = None) -> None:
+    async def stop(self, timeout_s: float = 1.0, extra: Sequence[asyncio.Future[Any]] | None = None) -> None:
         """Stop the sender loop and its side tasks (and ``extra`` tasks) within ``timeout_s``."""
         self._stopping = True
         self.wakeup()
@@ -308,7 +312,7 @@ class Sender:
 
     # -------------------------------------------------------------- sending
 
-    def _send(self, node: int, conn: Any, batches: list[ProducerBatch], now: float) -> None:
+    def _send(self, node: int, conn: BrokerConnection, batches: list[ProducerBatch], now: float) -> None:
         idem = self.idem
         metadata = self.client.metadata
         version = conn.api_version(ProduceRequest)
@@ -348,9 +352,9 @@ class Sender:
         if txn is not None:
             txn.started_on_broker = True  # (with transactions v2 the produce request starts it)
         if self.settings.acks == 0:
-            future = conn.send(request, api_version=version, expect_response=False)
+            written = conn.send(request, api_version=version, expect_response=False)
             for batch in batches:
-                error = future.exception() if future.done() else None
+                error = written.exception() if written.done() else None
                 if error is not None:
                     self.delivery.fail(batch, error)
                 else:
@@ -366,8 +370,8 @@ class Sender:
             lambda f: self._on_response(f, node, batches, version, sent_at, names)
         )
 
-    def _on_response(self, future: asyncio.Future[Any], node: int, batches: list[ProducerBatch],
-                     version: int, sent_at: float, names: dict[Any, str] | None = None) -> None:
+    def _on_response(self, future: asyncio.Future[ProduceResponse], node: int, batches: list[ProducerBatch],
+                     version: int, sent_at: float, names: dict[uuid.UUID, str] | None = None) -> None:
         now = time.monotonic()
         try:
             if future.cancelled():
@@ -375,7 +379,6 @@ class Sender:
                 response = None
             else:
                 error = future.exception()
-                response = None if error is not None else future.result()
             if error is not None:
                 if not isinstance(error, KafkaError):
                     error = KafkaConnectionError(f"produce request to node {node} failed: {error!r}")
@@ -384,12 +387,13 @@ class Sender:
                 if isinstance(error, (KafkaConnectionError, KafkaTimeoutError)):
                     self.request_metadata({b.topic for b in batches})
                 return
+            response = future.result()
             self._handle_response(response, batches, version, now, names)
-            throttle_ms = getattr(response, "throttle_time_ms", 0)
+            throttle_ms = response.throttle_time_ms
             if throttle_ms > 0:
                 self._throttled_until[node] = now + throttle_ms / 1000.0
             self.metrics.record_request(len(batches), sum(b.record_count for b in batches), now - sent_at,
-                                        getattr(response, "throttle_time_ms", 0))
+                                        throttle_ms)
         except Exception:
             log.exception("handling a produce response from node %d failed", node)
             for batch in batches:
@@ -398,19 +402,20 @@ class Sender:
         finally:
             self.wakeup()
 
-    def _handle_response(self, response: Any, batches: list[ProducerBatch], version: int, now: float,
-                         names: dict[Any, str] | None = None) -> None:
+    def _handle_response(self, response: ProduceResponse, batches: list[ProducerBatch], version: int, now: float,
+                         names: dict[uuid.UUID, str] | None = None) -> None:
         metadata = self.client.metadata
-        for endpoint in getattr(response, "node_endpoints", None) or ():
+        for endpoint in response.node_endpoints or ():
             metadata.add_broker(BrokerNode(endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack))
         by_tp = {(b.topic, b.partition): b for b in batches}
         for topic_resp in response.responses:
+            name: str | None
             if version < 13:
                 name = topic_resp.name
             else:
                 name = (names or {}).get(topic_resp.topic_id) or metadata.topic_name(topic_resp.topic_id)
             for p in topic_resp.partition_responses:
-                batch = by_tp.pop((name, p.index), None)  # type: ignore[arg-type]
+                batch = by_tp.pop((name, p.index), None) if name is not None else None
                 if batch is None:
                     continue
                 code = p.error_code
@@ -433,7 +438,8 @@ class Sender:
 
     # -------------------------------------------------------------- outcomes
 
-    def _handle_error(self, batch: ProducerBatch, error: BaseException, now: float, presp: Any) -> None:
+    def _handle_error(self, batch: ProducerBatch, error: BaseException, now: float,
+                      presp: ProduceResponsePartitionProduceResponse | None) -> None:
         if batch.done:
             self.in_flight.discard(batch)
             return
@@ -548,7 +554,7 @@ class Sender:
                 self.request_metadata(())
             finally:
                 self._connecting.discard(node)
-                self._connect_tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+                self._connect_tasks.discard(asyncio.current_task())
                 self.wakeup()
 
         self._connect_tasks.add(asyncio.ensure_future(connect()))

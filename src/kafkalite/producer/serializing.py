@@ -21,7 +21,7 @@ from typing import Any
 
 from kafkalite.config import Config
 from kafkalite.errors import SerializationError
-from kafkalite.serialization.base import resolve_serializer
+from kafkalite.serialization.base import Serializer, resolve_serializer
 
 __all__ = ["RecordSerializer"]
 
@@ -29,7 +29,7 @@ __all__ = ["RecordSerializer"]
 class RecordSerializer:
     """The producer's key and value serializers and header checks (see the module doc)."""
 
-    def __init__(self, key_serializer: Any | None, value_serializer: Any | None) -> None:
+    def __init__(self, key_serializer: Serializer | None, value_serializer: Serializer | None) -> None:
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
         #: No serializer at all: send() hands keys and values to the append path as they are.
@@ -52,7 +52,7 @@ class RecordSerializer:
         what = "key" if is_key else "value"
         if serializer is None:
             if data is None or type(data) is bytes:
-                return data  # type: ignore[no-any-return]
+                return data
             if isinstance(data, (bytearray, memoryview)):
                 return bytes(data)
             raise SerializationError(
@@ -70,7 +70,7 @@ class RecordSerializer:
                 return bytes(out)
             raise SerializationError(
                 f"{what} serializer {serializer!r} returned {type(out).__name__}, not bytes", topic=topic)
-        return out  # type: ignore[no-any-return]
+        return out
 
     @staticmethod
     def check_headers(headers: Any, topic: str) -> list[tuple[str, bytes | None]]:

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.errors import (
@@ -420,7 +420,7 @@ class TransactionClient:
             raise txn.last_error or exc from None
 
 
-async def _wait(task: asyncio.Future[Any], timeout_s: float | None, what: str) -> Any:
+async def _wait(task: asyncio.Future[T], timeout_s: float | None, what: str) -> T:
     """Await a background task for at most ``timeout_s``; it keeps running after a timeout."""
     try:
         return await asyncio.wait_for(asyncio.shield(task), timeout_s)

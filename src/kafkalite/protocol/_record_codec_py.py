@@ -141,20 +141,20 @@ def decode_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
 
 
 def _encode_headers(headers: Headers, pos_tbl: tuple[bytes, ...] = _POS) -> bytes:
-    parts = [pos_tbl[len(headers)] if len(headers) < _TABLE else encode_varint(len(headers))]
+    parts: list[Buffer] = [pos_tbl[len(headers)] if len(headers) < _TABLE else encode_varint(len(headers))]
     append = parts.append
     for hkey, hval in headers:
         # str keys are UTF-8 (Java's String); bytes-like keys are taken as they are.
         kb = hkey.encode("utf-8") if isinstance(hkey, str) else memoryview(hkey)
         n = len(kb)
         append(pos_tbl[n] if n < _TABLE else encode_varint(n))
-        append(kb)  # type: ignore[arg-type]
+        append(kb)
         if hval is None:
             append(_NULL)
         else:
             n = len(hval)
             append(pos_tbl[n] if n < _TABLE else encode_varint(n))
-            append(hval)  # type: ignore[arg-type]
+            append(hval)
     return b"".join(parts)
 
 
@@ -199,11 +199,11 @@ def encode_record_into(
         del buf[old:]
     try:
         buf += lh + _ZERO + ts + od + kh
-        if kl:
-            buf += key  # type: ignore[operator,arg-type]
+        if key:  # not None, not empty (kl > 0)
+            buf += key
         buf += vh
-        if vl:
-            buf += value  # type: ignore[operator,arg-type]
+        if value:
+            buf += value
     except TypeError:
         del buf[old:]  # never leave half a record behind (e.g. a str key)
         raise

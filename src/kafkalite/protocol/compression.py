@@ -195,7 +195,7 @@ def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None
         # Java uses lz4-java's fast compressor at the default level 9 and the HC
         # compressor otherwise (Lz4BlockOutputStream); LZ4F level 0 is the fast one.
         lz_level = 0 if level is None or level == DEFAULT_LEVELS[LZ4] else level
-        return _lz4f.compress(  # type: ignore[no-any-return]
+        compressed: bytes = _lz4f.compress(  # lz4 has no type information: it returns bytes
             data,
             compression_level=lz_level,
             block_size=_lz4f.BLOCKSIZE_MAX64KB,
@@ -203,6 +203,7 @@ def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None
             content_checksum=False,
             store_size=False,
         )
+        return compressed
     if codec == ZSTD:
         return _zstd_compressor(DEFAULT_LEVELS[ZSTD] if level is None else level).compress(data)
     if codec == GZIP:
@@ -262,7 +263,8 @@ def _unsnappy_block(block: memoryview, room: int, limit: int) -> bytes:
     if _snappy_raw_length(block) > room:
         raise _too_big("snappy", limit)
     try:
-        return _snappy.uncompress(block)  # type: ignore[no-any-return]
+        plain: bytes = _snappy.uncompress(block)  # python-snappy has no type information
+        return plain
     except Exception as exc:  # snappy.UncompressError and cramjam errors
         cause = exc.__cause__ or exc
         raise CorruptRecordsError(f"snappy data is corrupt: {cause!r}") from None
@@ -270,7 +272,7 @@ def _unsnappy_block(block: memoryview, room: int, limit: int) -> bytes:
 
 def _unsnappy(data: bytes | bytearray | memoryview, limit: int) -> bytes:
     view = memoryview(data)
-    if view[:8] != _XERIAL_MAGIC:
+    if view[:8].tobytes() != _XERIAL_MAGIC:
         return _unsnappy_block(view, limit, limit)
     if len(view) < 16:
         raise CorruptRecordsError("xerial snappy header is truncated")
@@ -283,7 +285,7 @@ def _unsnappy(data: bytes | bytearray | memoryview, limit: int) -> bytes:
             raise CorruptRecordsError("xerial snappy chunk length is truncated")
         size = _INT32_BE.unpack_from(view, pos)[0]
         pos += 4
-        if size == _XERIAL_MAGIC_HEAD and view[pos - 4 : pos + 4] == _XERIAL_MAGIC:
+        if size == _XERIAL_MAGIC_HEAD and view[pos - 4 : pos + 4].tobytes() == _XERIAL_MAGIC:
             pos += 12  # a concatenated stream: skip the rest of its header
             continue
         if size < 0 or size > end - pos:
@@ -351,7 +353,8 @@ def _unlz4(data: bytes | bytearray | memoryview, limit: int) -> bytes:
     try:
         if len(data) * _LZ4_MAX_RATIO + 65536 <= limit:
             # Bounded by the lz4 ratio limit: one call, no chunking needed.
-            return _lz4f.decompress(data)  # type: ignore[no-any-return]
+            whole: bytes = _lz4f.decompress(data)  # lz4 has no type information
+            return whole
         dec = _lz4f.LZ4FrameDecompressor()
         out: list[bytes] = []
         total = 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from kafkalite.errors import ProtocolError, UnsupportedVersionForClientError
 from kafkalite.protocol.primitives import Struct, Truncated
@@ -108,8 +108,24 @@ class Message(Struct):
             ) from None
         buf = data if isinstance(data, memoryview) else memoryview(data)
         try:
-            return decoder(buf, pos)  # type: ignore[return-value]
+            return decoder(buf, pos)
         except ProtocolError as exc:
             raise type(exc)(f"{cls.__name__} v{version}: {exc.message}") from None
         except (struct.error, IndexError, ValueError, OverflowError, MemoryError) as exc:
             raise ProtocolError(f"{cls.__name__} v{version}: malformed or truncated ({exc})") from None
+
+
+R = TypeVar("R", bound=Message, covariant=True)
+#: For functions that send a Request[ResponseT] and return its ResponseT.
+ResponseT = TypeVar("ResponseT", bound=Message)
+
+
+class Request(Message, Generic[R]):
+    """A request message; ``R`` is the class of the broker's response to it.
+
+    Generated request classes name their response (``class MetadataRequest(
+    Request["MetadataResponse"])``), so that sending one is typed end to end:
+    ``await client.send(node, MetadataRequest(...))`` is a ``MetadataResponse``.
+    """
+
+    __slots__ = ()

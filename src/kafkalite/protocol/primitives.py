@@ -306,7 +306,7 @@ class Struct:
     __slots__ = ()
 
     def _fields(self) -> tuple[str, ...]:
-        return type(self).__slots__  # type: ignore[return-value]
+        return type(self).__slots__
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -317,7 +317,7 @@ class Struct:
             if f != "unknown_tagged_fields"
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: unhashable (typeshed types __hash__ as a method)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields() if f != "unknown_tagged_fields")

@@ -26,8 +26,10 @@ benchmarks. Callers import the functions from here and never from either module.
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kafkalite.protocol import _record_codec_py as python_impl
 
@@ -49,7 +51,7 @@ __all__ = [
 
 c_impl: ModuleType | None
 try:
-    from kafkalite import _speedups as c_impl  # type: ignore[attr-defined,no-redef]
+    c_impl = importlib.import_module("kafkalite._speedups")
 except ImportError:  # no compiler at install time: the pure-Python path is complete
     c_impl = None
 
@@ -60,13 +62,29 @@ if c_impl is not None and os.environ.get("KAFKALITE_PURE_PYTHON", "") not in ("1
 #: "c" or "python": which kernels are in use.
 IMPLEMENTATION: str = "c" if _impl is c_impl else "python"
 
-encode_record_into = _impl.encode_record_into
-record_size = _impl.record_size
-decode_records = _impl.decode_records
-decode_records_columnar = _impl.decode_records_columnar
-murmur2 = _impl.murmur2
-encode_varint = _impl.encode_varint
-encode_varlong = _impl.encode_varlong
-decode_varint = _impl.decode_varint
-decode_varlong = _impl.decode_varlong
-BuilderBase: type = _impl.BuilderBase
+if TYPE_CHECKING:
+    # The C kernels take and return what the Python reference does (the tests run both
+    # on the same inputs): its signatures are the types of either.
+    from kafkalite.protocol._record_codec_py import (
+        BuilderBase,
+        decode_records,
+        decode_records_columnar,
+        decode_varint,
+        decode_varlong,
+        encode_record_into,
+        encode_varint,
+        encode_varlong,
+        murmur2,
+        record_size,
+    )
+else:
+    encode_record_into = _impl.encode_record_into
+    record_size = _impl.record_size
+    decode_records = _impl.decode_records
+    decode_records_columnar = _impl.decode_records_columnar
+    murmur2 = _impl.murmur2
+    encode_varint = _impl.encode_varint
+    encode_varlong = _impl.encode_varlong
+    decode_varint = _impl.decode_varint
+    decode_varlong = _impl.decode_varlong
+    BuilderBase = _impl.BuilderBase

@@ -125,6 +125,19 @@ class RecordBatch:
         "record_count",
         "size_in_bytes",
     )
+    # The header's fields, as BATCH_HEADER unpacks them.
+    base_offset: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
 
     def __init__(self, buf: Buffer, pos: int = 0) -> None:
         """View the batch starting at ``buf[pos]``; the whole batch must be present."""
@@ -260,7 +273,7 @@ class RecordBatch:
             data, start, end = self._records_section(max_decompressed_size)
             log_append_time = self.max_timestamp if attributes & TIMESTAMP_TYPE_FLAG else None
             epoch = self.partition_leader_epoch
-            return decode_records(  # type: ignore[no-any-return]
+            return decode_records(
                 data,
                 start,
                 end,

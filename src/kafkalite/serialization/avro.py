@@ -62,7 +62,7 @@ try:
     import fastavro
     from fastavro.validation import validate as _fastavro_validate
 except ImportError:  # pragma: no cover - exercised only without the extra
-    fastavro = None  # type: ignore[assignment]
+    fastavro = None  # type: ignore[assignment]  # the module or None: _require_fastavro() checks first
 
 __all__ = ["AvroDeserializer", "AvroSerializer", "parse_avro_schema"]
 

@@ -31,7 +31,7 @@ import inspect
 import json
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from kafkalite.errors import ConfigError, SerializationError
 from kafkalite.plugins import instantiate
@@ -232,7 +232,7 @@ def resolve_deserializer(spec: Any, setting: str) -> Deserializer | None:
     if isinstance(spec, type):
         spec = instantiate(setting, spec)
     if callable(getattr(spec, "deserialize", None)):
-        return spec  # type: ignore[no-any-return]
+        return cast(Deserializer, spec)  # a plugin is duck-typed: it has deserialize()
     if callable(spec):
         return _CallableDeserializer(spec)
     raise ConfigError(

@@ -200,7 +200,7 @@ class ProtobufDeserializer(SchemaSerde):
         if message_type is not None and message_types:
             raise ConfigError("ProtobufDeserializer takes 'message_type' or 'message_types', not both")
         self.message_type = message_type
-        self._by_name: dict[str, type] = {cls.DESCRIPTOR.full_name: cls for cls in message_types or ()}  # type: ignore[attr-defined]
+        self._by_name: dict[str, type] = {cls.DESCRIPTOR.full_name: cls for cls in message_types or ()}  # type: ignore[attr-defined]  # protoc classes have DESCRIPTOR (checked above)
         if message_type is None:
             self.need_registry("find each record's message type by its schema id")
         self._classes: dict[tuple[int, tuple[int, ...]], type] = {}

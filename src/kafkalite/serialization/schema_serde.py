@@ -213,5 +213,5 @@ class SchemaSerde:
 def wrap_error(exc: Exception, message: str, topic: str, **context: Any) -> SerializationError:
     """A SerializationError for an unexpected failure of a codec library."""
     if isinstance(exc, SerializationError):
-        return exc.with_context(topic=topic)  # type: ignore[return-value]
+        return exc.with_context(topic=topic)
     return SerializationError(f"{message}: {exc}", topic=topic, **context)

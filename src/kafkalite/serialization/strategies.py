@@ -22,7 +22,7 @@ the JSON Schema's ``title``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from kafkalite.errors import ConfigError
 
@@ -74,7 +74,7 @@ def resolve_strategy(spec: Any, setting: str = "subject.name.strategy") -> Subje
     if spec is None:
         return topic_name_strategy
     if callable(spec):
-        return spec  # type: ignore[no-any-return]
+        return cast(SubjectNameStrategy, spec)  # the application's function, called as a strategy
     if isinstance(spec, str):
         key = spec.strip().lower().replace("-", "_")
         found = _BY_NAME.get(key) or _BY_NAME.get(key.replace("strategy", "").rstrip("_"))

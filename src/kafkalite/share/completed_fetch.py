@@ -28,14 +28,18 @@ Example (poll side)::
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
-from typing import Any
 
 from kafkalite.errors import CorruptRecordsError, KafkaError
-from kafkalite.protocol.records import BatchFilter, iter_batches
+from kafkalite.protocol.records import BatchFilter, Buffer, iter_batches
 from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
 from kafkalite.types import TopicPartition
+
+#: ``acks(offset, type)``: an acknowledgement found while decoding (GAP, REJECT).
+AckSink = Callable[[int, AcknowledgeType], None]
+#: Decoded output, in offset order: records, or (offsets, error) for a corrupt batch.
+Segment = list[ShareConsumerRecord] | tuple[list[int], CorruptRecordsError]
 
 _offset_of = itemgetter(0)
 
@@ -46,7 +50,7 @@ class ShareCompletedFetch:
     __slots__ = ("_acquired", "_check_crcs", "_data", "_segments", "acquired_count", "bytes", "node",
                  "records_returned", "topic", "tp")
 
-    def __init__(self, tp: TopicPartition, node: int, data: Any, acquired: Iterable[tuple[int, int, int]],
+    def __init__(self, tp: TopicPartition, node: int, data: Buffer | None, acquired: Iterable[tuple[int, int, int]],
                  check_crcs: bool = True) -> None:
         self.tp = tp
         self.topic = tp.topic
@@ -56,8 +60,7 @@ class ShareCompletedFetch:
         self._acquired = sorted(acquired)
         self.acquired_count = sum(last - first + 1 for first, last, _ in self._acquired)
         self._check_crcs = check_crcs
-        #: decoded output, in offset order: lists of records, or (offsets, error) for a corrupt batch
-        self._segments: deque[Any] | None = None
+        self._segments: deque[Segment] | None = None
         self.records_returned = 0
 
     def __repr__(self) -> str:
@@ -67,7 +70,7 @@ class ShareCompletedFetch:
     def exhausted(self) -> bool:
         return self._segments is not None and not self._segments
 
-    def take(self, n: int, out: list[Any], acks: Any) -> int:
+    def take(self, n: int, out: list[ShareConsumerRecord], acks: AckSink) -> int:
         """Append up to ``n`` records to ``out``; ``acks(offset, type)`` receives the GAP
         and REJECT acknowledgements found while decoding. Raises the corruption error of
         a bad batch once no records precede it in this call."""
@@ -99,12 +102,12 @@ class ShareCompletedFetch:
 
     # ------------------------------------------------------------ decoding
 
-    def _decode(self, acks: Any) -> deque[Any]:
+    def _decode(self, acks: AckSink) -> deque[Segment]:
         ranges = self._acquired
         acquired: dict[int, int] = {}
         for first, last, count in ranges:
             acquired.update(dict.fromkeys(range(first, last + 1), count))
-        segments: deque[Any] = deque()
+        segments: deque[Segment] = deque()
         # Every acquired offset is settled once: handed out, rejected or acknowledged as GAP.
         settled: set[int] = set()
         highest = -1  # the highest settled offset (batches come in offset order)

@@ -32,8 +32,13 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkalite.clients_common.tasks import BackgroundTasks, wait_for_wake
-from kafkalite.config import SHARE_CONSUMER
-from kafkalite.errors import IllegalStateError, KafkaError, SerializationError
+from kafkalite.config import SHARE_CONSUMER, Config
+from kafkalite.errors import (
+    IllegalStateError,
+    InvalidGroupIdError,
+    KafkaError,
+    SerializationError,
+)
 from kafkalite.metrics import Metrics
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.engine import cancel_and_wait
@@ -51,19 +56,24 @@ from kafkalite.types import TopicPartition
 log = logging.getLogger("kafkalite.share")
 
 #: ``callback(offsets_by_partition, error_or_None)``, Java's AcknowledgementCommitCallback
-AckCallback = Callable[[dict[TopicPartition, set[int]], "BaseException | None"], Any]
+AckCallback = Callable[[dict[TopicPartition, set[int]], "BaseException | None"], object]
+#: A deserializer as called: ``(topic, data, headers) -> value`` (the application's object).
+DeserializeFunction = Callable[[str, bytes, list[tuple[str, bytes | None]]], Any]
 
 
 class ShareConsumerCore:
     """Everything a share consumer does, minus the front end's waiting."""
 
-    def __init__(self, cfg: Any, loop: asyncio.AbstractEventLoop, notify_poll: Callable[[], None],
+    def __init__(self, cfg: Config, loop: asyncio.AbstractEventLoop, notify_poll: Callable[[], None],
                  call_soon: Callable[..., None]) -> None:
         self.cfg = cfg
         self.loop = loop
         self.notify_poll = notify_poll
         self.call_soon = call_soon
-        self.group_id: str = cfg["group.id"]
+        group_id = cfg["group.id"]
+        if group_id is None:  # config.parse() requires it of a share consumer
+            raise InvalidGroupIdError("a share consumer needs the setting 'group.id' (its share group)")
+        self.group_id = group_id
         self.explicit = cfg["share.acknowledgement.mode"] == "explicit"
         self.max_poll_records: int = cfg["max.poll.records"]
         self.api_timeout_s = cfg["default.api.timeout.ms"] / 1000.0
@@ -194,10 +204,10 @@ class ShareConsumerCore:
         finally:
             self.closed = True
             try:
-                tasks = self.member.stop()
-                tasks += await self.fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
+                stopped = self.member.stop()
+                fetches = await self.fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
                 # One cancel() may not stop a task on Python < 3.12 (gh-86296): see cancel_and_wait.
-                await cancel_and_wait(tasks + self.tasks.tasks, max(0.05, deadline - time.monotonic()))
+                await cancel_and_wait([*stopped, *fetches, *self.tasks.tasks], max(0.05, deadline - time.monotonic()))
             finally:
                 await self.client.close()
 

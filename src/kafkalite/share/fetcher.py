@@ -25,7 +25,8 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.clients_common.tasks import wait_for_wake
@@ -49,11 +50,15 @@ from kafkalite.protocol.messages.share_fetch import (
     ShareFetchRequestFetchPartition,
     ShareFetchRequestFetchTopic,
     ShareFetchRequestForgottenTopic,
+    ShareFetchResponse,
 )
 from kafkalite.share.acks import Acknowledgements, AckOutcome
 from kafkalite.share.completed_fetch import ShareCompletedFetch
 from kafkalite.share.session import ShareSession
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.share.core import ShareConsumerCore  # the core builds this collaborator
 
 log = logging.getLogger("kafkalite.share")
 
@@ -75,7 +80,7 @@ class ShareFetcher:
     ``report_acks(outcomes)``.
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ShareConsumerCore) -> None:
         self.core = core
         cfg = core.cfg
         self.client = core.client
@@ -88,7 +93,7 @@ class ShareFetcher:
         self.piggyback: dict[int, PartAcks] = {}
         self.acquisition_lock_timeout_ms: int | None = None
         self._wake = asyncio.Event()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
         self._closing = False
         self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self._max_wait_ms = cfg["fetch.max.wait.ms"]
@@ -148,7 +153,7 @@ class ShareFetcher:
             self.spawn(self._fetch(node, parts))
         return soonest
 
-    def spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, object]) -> None:
         """Run ``coro`` as a task the fetcher tracks (and waits for on close)."""
         task = self.core.loop.create_task(coro)
         self._tasks.add(task)
@@ -254,7 +259,7 @@ class ShareFetcher:
                 core.report_acks(outcomes)
             self._wake.set()
 
-    def _take_response(self, node: int, response: Any, acks: PartAcks, started: float,
+    def _take_response(self, node: int, response: ShareFetchResponse, acks: PartAcks, started: float,
                        partition_errors: list[int]) -> list[AckOutcome]:
         core = self.core
         meta = self.client.metadata
@@ -397,7 +402,7 @@ class ShareFetcher:
         self._closing = True
         self._wake.set()
 
-    async def close(self, timeout_s: float) -> list[asyncio.Task[Any]]:
+    async def close(self, timeout_s: float) -> list[asyncio.Task[object]]:
         """Stop fetching and wait (bounded) for the requests in flight; cancels those
         still running then and returns them (await with cancel_and_wait)."""
         self._closing = True

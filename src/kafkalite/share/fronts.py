@@ -37,8 +37,10 @@ from kafkalite.share.core import ShareConsumerCore
 log = logging.getLogger("kafkalite.share")
 
 
-class _Api(Protocol):
-    def unsubscribe(self) -> Any: ...
+class _BlockingApi(Protocol):
+    """What the blocking base calls back into the generated class."""
+
+    def unsubscribe(self) -> None: ...
 
 
 class AsyncShareConsumerFront(LoopCalls):
@@ -56,7 +58,7 @@ class AsyncShareConsumerFront(LoopCalls):
         self._event = asyncio.Event()
         self._wakeup = False
         self._closed = False
-        self._callback_tasks: set[asyncio.Task[Any]] = set()
+        self._callback_tasks: set[asyncio.Future[object]] = set()
 
     def _open_core(self) -> ShareConsumerCore:
         """The core, once the consumer is known to be open; made on the running loop at first use."""
@@ -69,7 +71,7 @@ class AsyncShareConsumerFront(LoopCalls):
         return core
 
     @staticmethod
-    def _ack_callback_results(core: ShareConsumerCore) -> Iterator[Any]:
+    def _ack_callback_results(core: ShareConsumerCore) -> Iterator[object]:
         """Call the callback for each finished acknowledgement; what it returned."""
         callback = core.ack_callback
         while core.ack_results:
@@ -89,7 +91,7 @@ class AsyncShareConsumerFront(LoopCalls):
                 self._callback_tasks.add(task)
                 task.add_done_callback(self._callback_done)
 
-    def _callback_done(self, task: asyncio.Task[Any]) -> None:
+    def _callback_done(self, task: asyncio.Future[object]) -> None:
         self._callback_tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("the acknowledgement commit callback failed: %r", task.exception(), exc_info=task.exception())
@@ -144,7 +146,7 @@ class BlockingShareConsumerFront(EngineCalls):
         core.run_ack_callbacks()
 
     def _subscribe_to_nothing(self) -> None:
-        cast(_Api, self).unsubscribe()
+        cast(_BlockingApi, self).unsubscribe()
 
     def _stop_engine(self, deadline: float) -> None:
         self._engine.stop(timeout=max(0.0, deadline - time.monotonic()))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.clients_common.membership import (
@@ -34,9 +34,15 @@ from kafkalite.errors import (
 )
 from kafkalite.net.client import COORDINATOR_CHANNEL, COORDINATOR_GROUP
 from kafkalite.net.engine import cancel_and_wait
-from kafkalite.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkalite.protocol.messages.share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
 from kafkalite.share.member import Next, ShareMemberState
 from kafkalite.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkalite.share.core import ShareConsumerCore  # the core builds this collaborator
 
 log = logging.getLogger("kafkalite.share")
 
@@ -49,16 +55,16 @@ class ShareGroupMember:
     ``request_metadata()``.
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: ShareConsumerCore) -> None:
         self.core = core
         self.client = core.client
-        self.group_id: str = core.cfg["group.id"]
+        self.group_id = core.group_id
         self.rack: str | None = core.cfg["client.rack"] or None
         self.member = ShareMemberState()
         self.fatal: KafkaError | None = None
         self.assignment: frozenset[TopicPartition] = frozenset()
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[Any] | None = None
+        self._task: asyncio.Task[None] | None = None
         self._backoff = ExponentialBackoff(core.cfg["retry.backoff.ms"], core.cfg["retry.backoff.max.ms"])
         self._api_timeout = core.cfg["default.api.timeout.ms"] / 1000.0
 
@@ -75,7 +81,7 @@ class ShareGroupMember:
             self._task = self.core.loop.create_task(self._run(), name="kafkalite-share-heartbeat")
             self._task.add_done_callback(self.core.tasks.task_done)
 
-    def stop(self) -> list[asyncio.Task[Any]]:
+    def stop(self) -> list[asyncio.Task[None]]:
         """Cancel the heartbeat task; returns it (await with cancel_and_wait)."""
         if self._task is None:
             return []
@@ -124,7 +130,7 @@ class ShareGroupMember:
                 wait = min(wait, self._backoff.delay_s(1))
             await wait_for_wake(self._wake, wait)
 
-    async def _heartbeat(self, epoch: int) -> Any:
+    async def _heartbeat(self, epoch: int) -> ShareGroupHeartbeatResponse:
         member = self.member
         subscription = tuple(sorted(self.core.subscription))
         node = await self.client.find_coordinator(self.group_id, COORDINATOR_GROUP, timeout_s=self._api_timeout)
@@ -153,7 +159,7 @@ class ShareGroupMember:
         self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
         return response
 
-    def _handle(self, response: Any) -> bool:
+    def _handle(self, response: ShareGroupHeartbeatResponse) -> bool:
         """Apply one answer; False when it was an error to back off from."""
         code = response.error_code
         member = self.member

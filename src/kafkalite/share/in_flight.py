@@ -18,11 +18,10 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from kafkalite.errors import IllegalStateError
 from kafkalite.share.acks import Acknowledgements
-from kafkalite.share.types import AcknowledgeType
+from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
 from kafkalite.types import TopicPartition
 
 AcksByNode = dict[int, dict[TopicPartition, Acknowledgements]]
@@ -43,7 +42,7 @@ class InFlight:
         """How many delivered records are not acknowledged yet."""
         return self._count
 
-    def add(self, node: int, records: Iterable[Any]) -> None:
+    def add(self, node: int, records: Iterable[ShareConsumerRecord]) -> None:
         pending = self._pending
         for r in records:
             tp = TopicPartition(r[6], r[7])

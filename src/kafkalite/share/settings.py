@@ -17,6 +17,7 @@ from typing import Any
 from kafkalite.config import SHARE_CONSUMER, Config
 from kafkalite.errors import IllegalStateError
 from kafkalite.settings import resolve
+from kafkalite.share.types import ShareConsumerRecord
 
 
 def resolve_settings(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Config:
@@ -42,7 +43,8 @@ def topics_arg(topics: Iterable[str] | str) -> frozenset[str]:
     return frozenset(names)
 
 
-def record_position(record: Any, partition: int | None, offset: int | None) -> tuple[str, int, int]:
+def record_position(record: ShareConsumerRecord | str, partition: int | None,
+                    offset: int | None) -> tuple[str, int, int]:
     """(topic, partition, offset) from acknowledge()'s arguments: a record, or a topic
     name with partition and offset."""
     if isinstance(record, str):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 from operator import itemgetter as _itemgetter
+from typing import TYPE_CHECKING
 
 from kafkalite.errors import InvalidArgumentError
 from kafkalite.types import ConsumerRecord, Header
@@ -82,13 +83,18 @@ class ShareConsumerRecord(ConsumerRecord):
             fields += (serialized_key_size, serialized_value_size)
         return tuple.__new__(cls, fields)
 
-    delivery_count = property(_itemgetter(9), doc="How many times this record has been delivered (1 = first).")
+    if TYPE_CHECKING:
+        @property
+        def delivery_count(self) -> int: ...
+    else:
+        delivery_count = property(_itemgetter(9), doc="How many times this record has been delivered (1 = first).")
 
     @property
     def serialized_key_size(self) -> int:
         """Size of the key as stored in Kafka (-1 for a null key)."""
         if len(self) > 10:
-            return self[10]  # type: ignore[no-any-return]
+            size: int = self[10]  # the layout's serialized key size
+            return size
         key = self[2]
         return len(key) if key is not None else -1
 
@@ -96,7 +102,8 @@ class ShareConsumerRecord(ConsumerRecord):
     def serialized_value_size(self) -> int:
         """Size of the value as stored in Kafka (-1 for a null value)."""
         if len(self) > 11:
-            return self[11]  # type: ignore[no-any-return]
+            size: int = self[11]  # the layout's serialized value size
+            return size
         value = self[3]
         return len(value) if value is not None else -1
 
@@ -107,12 +114,12 @@ class ShareConsumerRecord(ConsumerRecord):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ShareConsumerRecord):
             return NotImplemented
-        return tuple.__eq__(self[:10], other[:10]) and (  # type: ignore[no-any-return]
+        return tuple.__eq__(self[:10], other[:10]) and (
             self.serialized_key_size == other.serialized_key_size
             and self.serialized_value_size == other.serialized_value_size
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __reduce__(self) -> tuple[object, ...]:
         return (tuple.__new__, (ShareConsumerRecord, tuple(self)))

@@ -24,7 +24,10 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 CLIENT_CN = "kafkalite-client"
 """Common name of the client certificate; the broker's principal mapping makes it
@@ -135,7 +138,7 @@ def make_test_pki(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "local
     not_before = now - datetime.timedelta(hours=1)
     not_after = now + datetime.timedelta(days=days)
 
-    def new_key() -> Any:
+    def new_key() -> ec.EllipticCurvePrivateKey:
         # P-256 keys are fast to make and both the JDK and OpenSSL accept them.
         return ec.generate_private_key(ec.SECP256R1())
 
@@ -143,7 +146,7 @@ def make_test_pki(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "local
         return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kafkalite tests"),
                           x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
-    def make_ca(cn: str) -> tuple[Any, x509.Certificate]:
+    def make_ca(cn: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
         key = new_key()
         cert = (
             x509.CertificateBuilder()
@@ -161,8 +164,8 @@ def make_test_pki(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "local
         )
         return key, cert
 
-    def issue(ca_key: Any, ca_cert: x509.Certificate, cn: str, sans: tuple[str, ...],
-              usage: Any) -> tuple[Any, x509.Certificate]:
+    def issue(ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, cn: str, sans: tuple[str, ...],
+              usage: x509.ObjectIdentifier) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
         key = new_key()
         builder = (
             x509.CertificateBuilder()
@@ -183,9 +186,9 @@ def make_test_pki(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "local
     def pem_cert(cert: x509.Certificate) -> bytes:
         return cert.public_bytes(serialization.Encoding.PEM)
 
-    def pem_key(key: Any, password: str | None = None) -> bytes:
-        encryption: Any = (serialization.BestAvailableEncryption(password.encode()) if password
-                           else serialization.NoEncryption())
+    def pem_key(key: ec.EllipticCurvePrivateKey, password: str | None = None) -> bytes:
+        encryption: serialization.KeySerializationEncryption = (
+            serialization.BestAvailableEncryption(password.encode()) if password else serialization.NoEncryption())
         # PKCS#8: the only private key format Kafka's PEM key store reads.
         return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
 
@@ -215,7 +218,7 @@ def make_test_pki(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "local
     return pki
 
 
-def _general_name(host: str) -> Any:
+def _general_name(host: str) -> x509.GeneralName:
     from cryptography import x509
 
     try:

@@ -34,7 +34,7 @@ from kafkalite.testing.paths import cache_dir
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks; concurrent first downloads may race
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module or None: checked before each use
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 """The release the harness runs unless told otherwise."""

@@ -143,7 +143,7 @@ def expire_ticket_cache(path: Path, *, seconds_ago: int = 60) -> int:
     pos = 4 + header_len
 
     def skip_data(p: int) -> int:
-        (length,) = struct.unpack_from(">I", data, p)
+        length: int = struct.unpack_from(">I", data, p)[0]
         return p + 4 + length
 
     def skip_principal(p: int) -> tuple[int, str]:

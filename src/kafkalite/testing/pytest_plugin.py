@@ -62,7 +62,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 
@@ -84,6 +84,8 @@ from kafkalite.testing.services import JavaService
 from kafkalite.testing.signin import SignInServices
 from kafkalite.testing.topics import unique_topic_name
 
+T = TypeVar("T")
+
 _KEEP_SESSIONS = 5
 
 
@@ -94,14 +96,14 @@ class KafkaTestSession:
         self.root = root
         self.dir = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
         self.keep_logs = False
-        self._services: dict[str, Any] = {}
+        self._services: dict[str, object] = {}
         self._failures: dict[str, BaseException] = {}
         # Brokers left behind by a SIGKILLed earlier session (where PDEATHSIG did
         # not reach them) are killed before we start more.
         processes.reap_orphans()
         _prune(root, keep=_KEEP_SESSIONS)
 
-    def service(self, key: str, factory: Callable[[Path], Any]) -> Any:
+    def service(self, key: str, factory: Callable[[Path], T]) -> T:
         """Start ``factory(run_dir)`` once; a failed start is not retried each test."""
         if key in self._failures:
             raise RuntimeError(f"{key} failed to start earlier in this session") from self._failures[key]
@@ -112,7 +114,7 @@ class KafkaTestSession:
                 self._failures[key] = exc
                 self.keep_logs = True
                 raise
-        return self._services[key]
+        return cast(T, self._services[key])  # made by this key's factory
 
     def close(self) -> None:
         for service in self._services.values():
@@ -175,7 +177,7 @@ def kafkalite_session(request: pytest.FixtureRequest) -> Iterator[KafkaTestSessi
 @pytest.fixture(scope="session")
 def kafka_broker(kafkalite_session: KafkaTestSession) -> KafkaService:
     """A running single Kafka broker of the pinned release (see the module doc)."""
-    return kafkalite_session.service("broker", start_default_broker)  # type: ignore[no-any-return]
+    return kafkalite_session.service("broker", start_default_broker)
 
 
 def _session_cluster(kafkalite_session: KafkaTestSession) -> LocalCluster:
@@ -212,7 +214,7 @@ def network_faults(kafkalite_session: KafkaTestSession) -> Iterator[NetworkFault
 @pytest.fixture(scope="session")
 def kafka_broker_39(kafkalite_session: KafkaTestSession) -> LocalBroker:
     """A Kafka 3.9.x broker, for compatibility tests."""
-    return kafkalite_session.service(  # type: ignore[no-any-return]
+    return kafkalite_session.service(
         "broker-3.9", lambda d: LocalBroker(COMPAT_KAFKA_VERSION, run_dir=d).start()
     )
 
@@ -220,7 +222,7 @@ def kafka_broker_39(kafkalite_session: KafkaTestSession) -> LocalBroker:
 @pytest.fixture(scope="session")
 def kafka_broker_sasl(kafkalite_session: KafkaTestSession) -> LocalBroker:
     """The secured broker: SASL (SCRAM, PLAIN, OAUTHBEARER) and TLS listeners, ACLs on."""
-    return kafkalite_session.service(  # type: ignore[no-any-return]
+    return kafkalite_session.service(
         "broker-secure",
         lambda d: LocalBroker(_version(os.environ), run_dir=d, security=SECURE_PRESET).start(),
     )
@@ -288,7 +290,7 @@ def kafka_broker_oauth(kafka_broker_signin: LocalBroker, oidc_provider: Any) -> 
 @pytest.fixture(scope="session")
 def schema_registry(kafkalite_session: KafkaTestSession) -> SchemaRegistryService:
     """A running Schema Registry; ``.url`` is its Confluent-compatible API root."""
-    return kafkalite_session.service("schema-registry", start_default_registry)  # type: ignore[no-any-return]
+    return kafkalite_session.service("schema-registry", start_default_registry)
 
 
 @pytest.fixture

@@ -423,7 +423,7 @@ class ExternalSchemaRegistry:
 SchemaRegistryService = ApicurioRegistry | ExternalSchemaRegistry
 
 
-def start_default_registry(run_dir: Path, env: Mapping[str, str] | None = None) -> Any:
+def start_default_registry(run_dir: Path, env: Mapping[str, str] | None = None) -> SchemaRegistryService:
     """The ``schema_registry`` fixture's service: ``$KAFKALITE_SCHEMA_REGISTRY_URL`` or
     a fresh Apicurio Registry, ready to use."""
     env = os.environ if env is None else env

@@ -236,7 +236,8 @@ class SparkStandaloneCluster:
     def _master_state(self) -> dict[str, Any] | None:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.master_ui_port}/json/", timeout=5) as r:
-                return json.loads(r.read())  # type: ignore[no-any-return]
+                state: dict[str, Any] = json.loads(r.read())  # the master's JSON object
+                return state
         except (OSError, ValueError, urllib.error.URLError):
             return None
 

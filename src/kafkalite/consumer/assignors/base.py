@@ -33,7 +33,7 @@ import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from kafkalite.errors import ConfigError, IllegalStateError, ProtocolError
 from kafkalite.plugins import instantiate
@@ -230,7 +230,7 @@ def encode_subscription(sub: Subscription, version: int = CONSUMER_PROTOCOL_VERS
     return bytes(out)
 
 
-def _read_version(data: Any, what: str) -> int:
+def _read_version(data: bytes | bytearray | memoryview, what: str) -> int:
     if len(data) < 2:
         raise ProtocolError(f"consumer protocol {what} is {len(data)} bytes: too short for its version")
     (version,) = _INT16.unpack_from(data, 0)
@@ -315,18 +315,20 @@ def _builtin_classes() -> dict[str, type[ConsumerPartitionAssignor]]:
 _SETTING = "partition.assignment.strategy"
 
 
-def _check_assignor(obj: Any, origin: str) -> ConsumerPartitionAssignor:
+def _check_assignor(obj: object, origin: str) -> ConsumerPartitionAssignor:
     missing = [a for a in ("name", "assign") if not hasattr(obj, a)]
     if missing:
         raise ConfigError(
             f"{_SETTING}: {origin} is not a partition assignor (missing {', '.join(missing)})"
         )
-    if not isinstance(obj.name, str) or not obj.name:
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str) or not name:
         raise ConfigError(f"{_SETTING}: {origin} has no protocol name (set a non-empty `name`)")
-    return obj  # type: ignore[no-any-return]
+    # A plugin is duck-typed, as Java's interface is implemented: it has name and assign().
+    return cast(ConsumerPartitionAssignor, obj)
 
 
-def assignor_by_name(name_or_class_or_instance: Any) -> ConsumerPartitionAssignor:
+def assignor_by_name(name_or_class_or_instance: object) -> ConsumerPartitionAssignor:
     """Resolve one entry of ``partition.assignment.strategy`` to an assignor instance.
 
     Accepts the protocol names ``range``, ``roundrobin``, ``sticky`` and
@@ -366,7 +368,7 @@ def assignor_by_name(name_or_class_or_instance: Any) -> ConsumerPartitionAssigno
     return _check_assignor(value, repr(value))
 
 
-def assignors_from_config(value: Any) -> list[ConsumerPartitionAssignor]:
+def assignors_from_config(value: str | Iterable[object] | None) -> list[ConsumerPartitionAssignor]:
     """Resolve the whole ``partition.assignment.strategy`` value (a list or a
     comma-separated string) in order of preference; rejects an empty list and two
     assignors with the same protocol name."""

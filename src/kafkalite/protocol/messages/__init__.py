@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+from kafkalite.protocol.message import Message
 
 # api_key -> (module, request class, response class); modules load on first use.
 APIS: dict[int, tuple[str, str, str]] = {
@@ -105,13 +106,15 @@ APIS: dict[int, tuple[str, str, str]] = {
 API_NAMES: dict[int, str] = {k: v[1][: -len('Request')] for k, v in APIS.items()}
 
 
-def request_class(api_key: int) -> Any:
+def request_class(api_key: int) -> type[Message]:
     """The generated request class for ``api_key`` (KeyError if unknown)."""
     mod, req, _ = APIS[api_key]
-    return getattr(importlib.import_module(f'{__name__}.{mod}'), req)
+    cls: type[Message] = getattr(importlib.import_module(f'{__name__}.{mod}'), req)
+    return cls
 
 
-def response_class(api_key: int) -> Any:
+def response_class(api_key: int) -> type[Message]:
     """The generated response class for ``api_key`` (KeyError if unknown)."""
     mod, _, resp = APIS[api_key]
-    return getattr(importlib.import_module(f'{__name__}.{mod}'), resp)
+    cls: type[Message] = getattr(importlib.import_module(f'{__name__}.{mod}'), resp)
+    return cls
