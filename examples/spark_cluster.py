@@ -40,7 +40,8 @@ def main() -> None:
     with SparkStandaloneCluster(workers=2) as cluster:
         print(f"cluster up at {cluster.master_url} with {cluster.alive_workers()} workers")
         spark = cluster.session("kafkalite-cluster-example",
-                                **{"spark.scheduler.minRegisteredResourcesRatio": "1.0"})
+                                **{"spark.cores.max": "2",  # the ratio below counts against cores.max
+                                   "spark.scheduler.minRegisteredResourcesRatio": "1.0"})
         df = (spark.read.format("kafkalite").option("kafka.bootstrap.servers", args.bootstrap)
               .option("subscribe", source).load())
         for row in df.groupBy("partition").count().orderBy("partition").collect():

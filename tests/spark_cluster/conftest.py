@@ -41,7 +41,14 @@ def start_job(cluster: SparkStandaloneCluster, *args: str, log: Path, env: dict[
 def run_job(cluster: SparkStandaloneCluster, *args: str, log: Path, timeout: float = 300,
             env: dict[str, str] | None = None, cwd: Path | None = None) -> list[dict[str, Any]]:
     proc = start_job(cluster, *args, log=log, env=env, cwd=cwd)
-    out, _ = proc.communicate(timeout=timeout)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # A driver left running keeps its executors, and with them every core of the
+        # cluster: the tests after this one would get none.
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"driver still running after {timeout} s\n{log.read_text()[-4000:]}") from None
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert proc.returncode == 0, f"driver exited with {proc.returncode}: {lines}\n{log.read_text()[-4000:]}"
     return lines

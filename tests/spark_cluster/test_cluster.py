@@ -23,9 +23,13 @@ from tests.spark_cluster.conftest import run_job, start_job
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(600)]
 
-#: wait for both executors before the first task (one core each: tasks land on both)
-BOTH_EXECUTORS = ["--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
-                  "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s"]
+#: wait for both executors before the first task (one core each: tasks land on both).
+#: On a standalone master the ratio counts against ``spark.cores.max`` (Spark's
+#: StandaloneSchedulerBackend expects ``cores.max`` cores, 0 when unset, so without it the
+#: ratio is met at once and every task may run on whichever executor registered first).
+BOTH_EXECUTORS = ["--conf", "spark.cores.max=2",
+                  "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
+                  "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=240s"]
 
 
 def read_all(bootstrap: str, topic: str, partitions: int) -> list[Any]:
