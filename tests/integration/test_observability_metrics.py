@@ -58,8 +58,14 @@ def test_sdk_reader_sees_every_client_metric_with_the_values_of_metrics(kafka_br
         deadline = time.monotonic() + 30
         while len(got) < 10 and time.monotonic() < deadline:
             got += consumer.poll(0.5)
-        consumer._core.observe.telemetry.bridge.refresh()  # per-partition metrics appeared since construction
+        assert len(got) == 10
+        # The partition's lag appeared after the client was built: the client's own refresh
+        # (every 5 s) gives it an instrument; wait for it through the reader.
+        deadline = time.monotonic() + 30
         data = collected(reader)
+        while "kafka.consumer.records_lag" not in data and time.monotonic() < deadline:
+            consumer.poll(0.2)
+            data = collected(reader)
         snapshot = consumer.metrics()
     assert data["kafka.consumer.records_consumed_total"] == [({"client-id": "otel-m"}, 10.0)]
     lag = dict((tuple(sorted(a.items())), v) for a, v in data["kafka.consumer.records_lag"])
@@ -74,8 +80,7 @@ def test_sdk_reader_sees_every_client_metric_with_the_values_of_metrics(kafka_br
 def test_prometheus_scrape_through_the_otel_exporter(kafka_broker, topic_factory) -> None:
     topic = topic_factory(partitions=1)
     registry = CollectorRegistry()
-    reader = PrometheusMetricReader()
-    registry.register(reader._collector)
+    reader = PrometheusMetricReader(registry=registry)  # the exporter's own registry= (not the global one)
     port = free_port()
     server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     try:
