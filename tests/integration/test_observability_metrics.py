@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kafkalite import AdminClient, Consumer, Producer, TopicPartition
 from kafkalite.errors import ConfigError
+from kafkalite.otel import process_span
 from kafkalite.testing.ports import free_port
 
 pytestmark = pytest.mark.broker
@@ -28,7 +29,8 @@ def collected(reader: InMemoryMetricReader) -> dict[str, list[tuple[dict[str, An
     for rm in data.resource_metrics:
         for sm in rm.scope_metrics:
             for metric in sm.metrics:
-                out[metric.name] = [(dict(p.attributes), p.value) for p in metric.data.data_points]
+                if not metric.name.endswith(".duration"):  # the histograms: histogram_points()
+                    out[metric.name] = [(dict(p.attributes), p.value) for p in metric.data.data_points]
     return out
 
 
@@ -75,6 +77,62 @@ def test_sdk_reader_sees_every_client_metric_with_the_values_of_metrics(kafka_br
     # fetch-total exists per client and per node: only the finest (per node) is exported.
     assert all("node-id" in attrs for attrs, _ in data["kafka.consumer.fetch_total"])
     assert sum(v for _, v in data["kafka.consumer.fetch_total"]) == snapshot["fetch-total"]
+
+
+def histogram_points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    data = reader.get_metrics_data()
+    return {m.name: list(m.data.data_points) for rm in data.resource_metrics for sm in rm.scope_metrics
+            for m in sm.metrics if m.name.endswith(".duration")}
+
+
+def test_duration_histograms_of_send_send_many_poll_and_process(kafka_broker, topic_factory,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A meter provider alone (no tracer): the conventions' duration histograms, no spans, no
+    trace context in the records."""
+    monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN", raising=False)  # the v1.24 names
+    topic = topic_factory(partitions=1)
+    reader = InMemoryMetricReader()
+    cfg = {"bootstrap.servers": kafka_broker.bootstrap, "otel.meter.provider": MeterProvider(metric_readers=[reader]),
+           "client.id": "dur"}
+
+    def publish_count() -> int:
+        points = histogram_points(reader).get("messaging.publish.duration", [])
+        return sum(p.count for p in points if p.attributes.get("messaging.destination.name") == topic)
+
+    with Producer(cfg) as producer:
+        for i in range(5):
+            producer.send(topic, b"d%d" % i).result(10)
+        producer.send_many(topic, [b"m1", b"m2", b"m3"])  # one operation
+        producer.flush()
+        deadline = time.monotonic() + 20  # the completion callbacks run on the engine
+        while publish_count() < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert publish_count() == 6
+    (publish,) = [p for p in histogram_points(reader)["messaging.publish.duration"]
+                  if p.attributes.get("messaging.destination.name") == topic]
+    assert dict(publish.attributes) == {"messaging.system": "kafka", "messaging.destination.name": topic,
+                                        "messaging.operation": "publish"}
+    assert publish.min > 0 and publish.max < 20
+
+    tp = TopicPartition(topic, 0)
+    with Consumer({**cfg, "group.id": "dur-g"}) as consumer:
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 8 and time.monotonic() < deadline:
+            got += consumer.poll(0.5)
+        for record in got:
+            with process_span(record, consumer) as span:
+                assert span is None  # no tracer: no span, only the duration
+        data = histogram_points(reader)
+    assert len(got) == 8 and all(r.headers == [] for r in got)  # no traceparent without a tracer
+    receive = [p for p in data["messaging.receive.duration"] if p.attributes.get("messaging.destination.name") == topic]
+    assert receive and sum(p.count for p in receive) >= 1
+    assert receive[0].attributes["messaging.kafka.consumer.group"] == "dur-g"
+    (process,) = [p for p in data["messaging.process.duration"]
+                  if p.attributes.get("messaging.destination.name") == topic]
+    assert process.count == 8
 
 
 def test_prometheus_scrape_through_the_otel_exporter(kafka_broker, topic_factory) -> None:

@@ -190,7 +190,8 @@ class BlockingProducerFront:
             # method unchanged (see append_kernel). An instance attribute, as tracing's.
             self.__dict__["send"] = SendFunction(core.appender, self, send)
         if tracing is not None:
-            # Only a traced producer gets wrappers: the untraced send() above stays as is.
+            # Only a traced or metered producer (otel.tracer.provider / otel.meter.provider)
+            # gets wrappers: otherwise the send() above stays as is.
             install_producer_tracing(self, tracing)
 
     async def _start(self) -> None:
