@@ -15,16 +15,18 @@ metrics: ``messaging.system``, ``messaging.destination.name`` (when one topic),
 the operation (current conventions), the consumer group, and ``error.type`` when the
 operation failed. Buckets: the conventions' advice (5 ms ... 10 s).
 
-The measurements come from the same wrappers as tracing (:mod:`kafkalite.otel.tracing`):
-a client with a meter provider and no tracer provider gets them with a no-op tracer
-(no span, no ``traceparent``), so ``send()`` leaves the C fast path and costs a
-completion callback and a histogram record per record. A client with neither keeps the
-plain C ``send`` and ``poll``.
+The measurements come from the same wrappers as tracing (:mod:`kafkalite.otel.tracing`).
+A consumer with a meter provider and no tracer provider gets its ``poll`` wrapper with a
+no-op tracer (no span; one measurement per poll, not per record). A producer records
+send durations only when it is traced as well: without a span per record there is no
+per-record hook, and adding one (a Python wrapper, a completion callback and an SDK
+histogram record per record) measured 18 µs of CPU per record, 45 times the plain C
+``send()``. A client with neither setting keeps the plain C ``send`` and ``poll``.
 
 Example::
 
     provider = MeterProvider(metric_readers=[PrometheusMetricReader()])
-    producer = Producer({..., "otel.meter.provider": provider})
+    producer = Producer({..., "otel.meter.provider": provider, "otel.tracer.provider": tracer_provider})
     producer.send("orders", b"...")      # messaging.publish.duration, once acknowledged
 """
 
