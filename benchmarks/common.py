@@ -154,3 +154,12 @@ def tracer_provider() -> object:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(Discard(), max_queue_size=65536, max_export_batch_size=4096))
     return provider
+
+
+def meter_provider() -> object:
+    """An OpenTelemetry SDK MeterProvider whose reader collects only when asked (never, in a
+    run): what the duration histograms cost the client per operation, without an exporter."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    return MeterProvider(metric_readers=[InMemoryMetricReader()])

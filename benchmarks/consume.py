@@ -35,6 +35,22 @@ BATCH = 2000  # records per poll()/getmany()/consume() call, the same for every 
 # ---------------------------------------------------------------- data
 
 
+def fill_with_trace_context(broker: Broker, topic: str, messages: int, size: int, codec: str) -> None:
+    """Write ``messages`` records of ``size`` bytes, each with its own W3C ``traceparent``
+    header, as a traced producer sends them (kafkalite's producer, untraced, sets them)."""
+    import os
+
+    from kafkalite import Producer
+
+    value = b"x" * size
+    with Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 20,
+                   "batch.size": 262144, "acks": 1}) as producer:
+        for _ in range(messages):
+            ids = os.urandom(24).hex()
+            producer.send(topic, value, headers=[("traceparent", f"00-{ids[:32]}-{ids[32:]}-01".encode())])
+        producer.flush()
+
+
 def fill(broker: Broker, topic: str, messages: int, size: int, codec: str) -> None:
     """Write ``messages`` records of ``size`` bytes with Kafka's own ProducerPerformance."""
     broker.run_tool("kafka-producer-perf-test", [
@@ -53,19 +69,38 @@ def run_kafkalite_traced(bootstrap: str, topic: str, partitions: int, messages: 
     return run_kafkalite(bootstrap, topic, partitions, messages, tracer_provider())
 
 
+def run_kafkalite_traced_process(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
+    """Traced poll() plus a process_span() per record (the producer's context as its parent)."""
+    from common import tracer_provider
+
+    return run_kafkalite(bootstrap, topic, partitions, messages, tracer_provider(), process=True)
+
+
+def run_kafkalite_metered(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
+    """poll() with otel.meter.provider only: a duration histogram record per poll, no span."""
+    from common import meter_provider
+
+    return run_kafkalite(bootstrap, topic, partitions, messages, meter=meter_provider())
+
+
 def run_kafkalite(bootstrap: str, topic: str, partitions: int, messages: int,
-                  tracer: object = None) -> tuple[float, float]:
+                  tracer: object = None, meter: object = None, process: bool = False) -> tuple[float, float]:
     from kafkalite import Consumer, TopicPartition
+    from kafkalite.otel import process_span
 
     c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", "max.poll.records": BATCH,
-                  "enable.auto.commit": False, "otel.tracer.provider": tracer})
+                  "enable.auto.commit": False, "otel.tracer.provider": tracer, "otel.meter.provider": meter})
     c.assign([TopicPartition(topic, p) for p in range(partitions)])
     n = 0
     nbytes = 0
     started, cpu0 = time.perf_counter(), time.process_time()
     while n < messages:
         for r in c.poll(5.0):
-            nbytes += len(r.value)
+            if process:
+                with process_span(r, c):
+                    nbytes += len(r.value)
+            else:
+                nbytes += len(r.value)
             n += 1
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu0
     c.close()
@@ -159,6 +194,8 @@ CLIENTS: dict[str, Callable[[str, str, int, int], tuple[float, float]]] = {
     "kafkalite": run_kafkalite,
     "kafkalite.aio": run_kafkalite_aio,
     "kafkalite.traced": run_kafkalite_traced,
+    "kafkalite.traced.process": run_kafkalite_traced_process,
+    "kafkalite.metered": run_kafkalite_metered,
     "confluent-kafka": run_confluent,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
@@ -188,6 +225,9 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=1)
     ap.add_argument("--clients", default=",".join([*CLIENTS, "java"]))
     ap.add_argument("--repeat", type=int, default=1, help="runs per client; the best is kept")
+    ap.add_argument("--trace-context", action="store_true",
+                    help="fill the topic with records that each carry a W3C traceparent header "
+                         "(written by kafkalite's producer instead of ProducerPerformance)")
     args = ap.parse_args()
     wanted = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in wanted if c not in CLIENTS and c != "java"]
@@ -198,11 +238,12 @@ def main() -> int:
     try:
         for size in [int(s) for s in args.sizes.split(",")]:
             for codec in args.codecs.split(","):
-                case = f"{size} B {codec}"
-                topic = broker.create_topic(f"bench-consume-{size}-{codec}-{args.partitions}-{args.messages}",
+                case = f"{size} B {codec}" + (" traceparent" if args.trace_context else "")
+                kind = "-tp" if args.trace_context else ""
+                topic = broker.create_topic(f"bench-consume-{size}-{codec}-{args.partitions}-{args.messages}{kind}",
                                             args.partitions)
                 print(f"{case}: filling {topic} with {args.messages} records ...", flush=True)
-                fill(broker, topic, args.messages, size, codec)
+                (fill_with_trace_context if args.trace_context else fill)(broker, topic, args.messages, size, codec)
                 clients: dict[str, Callable[[], float | tuple[float, float]]] = {}
                 for name in wanted:
                     if name == "java":

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Broker, Row, payload, print_table, run_clients, tracer_provider
+from common import Broker, Row, meter_provider, payload, print_table, run_clients, tracer_provider
 
 LINGER_MS = 5
 
@@ -44,12 +44,19 @@ def run_kafkalite_traced(bootstrap: str, topic: str, value: bytes, n: int, codec
     return run_kafkalite(bootstrap, topic, value, n, codec, batch_size, tracer_provider())
 
 
+def run_kafkalite_metered(bootstrap: str, topic: str, value: bytes, n: int, codec: str,
+                          batch_size: int | None) -> tuple[float, float]:
+    """send() with otel.meter.provider only: a duration histogram record per record, no span."""
+    return run_kafkalite(bootstrap, topic, value, n, codec, batch_size, meter=meter_provider())
+
+
 def run_kafkalite(bootstrap: str, topic: str, value: bytes, n: int, codec: str, batch_size: int | None,
-                  tracer: object = None) -> tuple[float, float]:
+                  tracer: object = None, meter: object = None) -> tuple[float, float]:
     from kafkalite import Producer
 
     conf = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-            "compression.type": codec, "linger.ms": LINGER_MS, "otel.tracer.provider": tracer}
+            "compression.type": codec, "linger.ms": LINGER_MS, "otel.tracer.provider": tracer,
+            "otel.meter.provider": meter}
     if batch_size:
         conf["batch.size"] = batch_size
     p = Producer(conf)
@@ -64,13 +71,19 @@ def run_kafkalite(bootstrap: str, topic: str, value: bytes, n: int, codec: str, 
     return elapsed, cpu
 
 
+def run_kafkalite_many_traced(bootstrap: str, topic: str, value: bytes, n: int, codec: str,
+                              batch_size: int | None) -> tuple[float, float]:
+    """send_many() with tracing on: a span per call, its traceparent in every record's headers."""
+    return run_kafkalite_many(bootstrap, topic, value, n, codec, batch_size, tracer_provider())
+
+
 def run_kafkalite_many(bootstrap: str, topic: str, value: bytes, n: int, codec: str,
-                       batch_size: int | None) -> tuple[float, float]:
+                       batch_size: int | None, tracer: object = None) -> tuple[float, float]:
     """kafkalite's bulk API: Producer.send_many in chunks of 10,000 (as the Spark sink does)."""
     from kafkalite import Producer
 
     conf = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-            "compression.type": codec, "linger.ms": LINGER_MS}
+            "compression.type": codec, "linger.ms": LINGER_MS, "otel.tracer.provider": tracer}
     if batch_size:
         conf["batch.size"] = batch_size
     p = Producer(conf)
@@ -182,6 +195,8 @@ PY_CLIENTS: dict[str, Callable[[str, str, bytes, int, str, int | None], tuple[fl
     "kafkalite.many": run_kafkalite_many,
     "kafkalite.aio": run_kafkalite_aio,
     "kafkalite.traced": run_kafkalite_traced,
+    "kafkalite.many.traced": run_kafkalite_many_traced,
+    "kafkalite.metered": run_kafkalite_metered,
     "confluent-kafka": run_confluent,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,

@@ -117,7 +117,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("metrics.sample.window.ms", "int", 30000, "Window of rate and average metrics.", min=1),
     _s("metrics.num.samples", "int", 2, "Samples kept per metric window.", min=1),
     _s("metrics.recording.level", "choice", "INFO",
-       "Highest recording level of metrics; every client metric is INFO-level, as in the Java clients.",
+       "Finest sensor level recorded (INFO, DEBUG adds DEBUG sensors, TRACE adds TRACE ones), as Java's; "
+       "every client sensor is INFO-level, as in the Java clients.",
        choices=("INFO", "DEBUG", "TRACE")),
     _s("metric.reporters", "list", [],
        "Reporters called with metrics() every metrics.report.interval.ms: callables, objects with "

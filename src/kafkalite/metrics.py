@@ -39,6 +39,30 @@ SUM = MetricKind.SUM
 GAUGE = MetricKind.GAUGE
 
 
+class RecordingLevel(enum.IntEnum):
+    """How fine a sensor is (``metrics.recording.level``), as Java's ``Sensor.RecordingLevel``.
+
+    A registry at level L records the sensors at L and below: INFO records INFO sensors,
+    DEBUG adds DEBUG ones, TRACE adds TRACE ones. Every sensor of the Java producer,
+    consumer and admin client is INFO (kafka-clients 3.9 and 4.3 create none at DEBUG or
+    TRACE; only Kafka Streams has finer ones), and so is every kafkalite client sensor.
+    """
+
+    INFO = 0
+    DEBUG = 1
+    TRACE = 2
+
+    @classmethod
+    def named(cls, name: str) -> RecordingLevel:
+        """``"DEBUG"`` -> DEBUG; a name that is no level is a :class:`~kafkalite.errors.ConfigError`."""
+        try:
+            return cls[name.strip().upper()]
+        except (KeyError, AttributeError):
+            from kafkalite.errors import ConfigError
+
+            raise ConfigError(f"setting 'metrics.recording.level' must be INFO, DEBUG or TRACE, got {name!r}") from None
+
+
 class MetricName(NamedTuple):
     name: str
     group: str
@@ -110,13 +134,25 @@ class _Windowed:
 class Sensor:
     """Records values; the metrics added to it read the windowed statistics."""
 
-    def __init__(self, registry: Metrics, name: str) -> None:
+    def __init__(self, registry: Metrics, name: str, level: RecordingLevel = RecordingLevel.INFO) -> None:
         self.name = name
+        self.level = level
         self._registry = registry
         self._window = _Windowed(registry.window_ms, registry.samples)
         self._cumulative_total = 0.0
         self._cumulative_count = 0
         self._lock = threading.Lock()
+        if not self.should_record():
+            # Finer than the registry's level: recording does nothing (Java's shouldRecord()),
+            # decided once here so that recorded sensors pay no check per value.
+            self.record = self._ignore  # type: ignore[method-assign]
+
+    def should_record(self) -> bool:
+        """True if the registry's ``metrics.recording.level`` includes this sensor's level."""
+        return self.level <= self._registry.record_level
+
+    def _ignore(self, value: float = 1.0, now: float | None = None) -> None:
+        return None
 
     def record(self, value: float = 1.0, now: float | None = None) -> None:
         if now is None:
@@ -216,18 +252,22 @@ class MetricsSnapshot(dict[MetricName, float]):
 class Metrics:
     """A client's metric registry: sensors plus gauges, read with :meth:`snapshot`."""
 
-    def __init__(self, window_ms: int = 30000, samples: int = 2) -> None:
+    def __init__(self, window_ms: int = 30000, samples: int = 2,
+                 record_level: RecordingLevel | str = RecordingLevel.INFO) -> None:
         self.window_ms = window_ms
         self.samples = samples
+        self.record_level = (record_level if isinstance(record_level, RecordingLevel)
+                             else RecordingLevel.named(record_level))
         self._sensors: dict[str, Sensor] = {}
         self._metrics: dict[MetricName, Callable[[float], float]] = {}
         self._kinds: dict[MetricName, MetricKind] = {}
 
-    def sensor(self, name: str) -> Sensor:
-        """Get or create the sensor called ``name``."""
+    def sensor(self, name: str, level: RecordingLevel = RecordingLevel.INFO) -> Sensor:
+        """Get or create the sensor called ``name``; at a ``level`` finer than the
+        registry's ``record_level`` its metrics exist but it records nothing (as Java)."""
         sensor = self._sensors.get(name)
         if sensor is None:
-            sensor = self._sensors[name] = Sensor(self, name)
+            sensor = self._sensors[name] = Sensor(self, name, level)
         return sensor
 
     def gauge(self, name: str, group: str, fn: Callable[[], float], description: str = "",

@@ -109,3 +109,22 @@ def wait_for(condition: Any, timeout: float, what: str) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.1)
+
+
+def client_metrics_tool(broker: Any, *args: str) -> str:
+    """Kafka's own ``kafka-client-metrics.sh`` against ``broker`` (its stdout; fails on errors)."""
+    result = broker.run_tool("kafka-client-metrics", ["--bootstrap-server", broker.bootstrap, *args], timeout=90)
+    if result.returncode != 0:
+        raise AssertionError(f"kafka-client-metrics {' '.join(args)} failed: {result.stderr[-2000:]}")
+    return str(result.stdout)
+
+
+def described_client_metrics(broker: Any, name: str) -> dict[str, str]:
+    """``kafka-client-metrics.sh --describe --name NAME`` as {config: value}."""
+    out = client_metrics_tool(broker, "--describe", "--name", name)
+    configs = {}
+    for line in out.splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key in ("metrics", "interval.ms", "match"):
+            configs[key] = value
+    return configs

@@ -3,7 +3,10 @@
 The broker runs ``TelemetryRecorder`` (a ``ClientTelemetry`` metrics reporter compiled
 from ``java/TelemetryRecorder.java`` at test time); client-metrics resources are created
 with kafkalite's admin client (IncrementalAlterConfigs on CLIENT_METRICS), as
-``kafka-client-metrics.sh`` does.
+``kafka-client-metrics.sh`` does, and read back with that tool.
+
+The first test needs the module's broker before any client-metrics resource exists:
+it runs first (pytest keeps the file's order) and checks that with ``--list``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from kafkalite import Consumer, Producer, TopicPartition
 from kafkalite.testing import LocalBroker
 from kafkalite.testing.topics import create_topic
 from tests.integration.telemetry_support import (
+    client_metrics_tool,
     compile_recorder,
+    described_client_metrics,
     read_pushes,
     subscribe_client_metrics,
     wait_for,
@@ -45,11 +50,38 @@ def pushes_of(broker: LocalBroker, client_id: str) -> list:
     return [p for p in read_pushes(broker.record) if p.client_id == client_id]  # type: ignore[attr-defined]
 
 
+def test_nothing_is_asked_nor_pushed_without_any_client_metrics_resource(recording_broker) -> None:
+    broker = recording_broker
+    listed = client_metrics_tool(broker, "--list")
+    assert not listed.strip(), f"this test needs a broker without client-metrics resources, found: {listed!r}"
+    create_topic(broker.bootstrap, "kip714-none", 1, 1, None)
+    with Producer({"bootstrap.servers": broker.bootstrap, "client.id": "kip714-none-1", "linger.ms": 0}) as producer:
+        pusher = producer._telemetry.pusher
+        for i in range(5):
+            producer.send("kip714-none", b"v%d" % i)
+        producer.flush()
+        # GetTelemetrySubscriptions answered: the broker offers telemetry (the push stays
+        # on) but subscribes no metrics, so the client has nothing to push.
+        wait_for(lambda: pusher.state.subscription is not None or not pusher.state.enabled, 30,
+                 "the subscription answer")
+        subscription = pusher.state.subscription
+        assert pusher.state.enabled, pusher.state.disabled_reason
+        assert subscription is not None and not subscription.requested_metrics and not subscription.wants_anything
+        assert pusher.pushes == 0
+    assert pusher.pushes == 0  # no terminating push either
+    assert not pushes_of(broker, "kip714-none-1")
+    assert not read_pushes(broker.record)  # type: ignore[attr-defined]  # nobody pushed anything
+
+
 def test_subscribed_producer_pushes_what_the_subscription_asks(recording_broker) -> None:
     broker = recording_broker
     create_topic(broker.bootstrap, "kip714-orders", 1, 1, None)
     subscribe_client_metrics(broker.bootstrap, "kafkalite-producers", "org.apache.kafka.producer.", 500,
                              "client_id=kip714-prod.*", "kip714-prod-probe")
+    # What kafkalite's admin client created, as Kafka's own tool reads it back.
+    assert described_client_metrics(broker, "kafkalite-producers") == {
+        "metrics": "org.apache.kafka.producer.", "interval.ms": "500", "match": "client_id=kip714-prod.*"}
+    assert "kafkalite-producers" in client_metrics_tool(broker, "--list").split()
     with Producer({"bootstrap.servers": broker.bootstrap, "client.id": "kip714-prod-1", "linger.ms": 0}) as producer:
         for i in range(25):
             producer.send("kip714-orders", b"v%d" % i)

@@ -12,11 +12,16 @@ import pytest
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafkalite import AdminClient, Consumer, Producer, TopicPartition
 from kafkalite.errors import ConfigError
+from kafkalite.otel import process_span
+from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.testing.ports import free_port
 
 pytestmark = pytest.mark.broker
@@ -28,7 +33,8 @@ def collected(reader: InMemoryMetricReader) -> dict[str, list[tuple[dict[str, An
     for rm in data.resource_metrics:
         for sm in rm.scope_metrics:
             for metric in sm.metrics:
-                out[metric.name] = [(dict(p.attributes), p.value) for p in metric.data.data_points]
+                if not metric.name.endswith(".duration"):  # the histograms: histogram_points()
+                    out[metric.name] = [(dict(p.attributes), p.value) for p in metric.data.data_points]
     return out
 
 
@@ -58,8 +64,14 @@ def test_sdk_reader_sees_every_client_metric_with_the_values_of_metrics(kafka_br
         deadline = time.monotonic() + 30
         while len(got) < 10 and time.monotonic() < deadline:
             got += consumer.poll(0.5)
-        consumer._core.observe.telemetry.bridge.refresh()  # per-partition metrics appeared since construction
+        assert len(got) == 10
+        # The partition's lag appeared after the client was built: the client's own refresh
+        # (every 5 s) gives it an instrument; wait for it through the reader.
+        deadline = time.monotonic() + 30
         data = collected(reader)
+        while "kafka.consumer.records_lag" not in data and time.monotonic() < deadline:
+            consumer.poll(0.2)
+            data = collected(reader)
         snapshot = consumer.metrics()
     assert data["kafka.consumer.records_consumed_total"] == [({"client-id": "otel-m"}, 10.0)]
     lag = dict((tuple(sorted(a.items())), v) for a, v in data["kafka.consumer.records_lag"])
@@ -71,11 +83,77 @@ def test_sdk_reader_sees_every_client_metric_with_the_values_of_metrics(kafka_br
     assert sum(v for _, v in data["kafka.consumer.fetch_total"]) == snapshot["fetch-total"]
 
 
+def histogram_points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    data = reader.get_metrics_data()  # None when nothing was measured
+    return {m.name: list(m.data.data_points) for rm in (data.resource_metrics if data else ())
+            for sm in rm.scope_metrics for m in sm.metrics if m.name.endswith(".duration")}
+
+
+def test_duration_histograms_of_send_send_many_poll_and_process(kafka_broker, topic_factory,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conventions' duration histograms: a traced producer records send / send_many
+    durations; a meter-only producer keeps the plain C send and records none; a meter-only
+    consumer records poll and process durations, without spans or trace context."""
+    monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN", raising=False)  # the v1.24 names
+    topic = topic_factory(partitions=1)
+    reader = InMemoryMetricReader()
+    cfg = {"bootstrap.servers": kafka_broker.bootstrap, "otel.meter.provider": MeterProvider(metric_readers=[reader]),
+           "client.id": "dur"}
+
+    def publish_count() -> int:
+        points = histogram_points(reader).get("messaging.publish.duration", [])
+        return sum(p.count for p in points if p.attributes.get("messaging.destination.name") == topic)
+
+    with Producer(cfg) as plain:  # a meter provider alone: no per-record cost, no send histogram
+        if SendFunction is not None:
+            assert type(plain.send) is SendFunction
+        assert "send_many" not in vars(plain)
+        plain.send(topic, b"plain").result(10)
+    assert publish_count() == 0
+
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    with Producer({**cfg, "otel.tracer.provider": tracer_provider}) as producer:
+        for i in range(5):
+            producer.send(topic, b"d%d" % i).result(10)
+        producer.send_many(topic, [b"m1", b"m2", b"m3"])  # one operation
+        producer.flush()
+        deadline = time.monotonic() + 20  # the completion callbacks run on the engine
+        while publish_count() < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert publish_count() == 6 and len(spans.get_finished_spans()) == 6
+    (publish,) = [p for p in histogram_points(reader)["messaging.publish.duration"]
+                  if p.attributes.get("messaging.destination.name") == topic]
+    assert dict(publish.attributes) == {"messaging.system": "kafka", "messaging.destination.name": topic,
+                                        "messaging.operation": "publish"}
+    assert publish.min > 0 and publish.max < 20
+
+    tp = TopicPartition(topic, 0)
+    with Consumer({**cfg, "group.id": "dur-g"}) as consumer:
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 9 and time.monotonic() < deadline:
+            got += consumer.poll(0.5)
+        for record in got:
+            with process_span(record, consumer) as span:
+                assert span is None  # no tracer: no span, only the duration
+        data = histogram_points(reader)
+    assert len(got) == 9
+    receive = [p for p in data["messaging.receive.duration"] if p.attributes.get("messaging.destination.name") == topic]
+    assert receive and sum(p.count for p in receive) >= 1
+    assert receive[0].attributes["messaging.kafka.consumer.group"] == "dur-g"
+    (process,) = [p for p in data["messaging.process.duration"]
+                  if p.attributes.get("messaging.destination.name") == topic]
+    assert process.count == 9
+
+
 def test_prometheus_scrape_through_the_otel_exporter(kafka_broker, topic_factory) -> None:
     topic = topic_factory(partitions=1)
     registry = CollectorRegistry()
-    reader = PrometheusMetricReader()
-    registry.register(reader._collector)
+    reader = PrometheusMetricReader(registry=registry)  # the exporter's own registry= (not the global one)
     port = free_port()
     server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     try:

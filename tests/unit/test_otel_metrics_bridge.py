@@ -98,3 +98,34 @@ def test_consumed_messages_counter_per_opt_in(reader: InMemoryMetricReader, monk
         (("messaging.consumer.group.name", "billing"), ("messaging.kafka.consumer.group", "billing"),
          ("messaging.operation.name", "poll"), ("messaging.system", "kafka")): 3.0}
     assert points(data["messaging.receive.messages"]) == points(data["messaging.client.consumed.messages"])
+
+
+def test_one_registry_snapshot_per_collection(reader: InMemoryMetricReader) -> None:
+    """Many partitions, many instruments: each collection snapshots the registry once."""
+    registry = Metrics()
+    lags = {p: float(p) for p in range(200)}
+    for p in lags:
+        tags = {"client-id": "c1", "topic": "t", "partition": str(p)}
+        registry.gauge("records-lag", "consumer-fetch-manager-metrics", lambda p=p: lags[p], tags=tags)
+        registry.gauge("records-lead", "consumer-fetch-manager-metrics", lambda p=p: -lags[p], tags=tags)
+    registry.sensor("records-consumed").add_total("records-consumed-total", "consumer-fetch-manager-metrics", "",
+                                                  {"client-id": "c1"})
+    calls = 0
+    take = registry.snapshot
+
+    def counting(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return take(*args)
+
+    registry.snapshot = counting  # type: ignore[method-assign]
+    bridge = MetricsBridge(MeterProvider(metric_readers=[reader]), registry, CONSUMER, group_id="g")
+    assert len(bridge._instruments) >= 4  # lag, lead, consumed total, the conventions' counter
+    first = collect(reader)
+    assert calls == 1
+    assert len(first["kafka.consumer.records_lag"].data_points) == 200
+    lags[7] = 70.0  # the next collection sees new values: a new snapshot
+    second = collect(reader)
+    assert calls == 2
+    assert points(second["kafka.consumer.records_lag"])[
+        (("client-id", "c1"), ("partition", "7"), ("topic", "t"))] == 70.0

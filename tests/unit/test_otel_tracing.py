@@ -222,3 +222,36 @@ def test_process_span_parent_link_and_errors(spans: Any) -> None:
     assert linked.parent is None and [lnk.context.span_id for lnk in linked.links] == [producer_span.context.span_id]
     assert failed.status.status_code is StatusCode.ERROR and failed.attributes["error.type"] == "RuntimeError"
     assert failed.parent is None and failed.links == ()
+
+
+def test_durations_with_an_always_off_sampler_and_without_a_tracer() -> None:
+    """A traced producer records send durations even when its sampler drops every span (the
+    send histogram without span export); a consumer with only a meter records poll durations
+    through a no-op tracer, and puts nothing in headers."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from kafkalite.otel.durations import OperationDurations
+    from kafkalite.otel.semconv import OLD, Conventions
+
+    reader = InMemoryMetricReader()
+    durations = OperationDurations(MeterProvider(metric_readers=[reader]), "g", Conventions(OLD))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    producer = StandInProducer()
+    install_producer_tracing(producer, Tracing(provider, "p1", durations=durations))
+    producer.send("orders", b"v")
+    flags = producer.sends[0]["headers"][-1][1].rsplit(b"-", 1)[1]
+    assert int(flags, 16) & 1 == 0  # propagated, with the sampled flag clear
+    producer.sends[0]["callback"](metadata("orders", 0, 1), None)
+    assert exporter.get_finished_spans() == ()
+
+    metered = Tracing(None, "c1", "g", durations)
+    assert not metered.traced
+    assert metered.inject(trace.INVALID_SPAN, None) == []  # a no-op span context injects nothing
+    data = reader.get_metrics_data()
+    names = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+    (point,) = names["messaging.publish.duration"].data.data_points
+    assert point.count == 1 and dict(point.attributes)["messaging.destination.name"] == "orders"

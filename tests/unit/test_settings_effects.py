@@ -1,6 +1,7 @@
 """Settings that used to be accepted and ignored, without a broker: each now has Java's
 effect (metadata.max.idle.ms, socket.connection.setup.timeout.max.ms,
-connections.max.idle.ms, allow.auto.create.topics, the consumer's interceptor.classes) or
+connections.max.idle.ms, allow.auto.create.topics, the consumer's interceptor.classes,
+metrics.recording.level) or
 is refused with the reason (transaction.two.phase.commit.enable, the consumer's
 max.in.flight.requests.per.connection). The real-broker side is in
 tests/integration/test_settings_effects.py."""
@@ -17,6 +18,7 @@ import kafkalite.producer  # registers the producer's cross-setting checks
 from kafkalite import Consumer, Producer
 from kafkalite.consumer.interceptors import load_consumer_interceptors
 from kafkalite.errors import ConfigError
+from kafkalite.metrics import Metrics, RecordingLevel
 from kafkalite.net import client as client_module
 from kafkalite.net.client import NetworkClient
 from kafkalite.producer.accumulator import BufferPool, RecordAccumulator
@@ -172,3 +174,42 @@ def test_a_missing_interceptor_class_is_refused_by_consumer_and_producer_alike()
                    interceptor_classes=["no.such.module:Nope"])
     with pytest.raises(ConfigError, match="neither on_consume nor on_commit"):
         Consumer({**BOOT, "interceptor.classes": [object()]})
+
+
+# ---------------------------------------------------------------- metrics.recording.level
+
+
+@pytest.mark.parametrize(("level", "recorded"), [("INFO", {"info"}), ("DEBUG", {"info", "debug"}),
+                                                 ("TRACE", {"info", "debug", "trace"})])
+def test_metrics_recording_level_records_the_sensors_up_to_it(level: str, recorded: set[str]) -> None:
+    """Java's Sensor.shouldRecord(): INFO records INFO sensors, DEBUG adds DEBUG, TRACE adds TRACE;
+    the metrics of a finer sensor exist but stay at zero."""
+    registry = Metrics(record_level=level)
+    for name in ("info", "debug", "trace"):
+        registry.sensor(name, RecordingLevel[name.upper()]).add_total(f"{name}-total", "g")
+        registry.sensor(name).record(3)
+    snapshot = registry.snapshot()
+    assert {m.name for m in snapshot} == {"info-total", "debug-total", "trace-total"}
+    assert {m.name.removesuffix("-total") for m, v in snapshot.items() if v == 3} == recorded
+    with pytest.raises(ConfigError, match="metrics.recording.level"):
+        Metrics(record_level="FINE")
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG", "TRACE"])
+def test_every_client_records_at_its_metrics_recording_level(level: str) -> None:
+    """Each client's registry takes the setting; every client sensor is INFO, as every sensor of
+    Java's producer, consumer and admin client (kafka-clients 3.9 / 4.3 create none finer), so
+    DEBUG and TRACE add no metric and all of them record at every level."""
+    producer = Producer({**BOOT, "metrics.recording.level": level})
+    consumer = Consumer({**BOOT, "metrics.recording.level": level})
+    admin = kafkalite.AdminClient({**BOOT, "metrics.recording.level": level})
+    try:
+        registries = [producer._core.metrics.registry, consumer._core.registry, admin._core.registry]
+        for registry in registries:
+            assert registry.record_level is RecordingLevel[level]
+            assert registry._sensors and all(s.level is RecordingLevel.INFO and s.should_record()
+                                             for s in registry._sensors.values())
+    finally:
+        producer.close(0)
+        consumer.close()
+        admin.close()

@@ -51,6 +51,8 @@ READERS: dict[str, dict[str, str]] = {
                                  SHARE_CONSUMER: "share/core.py"},
     "metrics.num.samples": {PRODUCER: "producer/core.py", CONSUMER: "consumer/core.py", ADMIN: "admin/core.py",
                             SHARE_CONSUMER: "share/core.py"},
+    "metrics.recording.level": {PRODUCER: "producer/core.py", CONSUMER: "consumer/core.py", ADMIN: "admin/core.py",
+                                SHARE_CONSUMER: "share/core.py"},
     "security.protocol": {ANY: "net/transport.py"},
     "sasl.mechanism": {ANY: "net/sasl.py"},
     "sasl.username": {ANY: "net/sasl.py"},
@@ -170,7 +172,6 @@ READERS: dict[str, dict[str, str]] = {
 # Accepted but not honoured yet, each implemented by another piece of work: may only shrink.
 PENDING: dict[str, str] = {
     "ssl.protocol": "issue 16 (TLS settings: ssl.enabled.protocols decides today)",
-    "metrics.recording.level": "issue 17 (every metric is INFO-level: DEBUG / TRACE change nothing yet)",
 }
 
 _EFFECTS = "tests/integration/test_settings_effects.py"
@@ -191,6 +192,8 @@ PROOFS: dict[str, list[str]] = {
     "exit.flush.timeout.ms": ["tests/integration/test_producer_exit.py::"
                               "test_unreachable_broker_exit_is_bounded_and_reports_per_topic",
                               "tests/integration/test_producer_exit.py::test_the_off_switch_reports_at_once"],
+    "metrics.recording.level": [f"{_UNIT}::test_metrics_recording_level_records_the_sensors_up_to_it",
+                                f"{_UNIT}::test_every_client_records_at_its_metrics_recording_level"],
     "client.id": ["tests/integration/test_client_ids.py::"
                   "test_kafka_consumer_groups_shows_java_style_client_and_member_ids"],
 }

@@ -130,7 +130,8 @@ class AdminCore:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.client = NetworkClient(cfg)
-        self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
+        self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"],
+                                cfg["metrics.recording.level"])
         self.client.stats.register(self.registry, METRICS_GROUP,
                                    {"client-id": cfg["client.id"]} if cfg["client.id"] else None)
         self.telemetry = ClientTelemetry(cfg, ADMIN, self.client, self.registry,

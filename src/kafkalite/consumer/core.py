@@ -104,7 +104,8 @@ class ConsumerCore:
         self.subs.set_change_callback(self._subscription_changed)
         self.buffer = FetchBuffer()
         self.read_committed = cfg["isolation.level"] == "read_committed"
-        self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
+        self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"],
+                                cfg["metrics.recording.level"])
         self.metrics = ConsumerMetrics(self.registry, self.subs, self.read_committed, cfg["client.id"])
         self.client.stats.register(self.registry, "consumer-metrics",
                                    {"client-id": cfg["client.id"]} if cfg["client.id"] else None)

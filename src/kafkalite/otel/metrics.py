@@ -20,7 +20,9 @@ not run on kafkalite's hot paths):
   ``messaging.client.consumed.messages`` (from ``records-consumed-total``), or their
   v1.24 names ``messaging.publish.messages`` / ``messaging.receive.messages``, as
   ``OTEL_SEMCONV_STABILITY_OPT_IN`` chooses (:mod:`kafkalite.otel.semconv`);
-* NaN values (nothing measured yet) are left out.
+* NaN values (nothing measured yet) are left out;
+* a collection snapshots the registry once, whatever the number of instruments
+  (:class:`CycleSnapshot`).
 
 Metrics that appear later (a partition's lag once it is assigned) get their instrument
 at the next :meth:`MetricsBridge.refresh`, which the client runs every few seconds.
@@ -37,6 +39,7 @@ Example::
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -47,7 +50,7 @@ from kafkalite.metrics import SUM, MetricName, Metrics
 from kafkalite.otel.providers import resolve_provider
 from kafkalite.otel.semconv import Conventions
 
-__all__ = ["MetricsBridge", "instrument_name"]
+__all__ = ["CycleSnapshot", "MetricsBridge", "instrument_name"]
 
 _PREFIX = {PRODUCER: "kafka.producer", CONSUMER: "kafka.consumer", SHARE_CONSUMER: "kafka.consumer",
            ADMIN: "kafka.admin"}
@@ -66,6 +69,41 @@ def resolve_meter_provider(setting: Any) -> Any:
         raise ConfigError("setting 'otel.meter.provider' needs the OpenTelemetry API: "
                           "pip install 'kafkalite[otel]'") from None
     return resolve_provider("otel.meter.provider", setting, "get_meter", metrics.get_meter_provider)
+
+
+class CycleSnapshot:
+    """One registry snapshot per collection cycle, indexed by Java name.
+
+    A reader's collection calls every observable instrument's callback once; each would
+    otherwise snapshot the whole registry (every partition's lag ...) for its one name,
+    which is quadratic in the number of metrics. Here the first callback of a cycle takes
+    the snapshot and the others read it: a callback that finds its instrument already
+    served from the current snapshot has started the next cycle (the SDK gives callbacks
+    no cycle id). Several readers collecting one after the other each get their own.
+
+    >>> cycle = CycleSnapshot(Metrics())
+    >>> cycle.values("kafka.producer.record_send_total", "record-send-total")
+    []
+    """
+
+    def __init__(self, registry: Metrics) -> None:
+        self._registry = registry
+        self._lock = threading.Lock()  # readers may collect from their own threads
+        self._by_name: dict[str, list[tuple[MetricName, float]]] | None = None
+        self._served: set[str] = set()
+        self.snapshots = 0  # how many were taken (for tests)
+
+    def values(self, instrument: str, java_name: str) -> list[tuple[MetricName, float]]:
+        """The (metric, value) pairs named ``java_name`` for ``instrument``'s callback."""
+        with self._lock:
+            if self._by_name is None or instrument in self._served:
+                by_name: dict[str, list[tuple[MetricName, float]]] = {}
+                for metric, value in self._registry.snapshot().items():
+                    by_name.setdefault(metric.name, []).append((metric, value))
+                self._by_name, self._served = by_name, set()
+                self.snapshots += 1
+            self._served.add(instrument)
+            return self._by_name.get(java_name, [])
 
 
 class MetricsBridge:
@@ -91,6 +129,7 @@ class MetricsBridge:
         self._instruments: dict[str, Any] = {}
         self._finest: dict[str, tuple[str, ...]] = {}  # instrument -> the tag keys exported
         self._sources: dict[str, str] = {}  # instrument -> java name
+        self._cycle = CycleSnapshot(registry)
         self.refresh()
         self._conventions_instruments()
 
@@ -123,16 +162,15 @@ class MetricsBridge:
             java = self._sources[name]
             keys = self._finest.get(name, ())
             out = []
-            for metric, value in self._values(java):
+            for metric, value in self._values(name, java):
                 if tuple(k for k, _ in metric.tags) != keys or math.isnan(value):
                     continue
                 out.append(self._observation(value, dict(metric.tags)))
             return out
         return observe
 
-    def _values(self, java_name: str) -> list[tuple[MetricName, float]]:
-        snapshot = self.registry.snapshot()
-        return [(m, v) for m, v in snapshot.items() if m.name == java_name]
+    def _values(self, instrument: str, java_name: str) -> list[tuple[MetricName, float]]:
+        return self._cycle.values(instrument, java_name)
 
     def _conventions_instruments(self) -> None:
         counters = self.conventions.message_counters()
@@ -152,15 +190,17 @@ class MetricsBridge:
         else:
             return
 
-        def observe(_options: Any) -> Iterable[Any]:
-            if self.closed:
-                return []
-            values = [v for m, v in self._values(source) if all(k == "client-id" for k, _ in m.tags)]
-            return [self._observation(values[0], attrs)] if values and not math.isnan(values[0]) else []
+        def observer(name: str) -> Callable[[Any], Iterable[Any]]:
+            def observe(_options: Any) -> Iterable[Any]:
+                if self.closed:
+                    return []
+                values = [v for m, v in self._values(name, source) if all(k == "client-id" for k, _ in m.tags)]
+                return [self._observation(values[0], attrs)] if values and not math.isnan(values[0]) else []
+            return observe
 
         for name in names:
             self._instruments[name] = self.meter.create_observable_counter(
-                name, [observe], unit="{message}", description=f"Messages ({source} of the Kafka client)")
+                name, [observer(name)], unit="{message}", description=f"Messages ({source} of the Kafka client)")
 
     def close(self) -> None:
         """Stop reporting (OpenTelemetry has no way to remove an instrument)."""

@@ -142,7 +142,7 @@ class ProducerCore(Generic[F]):
         in_flight: set[ProducerBatch] = set()
         self.metrics = ProducerMetrics(
             self.client_id, cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"], self.pool, self.acc,
-            lambda: float(len(in_flight)),
+            lambda: float(len(in_flight)), cfg["metrics.recording.level"],
         )
         self.client.stats.register(self.metrics.registry, "producer-metrics", {"client-id": self.client_id})
         settings = SenderSettings.from_config(cfg, custom_partitioner=self.partitioner is not None)

@@ -110,7 +110,7 @@ class AsyncProducerFront:
         self._started = False
         self._finalizer = weakref.finalize(self, _finalize_async, core)
         self._telemetry = _telemetry(cfg, core)
-        tracing = tracing_for(cfg)
+        tracing = tracing_for(cfg, producer=True)
         if tracing is not None:
             install_producer_tracing(self, tracing, asynchronous=True)
         # At interpreter exit (or when the loop shuts down) the exit guard flushes and reports.
@@ -168,7 +168,7 @@ class BlockingProducerFront:
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         cfg = resolve("producer", config, **settings)
-        tracing = tracing_for(cfg)  # settings errors before any thread starts
+        tracing = tracing_for(cfg, producer=True)  # settings errors before any thread starts
         self._core = core = ProducerCore(cfg, blocking=True)
         self._appender = core.appender
         self._append: Callable[..., RecordFuture | None] = core.appender.append
@@ -190,7 +190,8 @@ class BlockingProducerFront:
             # method unchanged (see append_kernel). An instance attribute, as tracing's.
             self.__dict__["send"] = SendFunction(core.appender, self, send)
         if tracing is not None:
-            # Only a traced producer gets wrappers: the untraced send() above stays as is.
+            # Only a traced producer gets wrappers (they also record the send duration
+            # histograms when otel.meter.provider is set): the untraced send() above stays as is.
             install_producer_tracing(self, tracing)
 
     async def _start(self) -> None:

@@ -28,8 +28,9 @@ class ProducerMetrics:
     """Sensors of one producer."""
 
     def __init__(self, client_id: str, window_ms: int, samples: int, pool: BufferPool,
-                 acc: RecordAccumulator, in_flight: Callable[[], float] | None = None) -> None:
-        self.registry = Metrics(window_ms, samples)
+                 acc: RecordAccumulator, in_flight: Callable[[], float] | None = None,
+                 record_level: str = "INFO") -> None:
+        self.registry = Metrics(window_ms, samples, record_level)
         tags = {"client-id": client_id}
         r = self.registry
         g = GROUP

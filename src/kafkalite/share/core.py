@@ -78,7 +78,8 @@ class ShareConsumerCore:
         self.max_poll_records: int = cfg["max.poll.records"]
         self.api_timeout_s = cfg["default.api.timeout.ms"] / 1000.0
         self.client = NetworkClient(cfg)
-        self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"])
+        self.registry = Metrics(cfg["metrics.sample.window.ms"], cfg["metrics.num.samples"],
+                                cfg["metrics.recording.level"])
         self.metrics = ShareConsumerMetrics(self.registry, cfg["client.id"])
         self.client.stats.register(self.registry, "consumer-share-metrics",
                                    {"client-id": cfg["client.id"]} if cfg["client.id"] else None)

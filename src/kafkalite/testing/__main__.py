@@ -5,7 +5,8 @@ records it under ``<state>/cli/`` and prints its bootstrap address; running it a
 while that broker is up just prints the address. ``status`` shows what runs;
 ``down`` stops it, plus any other detached kafkalite broker in the same state
 directory and any broker a crashed test run left behind. ``fetch`` only
-downloads the jars (CI does it before the tests, so the first test does not wait).
+downloads the jars (Kafka's, the sign-in services', the OpenTelemetry Java agent; CI does it
+before the tests, so the first test does not wait).
 
 Example::
 
@@ -64,6 +65,7 @@ from kafkalite.testing.jarsets import JarSet, JarSetLock
 from kafkalite.testing.java import find_java
 from kafkalite.testing.kdc import DEFAULT_MINIKDC_VERSION
 from kafkalite.testing.oidc import DEFAULT_OIDC_VERSION
+from kafkalite.testing.otel_agent import DEFAULT_AGENT_VERSION, ensure_java_agent, java_agent_cached
 from kafkalite.testing.paths import state_dir
 from kafkalite.testing.ports import port_is_free
 from kafkalite.testing.properties import SASL_PRESET, SECURE_PRESET
@@ -268,6 +270,11 @@ def cmd_fetch(args: argparse.Namespace) -> int:
             jars.ensure()
             how = how if how == "cached" else f"downloaded in {time.monotonic() - started:.1f} s"
             print(f"{name} {version} (sign-in tests): {len(jars.lock.artifacts)} jars {how} in {jars.libs}")
+        started = time.monotonic()
+        how = "cached" if java_agent_cached() else "downloaded"
+        agent = ensure_java_agent(verify=True)
+        how = how if how == "cached" else f"downloaded in {time.monotonic() - started:.1f} s"
+        print(f"OpenTelemetry Java agent {DEFAULT_AGENT_VERSION} (tracing interop tests): {how}, verified, {agent}")
     java = find_java()
     print(f"Java {java.version} from {java.source}: {java.executable}")
     return 0

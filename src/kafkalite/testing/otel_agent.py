@@ -28,6 +28,7 @@ from kafkalite.testing.distribution import (
     MAVEN_CENTRAL,
     Artifact,
     DistributionError,
+    _sha256_file,
     download_artifact,
     file_lock,
 )
@@ -35,7 +36,7 @@ from kafkalite.testing.paths import cache_dir
 
 DEFAULT_AGENT_VERSION = "2.33.1"
 
-__all__ = ["DEFAULT_AGENT_VERSION", "agent_options", "ensure_java_agent", "spans_in"]
+__all__ = ["DEFAULT_AGENT_VERSION", "agent_options", "ensure_java_agent", "java_agent_cached", "spans_in"]
 
 
 def agent_artifact(version: str = DEFAULT_AGENT_VERSION) -> Artifact:
@@ -52,20 +53,35 @@ def agent_artifact(version: str = DEFAULT_AGENT_VERSION) -> Artifact:
         raise DistributionError(f"malformed OpenTelemetry Java agent lock {name}: {exc!r}") from exc
 
 
-def ensure_java_agent(version: str = DEFAULT_AGENT_VERSION, repository: str | None = None) -> Path:
-    """The verified agent jar in the cache (downloaded on first use)."""
+def java_agent_cached(version: str = DEFAULT_AGENT_VERSION) -> bool:
+    """True if the agent jar of ``version`` is in the cache with its locked size (cheap: no hashing)."""
+    artifact = agent_artifact(version)
+    target = cache_dir() / "otel" / artifact.filename
+    return target.is_file() and target.stat().st_size == artifact.size
+
+
+def ensure_java_agent(version: str = DEFAULT_AGENT_VERSION, repository: str | None = None,
+                      verify: bool = False) -> Path:
+    """The verified agent jar in the cache (downloaded on first use).
+
+    A download is verified while it streams; a jar already cached is trusted by its size,
+    unless ``verify`` (what ``python -m kafkalite.testing fetch`` asks for) hashes it
+    against the lock, replacing a corrupted one.
+    """
     import os
 
     artifact = agent_artifact(version)
     folder = cache_dir() / "otel"
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / artifact.filename
-    if target.is_file() and target.stat().st_size == artifact.size:
+    if java_agent_cached(version) and not verify:
         return target
     repo = (repository or os.environ.get("KAFKALITE_MAVEN_REPO") or MAVEN_CENTRAL).rstrip("/")
     with file_lock(folder / ".lock"):
-        if not (target.is_file() and target.stat().st_size == artifact.size):
-            download_artifact(artifact, f"{repo}/{artifact.repository_path}", target)
+        if java_agent_cached(version) and verify and _sha256_file(target) != artifact.sha256:
+            target.unlink()  # corrupted in the cache: fetch it again
+        if not java_agent_cached(version):
+            download_artifact(artifact, f"{repo}/{artifact.repository_path}", target)  # verifies as it streams
     return target
 
 
