@@ -12,7 +12,10 @@ producers, as ``produce.py --defaults``):
 * **consumer reading a backlog**: a topic filled beforehand with ``--records`` x
   ``--size`` (default 1 GB: 1M x 1 KiB) read from the beginning to the end, every
   value touched and dropped. What bounds it: the prefetch (kafkalite and the Java-like
-  clients ``fetch.max.bytes`` 50 MB, librdkafka ``queued.max.messages.kbytes`` 64 MB).
+  clients ``fetch.max.bytes`` 50 MB, librdkafka ``queued.max.messages.kbytes`` 64 MB),
+  and per partition ``max.partition.fetch.bytes`` (1 MB): with the default one
+  partition (``--partitions``) a fetch brings at most 1 MB, so give the backlog more
+  partitions to see the whole prefetch.
 
 Each client runs in a subprocess of its own, so the resident set is the client's
 alone: the baseline is its RSS once it is constructed and connected (the producer has
@@ -25,7 +28,7 @@ Usage::
 
     .venv/bin/python benchmarks/memory.py                   # 1M x 1 KiB = 1 GB each way
     .venv/bin/python benchmarks/memory.py --short           # 50k x 1 KiB = ~50 MB (CI)
-    .venv/bin/python benchmarks/memory.py --cases consumer --records 200000
+    .venv/bin/python benchmarks/memory.py --cases consumer --records 200000 --partitions 16
     KAFKALITE_BOOTSTRAP=127.0.0.1:9092 .venv/bin/python benchmarks/memory.py --short
 """
 
@@ -48,6 +51,7 @@ from common import Broker, load, payload, print_settings, reset_peak_rss, rss_ki
 CLIENTS = ["kafkalite", "confluent-kafka", "kafka-python", "aiokafka"]
 #: (RSS at the baseline, CPU seconds, perf_counter) when the measured part began
 MARK: dict[str, float] = {}
+PARTS = [1]  # partitions of the topics (--partitions)
 
 
 def baseline() -> None:
@@ -131,7 +135,7 @@ def consume_kafkalite(bootstrap: str, topic: str, n: int) -> None:
     from kafkalite import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
-    c.assign([TopicPartition(topic, 0)])
+    c.assign([TopicPartition(topic, p) for p in range(PARTS[0])])
     baseline()
     seen = 0
     while seen < n:
@@ -144,7 +148,7 @@ def consume_confluent(bootstrap: str, topic: str, n: int) -> None:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-memory-{time.time_ns()}"})
-    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTS[0])])
     baseline()
     seen = 0
     while seen < n:
@@ -158,7 +162,7 @@ def consume_kafka_python(bootstrap: str, topic: str, n: int) -> None:
     from kafka import KafkaConsumer, TopicPartition
 
     c = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
-    c.assign([TopicPartition(topic, 0)])
+    c.assign([TopicPartition(topic, p) for p in range(PARTS[0])])
     baseline()
     seen = 0
     while seen < n:
@@ -174,7 +178,7 @@ def consume_aiokafka(bootstrap: str, topic: str, n: int) -> None:
     async def main() -> None:
         c = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
         await c.start()
-        c.assign([TopicPartition(topic, 0)])
+        c.assign([TopicPartition(topic, p) for p in range(PARTS[0])])
         baseline()
         seen = 0
         while seen < n:
@@ -197,6 +201,7 @@ CONSUMERS: dict[str, Callable[[str, str, int], None]] = {
 
 
 def worker(args: argparse.Namespace) -> int:
+    PARTS[0] = args.partitions
     try:
         if args.worker == "producer":
             PRODUCERS[args.client](args.bootstrap, args.topic, payload(args.size), args.records)
@@ -219,7 +224,7 @@ def run_worker(role: str, client: str, bootstrap: str, topic: str, records: int,
                timeout: float) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, __file__, "--worker", role, "--client", client, "--bootstrap", bootstrap, "--topic", topic,
-         "--records", str(records), "--size", str(size)],
+         "--records", str(records), "--size", str(size), "--partitions", str(PARTS[0])],
         capture_output=True, text=True, timeout=timeout, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     for line in reversed(done.stdout.strip().splitlines()):
         if line.startswith("{"):
@@ -244,6 +249,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--partitions", type=int, default=1, help="partitions of the topics (default 1)")
     ap.add_argument("--cases", default="producer,consumer")
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--short", action="store_true", help="50,000 x 1 KiB (~50 MB) each way")
@@ -252,6 +258,7 @@ def main() -> int:
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    PARTS[0] = args.partitions
     if args.worker:
         return worker(args)
     if args.short:
@@ -262,7 +269,8 @@ def main() -> int:
         ap.error(f"unknown clients {unknown}; choose from {CLIENTS}")
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     mb = args.records * args.size / 1e6
-    print(f"memory: {args.records} x {args.size} B ({mb:,.0f} MB) per case, each client at its defaults; {load()}",
+    print(f"memory: {args.records} x {args.size} B ({mb:,.0f} MB) per case, {args.partitions} partition(s), "
+          f"each client at its defaults; {load()}",
           flush=True)
     for name in wanted:
         java_names = name in ("kafkalite", "confluent-kafka")
@@ -277,14 +285,14 @@ def main() -> int:
     try:
         backlog = ""
         if "consumer" in cases:
-            backlog = broker.create_topic(f"bench-memory-backlog-{time.time_ns()}", 1)
+            backlog = broker.create_topic(f"bench-memory-backlog-{time.time_ns()}", args.partitions)
             started = time.perf_counter()
             fill(broker.bootstrap, backlog, args.records, args.size)
             print(f"  backlog of {mb:,.0f} MB written in {time.perf_counter() - started:.1f} s", flush=True)
         for case in cases:
             for name in wanted:
                 if case == "producer":
-                    topic = broker.create_topic(f"bench-memory-{name}-{time.time_ns()}", 1)
+                    topic = broker.create_topic(f"bench-memory-{name}-{time.time_ns()}", args.partitions)
                 else:
                     topic = backlog
                 try:
