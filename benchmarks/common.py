@@ -16,30 +16,51 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class Broker:
-    """KAFKALITE_BOOTSTRAP, or a LocalBroker from kafkalite.testing for the run."""
+    """KAFKALITE_BOOTSTRAP, or a LocalBroker from kafkalite.testing for the run.
 
-    def __init__(self, heap: str = "1g") -> None:
+    ``nodes=3``: KAFKALITE_CLUSTER_BOOTSTRAP, or a 3-node LocalCluster whose topics have
+    replication 3 and min.insync.replicas 2 (acks=all then waits for two followers).
+    """
+
+    def __init__(self, heap: str = "1g", nodes: int = 1) -> None:
         from kafkalite.testing.broker import LocalBroker
-        from kafkalite.testing.distribution import KafkaDistribution
-        from kafkalite.testing.java import find_java
-        from kafkalite.testing.tools import JavaTools
+        from kafkalite.testing.cluster import LocalCluster
 
-        self.local = None
-        self.bootstrap = os.environ.get("KAFKALITE_BOOTSTRAP", "")
+        self.local: LocalBroker | LocalCluster | None = None
+        self.replication = 3 if nodes > 1 else -1
+        self.bootstrap = os.environ.get("KAFKALITE_CLUSTER_BOOTSTRAP" if nodes > 1 else "KAFKALITE_BOOTSTRAP", "")
         if not self.bootstrap:
-            self.local = LocalBroker(run_dir=Path(tempfile.mkdtemp(prefix="kafkalite-bench-")), heap=heap).start()
+            run_dir = Path(tempfile.mkdtemp(prefix="kafkalite-bench-"))
+            if nodes > 1:
+                self.local = LocalCluster(nodes, run_dir=run_dir, replication_factor=3, min_insync_replicas=2,
+                                          heap="512m").start()
+            else:
+                self.local = LocalBroker(run_dir=run_dir, heap=heap).start()
             self.bootstrap = self.local.bootstrap
-            self.tools = self.local.tools
-        else:
-            self.tools = JavaTools(KafkaDistribution().ensure(), find_java())
+        self._tools: object = None
+
+    @property
+    def tools(self) -> Any:
+        """Kafka's Java tools: the local broker's, else from the jar cache (fetched on first use)."""
+        if self._tools is None:
+            if self.local is not None:
+                self._tools = self.local.tools
+            else:
+                from kafkalite.testing.distribution import KafkaDistribution
+                from kafkalite.testing.java import find_java
+                from kafkalite.testing.tools import JavaTools
+
+                self._tools = JavaTools(KafkaDistribution().ensure(), find_java())
+        return self._tools
 
     def create_topic(self, name: str, partitions: int) -> str:
         from kafkalite.testing.topics import create_topic
 
-        return create_topic(self.bootstrap, name, partitions, exist_ok=True)
+        return create_topic(self.bootstrap, name, partitions, self.replication, exist_ok=True, timeout=120.0)
 
     def run_tool(self, tool: str, args: Sequence[str], timeout: float = 900.0) -> str:
         done = self.tools.run(tool, list(args), timeout=timeout)
@@ -163,3 +184,97 @@ def meter_provider() -> object:
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
     return MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+
+def load() -> str:
+    """The machine's load average (1, 5, 15 min), to print beside every figure."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+# Defaults of the settings that decide throughput, as each library documents them
+# (read from the installed package where it exposes them, see library_defaults()).
+# librdkafka: CONFIGURATION.md of the release confluent-kafka bundles.
+LIBRDKAFKA_PRODUCER_DEFAULTS = {
+    "acks": "all", "enable.idempotence": False, "linger.ms": 5, "batch.size": 1000000,
+    "batch.num.messages": 10000, "queue.buffering.max.messages": 100000,
+    "queue.buffering.max.kbytes": 1048576, "compression.type": "none"}
+LIBRDKAFKA_CONSUMER_DEFAULTS = {
+    "fetch.min.bytes": 1, "fetch.wait.max.ms": 500, "fetch.max.bytes": 52428800,
+    "max.partition.fetch.bytes": 1048576, "queued.min.messages": 100000,
+    "queued.max.messages.kbytes": 65536}
+_WATCHED = {
+    ("kafkalite", "producer"): ["acks", "enable.idempotence", "linger.ms", "batch.size", "buffer.memory",
+                                "compression.type"],
+    ("kafkalite", "consumer"): ["max.poll.records", "fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes",
+                                "max.partition.fetch.bytes"],
+    ("kafka-python", "producer"): ["acks", "enable_idempotence", "linger_ms", "batch_size", "compression_type"],
+    ("kafka-python", "consumer"): ["max_poll_records", "fetch_min_bytes", "fetch_max_wait_ms", "fetch_max_bytes",
+                                   "max_partition_fetch_bytes"],
+    ("aiokafka", "producer"): ["acks", "enable_idempotence", "linger_ms", "max_batch_size", "compression_type"],
+    ("aiokafka", "consumer"): ["max_poll_records", "fetch_min_bytes", "fetch_max_wait_ms", "fetch_max_bytes",
+                               "max_partition_fetch_bytes"],
+}
+
+
+def library_defaults(library: str, kind: str) -> dict[str, object]:
+    """The library's own defaults for the settings that decide throughput ({} if not installed)."""
+    try:
+        if library == "kafkalite":
+            from kafkalite.config import parse
+
+            cfg = parse(kind, {"bootstrap.servers": "127.0.0.1:9092", **({"group.id": "x"} if kind == "consumer"
+                                                                          else {})})
+            return {k: cfg[k] for k in _WATCHED[library, kind]}
+        if library == "confluent-kafka":
+            import confluent_kafka  # noqa: F401  (only: is it installed?)
+
+            return dict(LIBRDKAFKA_PRODUCER_DEFAULTS if kind == "producer" else LIBRDKAFKA_CONSUMER_DEFAULTS)
+        if library == "kafka-python":
+            from kafka import KafkaConsumer, KafkaProducer
+
+            conf = (KafkaProducer if kind == "producer" else KafkaConsumer).DEFAULT_CONFIG
+            return {k: conf.get(k) for k in _WATCHED[library, kind]}
+        if library == "aiokafka":
+            import inspect
+
+            from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+            params = inspect.signature((AIOKafkaProducer if kind == "producer" else AIOKafkaConsumer).__init__).parameters
+            out: dict[str, object] = {}
+            for k in _WATCHED[library, kind]:
+                default = params[k].default if k in params else None
+                # aiokafka's acks default is a sentinel: 1, or "all" when idempotence is on
+                out[k] = default if isinstance(default, (int, str, type(None), bool)) else "1 (all if idempotent)"
+            return out
+    except ImportError:
+        return {}
+    return {}
+
+
+def print_settings(client: str, kind: str, overrides: dict[str, object], how: str) -> None:
+    """One line per client: how it is called, the settings it is given, and its defaults for the rest."""
+    library = client.split(".")[0]
+    defaults = library_defaults(library, kind)
+    if not defaults and library not in ("kafkalite", "java"):
+        print(f"  {client:18s} not installed", flush=True)
+        return
+    effective = {**defaults, **{k: v for k, v in overrides.items() if k != "bootstrap.servers"}}
+    text = " ".join(f"{k}={v}" for k, v in effective.items())
+    print(f"  {client:18s} {how}; {text}", flush=True)
+
+
+def rss_kib() -> tuple[int, int]:
+    """This process's resident set (VmRSS) and its peak since start or the last reset_peak_rss() (VmHWM), KiB."""
+    fields = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                fields[line.split(":")[0]] = int(line.split()[1])
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def reset_peak_rss() -> None:
+    """Reset VmHWM to the current RSS (Linux: write 5 to /proc/self/clear_refs)."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")

@@ -11,6 +11,16 @@ Usage::
     .venv/bin/python benchmarks/consume.py --messages 200000 --sizes 100 --codecs none
     KAFKALITE_BOOTSTRAP=127.0.0.1:9092 .venv/bin/python benchmarks/consume.py
 
+Records per call: ``--batch`` (default 2000) for every client: kafkalite
+``poll(max_records=)`` (``max.poll.records``), confluent-kafka ``consume(num_messages=)``,
+kafka-python ``poll(max_records=)``, aiokafka ``getmany(max_records=)``.
+``confluent-kafka.poll`` calls ``poll()`` once per record (confluent-kafka's basic
+consume loop). ``--defaults`` gives every client its own defaults instead: kafkalite
+and kafka-python ``max.poll.records`` 500, aiokafka ``getmany()`` without a limit,
+confluent-kafka ``consume(num_messages=500)`` (its API default is 1, which is what
+``confluent-kafka.poll`` measures). Each client's effective settings are printed before
+the runs.
+
 Peers are optional (``pip install kafkalite[bench]``); a missing one is reported and
 skipped. Numbers mean something only on a quiet machine: run it alone.
 """
@@ -27,9 +37,10 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Broker, Row, print_table, run_clients
+from common import Broker, Row, load, print_settings, print_table, run_clients
 
-BATCH = 2000  # records per poll()/getmany()/consume() call, the same for every client
+BATCH = 2000  # records per poll()/getmany()/consume() call, the same for every client (--batch)
+DEFAULTS = False  # --defaults: each client's own records per call
 
 
 # ---------------------------------------------------------------- data
@@ -88,8 +99,12 @@ def run_kafkalite(bootstrap: str, topic: str, partitions: int, messages: int,
     from kafkalite import Consumer, TopicPartition
     from kafkalite.otel import process_span
 
-    c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", "max.poll.records": BATCH,
-                  "enable.auto.commit": False, "otel.tracer.provider": tracer, "otel.meter.provider": meter})
+    conf: dict[str, object] = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                               "enable.auto.commit": False, "otel.tracer.provider": tracer,
+                               "otel.meter.provider": meter}
+    if not DEFAULTS:
+        conf["max.poll.records"] = BATCH
+    c = Consumer(conf)
     c.assign([TopicPartition(topic, p) for p in range(partitions)])
     n = 0
     nbytes = 0
@@ -111,8 +126,11 @@ def run_kafkalite_aio(bootstrap: str, topic: str, partitions: int, messages: int
     from kafkalite import TopicPartition, aio
 
     async def main() -> tuple[float, float]:
-        c = aio.Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
-                          "max.poll.records": BATCH, "enable.auto.commit": False})
+        conf: dict[str, object] = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                                   "enable.auto.commit": False}
+        if not DEFAULTS:
+            conf["max.poll.records"] = BATCH
+        c = aio.Consumer(conf)
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
         n = 0
         nbytes = 0
@@ -128,8 +146,31 @@ def run_kafkalite_aio(bootstrap: str, topic: str, partitions: int, messages: int
     return asyncio.run(main())
 
 
+def run_confluent_poll(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
+    """confluent-kafka's basic consume loop: poll() returns one message per call."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    n = 0
+    nbytes = 0
+    poll = c.poll
+    started, cpu0 = time.perf_counter(), time.process_time()
+    while n < messages:
+        m = poll(5.0)
+        if m is None or m.error():
+            continue
+        nbytes += len(m.value() or b"")
+        n += 1
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu0
+    c.close()
+    return elapsed, cpu
+
+
 def run_confluent(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, float]:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    batch = 500 if DEFAULTS else BATCH
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -137,7 +178,7 @@ def run_confluent(bootstrap: str, topic: str, partitions: int, messages: int) ->
     nbytes = 0
     started, cpu0 = time.perf_counter(), time.process_time()
     while n < messages:
-        for m in c.consume(BATCH, 5.0):
+        for m in c.consume(batch, 5.0):
             if m.error():
                 continue
             nbytes += len(m.value() or b"")
@@ -157,7 +198,7 @@ def run_kafka_python(bootstrap: str, topic: str, partitions: int, messages: int)
     nbytes = 0
     started, cpu0 = time.perf_counter(), time.process_time()
     while n < messages:
-        for records in c.poll(timeout_ms=5000, max_records=BATCH).values():
+        for records in c.poll(timeout_ms=5000, max_records=None if DEFAULTS else BATCH).values():
             for r in records:
                 nbytes += len(r.value)
                 n += 1
@@ -178,7 +219,7 @@ def run_aiokafka(bootstrap: str, topic: str, partitions: int, messages: int) -> 
         nbytes = 0
         started, cpu0 = time.perf_counter(), time.process_time()
         while n < messages:
-            batches = await c.getmany(timeout_ms=5000, max_records=BATCH)
+            batches = await c.getmany(timeout_ms=5000, max_records=None if DEFAULTS else BATCH)
             for records in batches.values():
                 for r in records:
                     nbytes += len(r.value)
@@ -197,9 +238,34 @@ CLIENTS: dict[str, Callable[[str, str, int, int], tuple[float, float]]] = {
     "kafkalite.traced.process": run_kafkalite_traced_process,
     "kafkalite.metered": run_kafkalite_metered,
     "confluent-kafka": run_confluent,
+    "confluent-kafka.poll": run_confluent_poll,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
 }
+
+
+DEFAULT_CLIENTS = ["kafkalite", "kafkalite.aio", "kafkalite.traced", "confluent-kafka", "kafka-python", "aiokafka",
+                   "java"]
+
+
+def print_methods(wanted: list[str]) -> None:
+    per_call = "each client's default" if DEFAULTS else str(BATCH)
+    for name in wanted:
+        how = {
+            "kafkalite": f"poll() (records per call: {500 if DEFAULTS else BATCH})",
+            "kafkalite.aio": f"await poll() (records per call: {500 if DEFAULTS else BATCH})",
+            "kafkalite.traced": f"poll() with a tracer (records per call: {500 if DEFAULTS else BATCH})",
+            "kafkalite.traced.process": f"poll() with a tracer and a process_span() per record "
+                                        f"(records per call: {500 if DEFAULTS else BATCH})",
+            "kafkalite.metered": f"poll() with a meter provider only (records per call: {500 if DEFAULTS else BATCH})",
+            "confluent-kafka": f"consume(num_messages={500 if DEFAULTS else BATCH})",
+            "confluent-kafka.poll": "poll() per record",
+            "kafka-python": f"poll(max_records={'None: max_poll_records' if DEFAULTS else BATCH})",
+            "aiokafka": f"getmany(max_records={'None: all buffered' if DEFAULTS else BATCH})",
+            "java": "kafka-consumer-perf-test (its fetch.time.ms)",
+        }[name]
+        print_settings(name, "consumer", {} if DEFAULTS or name.startswith("confluent") else
+                       {"max.poll.records" if name.startswith("kafkalite") else "max_poll_records": per_call}, how)
 
 
 def run_java(broker: Broker, topic: str, messages: int) -> float:
@@ -218,17 +284,21 @@ def run_java(broker: Broker, topic: str, messages: int) -> float:
 
 
 def main() -> int:
+    global BATCH, DEFAULTS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--messages", type=int, default=1_000_000)
     ap.add_argument("--sizes", default="100,1024")
     ap.add_argument("--codecs", default="none,lz4")
     ap.add_argument("--partitions", type=int, default=1)
-    ap.add_argument("--clients", default=",".join([*CLIENTS, "java"]))
+    ap.add_argument("--batch", type=int, default=BATCH, help="records per poll/consume/getmany call, every client")
+    ap.add_argument("--defaults", action="store_true", help="every client at its own defaults (records per call too)")
+    ap.add_argument("--clients", default=",".join(DEFAULT_CLIENTS))
     ap.add_argument("--repeat", type=int, default=1, help="runs per client; the best is kept")
     ap.add_argument("--trace-context", action="store_true",
                     help="fill the topic with records that each carry a W3C traceparent header "
                          "(written by kafkalite's producer instead of ProducerPerformance)")
     args = ap.parse_args()
+    BATCH, DEFAULTS = args.batch, args.defaults
     wanted = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in wanted if c not in CLIENTS and c != "java"]
     if unknown:
@@ -244,6 +314,9 @@ def main() -> int:
                                             args.partitions)
                 print(f"{case}: filling {topic} with {args.messages} records ...", flush=True)
                 (fill_with_trace_context if args.trace_context else fill)(broker, topic, args.messages, size, codec)
+                per_call = "each client's defaults" if DEFAULTS else f"{BATCH} records per call"
+                print(f"{case}: {per_call}; {load()}", flush=True)
+                print_methods(wanted)
                 clients: dict[str, Callable[[], float | tuple[float, float]]] = {}
                 for name in wanted:
                     if name == "java":
@@ -255,6 +328,7 @@ def main() -> int:
     finally:
         broker.close()
     print_table(rows)
+    print(f"({load()})")
     return 0
 
 
