@@ -5,8 +5,11 @@ micro-batch reads ``[start, end)`` per partition with the batch reader's tasks.
 
 * partitions found after the query started (new partitions, or new topics matching
   ``subscribePattern``) are read from their earliest offset;
+* ``startingOffsets=group`` starts a new query at ``kafka.group.id``'s committed
+  offsets (``planning.Planner.group_start``); then the checkpoint rules, as always;
 * ``maxOffsetsPerTrigger`` caps a micro-batch (shared across partitions in proportion
-  to their backlog, as Spark's JVM connector does); ``minOffsetsPerTrigger`` waits
+  to their backlog, as Spark's JVM connector does), ``maxBytesPerTrigger`` too, by an
+  estimate from the log sizes (``admission.py``); ``minOffsetsPerTrigger`` waits
   for that many new records, but never longer than ``maxTriggerDelay`` (default 15m);
 * ``Trigger.AvailableNow`` reads what exists when the query starts, in micro-batches
   bounded by the limits, on PySpark >= 4.2 (which gives Python sources admission
@@ -15,8 +18,11 @@ micro-batch reads ``[start, end)`` per partition with the batch reader's tasks.
   most ``maxOffsetsPerTrigger`` records and the next run goes on from there (a warning
   says so; processing-time triggers are bounded the same way on every version);
 * ``failOnDataLoss``: offsets deleted before they were read, a partition that went
-  backwards (truncation) or disappeared fail the query naming the option; with
-  ``false`` the query logs a warning and goes on with what is left;
+  backwards (truncation) or disappeared, a topic re-created (its topic id changed
+  while the query ran) fail the query naming the option; with ``false`` the query
+  logs a warning and goes on with what is left (a re-created topic from its start);
+* a checkpoint with offsets of topics the options no longer read (``subscribe``
+  changed) fails on the driver naming the cause and the fix;
 * with ``kafka.group.id`` (or ``groupIdPrefix``, which makes ``<prefix>-<uuid>``) the
   offsets of every completed micro-batch are committed to that consumer group, so
   lag tools (``kafka-consumer-groups``) show the query's progress. Spark's checkpoint

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark_kafkalite.progress import lag_summary, source_lag
 
 from kafkalite import AdminClient, NewPartitions, OffsetAndMetadata, Producer, TopicPartition
 from kafkalite.errors import UnknownTopicOrPartitionError
@@ -144,10 +145,16 @@ def test_max_bytes_per_trigger_bounds_each_micro_batch(spark: Any, kafka_broker:
     df = stream(spark, bootstrap, topic, startingOffsets="earliest", maxBytesPerTrigger="25000")
     query, _ = to_memory(df, tmp_path / "ckpt", available_now=True)
     assert query.awaitTermination(200) and query.exception() is None
-    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    batches = [p for p in query.recentProgress if p["numInputRows"]]
+    sizes = [p["numInputRows"] for p in batches]
     assert sum(sizes) == 200
     # 25000 bytes at ~1070 bytes per record: at most 23 records, so at least 9 micro-batches
     assert max(sizes) <= 25 and len(sizes) >= 8, sizes
+    # the lag per partition, from the progress (Python sources get no sources[].metrics)
+    first = source_lag(batches[0])
+    assert sum(first[topic].values()) == 200 - sizes[0] and set(first[topic]) == {0, 1}, first
+    assert lag_summary(source_lag(batches[-1])) == {"minOffsetsBehindLatest": 0, "maxOffsetsBehindLatest": 0,
+                                                    "avgOffsetsBehindLatest": 0.0}
 
 
 # ---------------------------------------------------------------- a checkpoint from another topic set

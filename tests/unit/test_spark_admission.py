@@ -9,6 +9,7 @@ import random
 import pytest
 from pyspark_kafkalite.admission import byte_limit, bytes_per_offset, lowest
 from pyspark_kafkalite.options import ReadOptions
+from pyspark_kafkalite.progress import lag_summary, source_lag
 
 from kafkalite.errors import ConfigError
 
@@ -112,3 +113,23 @@ def test_byte_limit_rounding_is_stable_for_all_orders() -> None:
     for order in itertools.permutations(latest):
         results.add(tuple(sorted(byte_limit(start, {tp: latest[tp] for tp in order}, rate, 200).items())))
     assert len(results) == 1
+
+
+def test_source_lag_from_a_progress_dict_or_object() -> None:
+    progress = {"sources": [{"endOffset": '{"t": {"0": 10, "1": 4}}',
+                             "latestOffset": {"t": {"0": 25, "1": 4, "2": 3}}}]}
+    lag = source_lag(progress)
+    assert lag == {"t": {0: 15, 1: 0, 2: 3}}  # t-2: a partition no batch read yet
+    assert lag_summary(lag) == {"minOffsetsBehindLatest": 0, "maxOffsetsBehindLatest": 15,
+                                "avgOffsetsBehindLatest": 6.0}
+
+    class Source:
+        endOffset = "{'t': {'0': 1}}"  # PySpark 4.0.2 / 4.0.3 show a dict's repr
+        latestOffset = '{"t": {"0": 3}}'
+
+    class Progress:
+        sources = [Source()]
+
+    assert source_lag(Progress()) == {"t": {0: 2}}
+    assert source_lag({"sources": [{"endOffset": '{"t": {"0": 1}}', "latestOffset": None}]}) == {}
+    assert lag_summary({}) == {}
