@@ -229,9 +229,11 @@ class Planner:
 
     # ------------------------------------------------------------ offsets
 
-    def list_offsets(self, specs: Mapping[TP, int]) -> dict[TP, int]:
+    def list_offsets(self, specs: Mapping[TP, int], *, skip_unknown: bool = False) -> dict[TP, int]:
         """ListOffsets: earliest (-2), latest (-1) or a timestamp per partition; -1 for a
-        timestamp after the last record."""
+        timestamp after the last record. ``skip_unknown`` leaves out partitions the
+        brokers do not know (a topic deleted since its metadata was read) instead of
+        failing: the stream reader treats them as gone."""
         if not specs:
             return {}
         request = {TopicPartition(t, p): AdminOffsetSpec(ts) for (t, p), ts in specs.items()}
@@ -239,15 +241,26 @@ class Planner:
         out: dict[TP, int] = {}
         for tp, item in result.items():
             if item.error is not None:
+                if skip_unknown and isinstance(item.error, UnknownTopicOrPartitionError):
+                    log.info("kafkalite: %s-%d is gone (%s)", tp.topic, tp.partition, item.error)
+                    continue
                 raise item.error
             out[(tp.topic, tp.partition)] = item.result().offset
         return out
 
-    def earliest(self, parts: Iterable[TP]) -> dict[TP, int]:
-        return self.list_offsets({tp: EARLIEST for tp in parts})
+    def earliest(self, parts: Iterable[TP], *, skip_unknown: bool = False) -> dict[TP, int]:
+        return self.list_offsets({tp: EARLIEST for tp in parts}, skip_unknown=skip_unknown)
 
-    def latest(self, parts: Iterable[TP]) -> dict[TP, int]:
-        return self.list_offsets({tp: LATEST for tp in parts})
+    def latest(self, parts: Iterable[TP], *, skip_unknown: bool = False) -> dict[TP, int]:
+        return self.list_offsets({tp: LATEST for tp in parts}, skip_unknown=skip_unknown)
+
+    def current(self) -> tuple[dict[TP, int], dict[TP, int]]:
+        """The latest and earliest offsets of the partitions read now; a partition that
+        vanished between the metadata and ListOffsets (topic being deleted) is left out."""
+        parts = self.partitions()
+        latest = self.latest(parts, skip_unknown=True)
+        earliest = self.earliest(latest, skip_unknown=True)
+        return {tp: off for tp, off in latest.items() if tp in earliest}, earliest
 
     def resolve(self, spec: OffsetSpec, parts: list[TP], *, earliest: Mapping[TP, int],
                 latest: Mapping[TP, int], starting: bool) -> dict[TP, int]:

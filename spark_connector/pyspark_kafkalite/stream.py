@@ -127,9 +127,7 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
         return planner.resolve(self.opts.starting, parts, earliest=earliest, latest=latest, starting=True)
 
     def _current(self) -> tuple[dict[TP, int], dict[TP, int]]:
-        planner = self.planner
-        parts = planner.partitions()
-        return planner.latest(parts), planner.earliest(parts)
+        return self.planner.current()
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: remember what exists now; never read past it."""
@@ -280,10 +278,8 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
             return []
         opts = self.opts
         planner = self.planner
-        current = set(planner.partitions())
-        known = [tp for tp in stop if tp in current]
-        earliest = planner.earliest(known) if known else {}
-        latest = planner.latest(known) if known else {}
+        latest, earliest = planner.current()
+        current = set(latest)
         ranges = []
         for tp, until in sorted(stop.items()):
             if tp not in current:

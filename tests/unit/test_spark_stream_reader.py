@@ -35,10 +35,10 @@ class ScriptedLog(Planner):
     def partitions(self) -> list[TP]:
         return list(PARTS)
 
-    def earliest(self, parts: Iterable[TP]) -> dict[TP, int]:
+    def earliest(self, parts: Iterable[TP], *, skip_unknown: bool = False) -> dict[TP, int]:
         return {tp: self.earliest_offsets[tp] for tp in parts}
 
-    def latest(self, parts: Iterable[TP]) -> dict[TP, int]:
+    def latest(self, parts: Iterable[TP], *, skip_unknown: bool = False) -> dict[TP, int]:
         return {tp: self.latest_offsets[tp] for tp in parts}
 
     def close(self) -> None:
