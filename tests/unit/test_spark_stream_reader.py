@@ -183,3 +183,29 @@ def test_a_partition_that_went_back_ends_the_batch_at_its_new_end_under_a_rate_l
     assert end == {"t": {"0": 5, "1": 5}}  # not stuck at 500 until the log grows past it
     with pytest.raises(OffsetOutOfRangeError, match="t-0 went back from offset 500 to 5"):
         reader.partitions(checkpoint, end)
+
+
+LOG_SIZES = {PARTS[0]: 100_000, PARTS[1]: 50_000}  # 100 and 50 bytes per offset at 1000 offsets
+
+
+def test_max_bytes_per_trigger_bounds_batches_on_both_call_sequences() -> None:
+    for admission in (False, True):
+        opts = ReadOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t",
+                                  "startingOffsets": "earliest", "maxBytesPerTrigger": "5000"}, streaming=True)
+        reader = KafkaLiteStreamReader(opts)
+        log = ScriptedLog(opts)
+        reader._planner = log
+        log.grow(1000)
+        log.log_sizes = lambda parts: {tp: LOG_SIZES[tp] for tp in parts}  # type: ignore[method-assign]
+        if admission:  # 4.2+: initialOffset, then latestOffset(start, limit)
+            start = reader.initialOffset()
+            assert reader.getDefaultReadLimit() is not None
+            end = reader.latestOffset(start, reader.getDefaultReadLimit())
+        else:  # 4.0 / 4.1: latestOffset() before initialOffset()
+            end = reader.latestOffset()
+            start = reader.initialOffset()
+        took = {p: end["t"][p] - start["t"][p] for p in ("0", "1")}
+        assert took == {"0": 33, "1": 33}  # the same share of each backlog: 33*100 + 33*50 <= 5000
+        reader.partitions(start, end)
+        nxt = reader.latestOffset(end, reader.getDefaultReadLimit()) if admission else reader.latestOffset()
+        assert {p: nxt["t"][p] - end["t"][p] for p in ("0", "1")} == {"0": 33, "1": 33}
