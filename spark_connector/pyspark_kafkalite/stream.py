@@ -172,7 +172,7 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
                       if tp in self._target}
         for tp in latest:
             begin.setdefault(tp, earliest[tp])  # a new partition starts at its earliest offset
-        end = self._limit(self._effective_begin(begin, latest, earliest), latest, limit)
+        end = self._limit(self._effective_begin(begin, latest, earliest), latest, limit, earliest)
         # Partitions that vanished keep their offset (partitions() reports the loss).
         for tp, off in begin.items():
             end.setdefault(tp, off)
@@ -242,7 +242,8 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
                     "this PySpark) read at most one bounded micro-batch per run; PySpark >= 4.2 "
                     "reads all that is available in bounded micro-batches", pyspark.__version__)
 
-    def _limit(self, begin: dict[TP, int], latest: dict[TP, int], limit: Any) -> dict[TP, int]:
+    def _limit(self, begin: dict[TP, int], latest: dict[TP, int], limit: Any,
+               earliest: dict[TP, int]) -> dict[TP, int]:
         opts = self.opts
         if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
             return dict(latest)
@@ -257,9 +258,9 @@ class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # t
         if opts.max_offsets_per_trigger:
             ends.append(rate_limit(begin, latest, opts.max_offsets_per_trigger))
         if opts.max_bytes_per_trigger:
-            planner = self.planner
-            parts = sorted(latest)
-            rate = bytes_per_offset(planner.log_sizes(parts), planner.earliest(parts), latest)
+            # The log's real end (not AvailableNow's target): the size covers all of it.
+            log_end = self._latest if self._latest is not None else latest
+            rate = bytes_per_offset(self.planner.log_sizes(sorted(log_end)), earliest, log_end)
             ends.append(byte_limit(begin, latest, rate, opts.max_bytes_per_trigger))
         return lowest(*ends)
 
