@@ -12,7 +12,10 @@ It creates the topics ``orders`` (3 partitions), ``order-totals`` and
 * batch: sums the amounts per customer and writes one record per customer;
 * streaming: the same aggregation per micro-batch of a streaming query
   (Trigger.AvailableNow, 200 records per micro-batch) with progress visible in consumer group
-  ``order-totals-live`` (``kafkalite groups describe order-totals-live``).
+  ``order-totals-live`` (``kafkalite groups describe order-totals-live``);
+* then 300 more orders, and a new query (new checkpoint) that starts at that group's
+  committed offsets (``startingOffsets=group``), in micro-batches of about 16 kB
+  (``maxBytesPerTrigger``), printing each partition's lag from the query progress.
 """
 
 from __future__ import annotations
@@ -93,6 +96,24 @@ def main() -> int:
         query.awaitTermination()
         print(f"streaming: {len([p for p in query.recentProgress if p['numInputRows']])} micro-batches of "
               "at most 200 orders; totals per micro-batch in topic order-totals-live")
+
+    # ---- a new query (a new checkpoint) that carries on where the group left off, with
+    # micro-batches of about 16 kB; the progress gives each partition's lag
+    write_orders(args.bootstrap, 300)
+    from pyspark_kafkalite.progress import lag_summary, source_lag
+
+    resumed = (spark.readStream.format("kafkalite").options(**kafka).option("subscribe", "orders")
+               .option("startingOffsets", "group").option("kafka.group.id", "order-totals-live")
+               .option("startingOffsetsFallback", "earliest").option("maxBytesPerTrigger", "16384").load())
+    with tempfile.TemporaryDirectory() as checkpoint:
+        query = (resumed.writeStream.foreachBatch(write_totals).option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        batches = [p for p in query.recentProgress if p["numInputRows"]]
+        print(f"from the group's offsets: {sum(p['numInputRows'] for p in batches)} new orders in "
+              f"{len(batches)} micro-batches of about 16 kB")
+        if batches:  # PySpark >= 4.2 reports the partitions' ends, hence the lag
+            print(f"lag after the first micro-batch: {source_lag(batches[0])} {lag_summary(source_lag(batches[0]))}")
     spark.stop()
     return 0
 

@@ -34,6 +34,8 @@ from pyspark_kafkalite.tracing import check_tracer_option
 
 EARLIEST = -2
 LATEST = -1
+#: startingOffsets=group: where a partition without a committed offset starts.
+STARTING_FALLBACK = "startingOffsetsFallback"
 
 # Client settings the connector owns (JVM connector: KafkaSourceProvider rejects them too).
 _SOURCE_FORBIDDEN = {
@@ -143,13 +145,14 @@ def parse_assign(text: str) -> tuple[tuple[str, int], ...]:
 
 @dataclass(frozen=True)
 class OffsetSpec:
-    """Where a range starts or ends: ``kind`` is earliest, latest, offsets or timestamps.
+    """Where a range starts or ends: ``kind`` is earliest, latest, offsets, timestamp(s) or
+    group (``startingOffsets=group``: the committed offsets of ``kafka.group.id``).
 
     ``by_partition`` holds the JSON offsets (-2/-1 allowed) or per-partition timestamps;
     ``timestamp`` the one timestamp of ``startingTimestamp`` / ``endingTimestamp``.
     """
 
-    kind: str
+    kind: str  # earliest | latest | offsets | timestamp | timestamps | group
     option: str
     by_partition: Mapping[tuple[str, int], int] = field(default_factory=dict)
     timestamp: int | None = None
@@ -181,6 +184,8 @@ def _offset_spec(options: Mapping[str, str], which: str, default: str, *, stream
     if text is None:
         return OffsetSpec(default, off_name)
     lowered = text.strip().lower()
+    if lowered == "group" and which == "starting":
+        return OffsetSpec("group", off_name)
     if lowered in ("earliest", "latest"):
         if which == "ending" and lowered == "earliest":
             raise ConfigError("option 'endingOffsets' cannot be 'earliest' (use 'latest' or JSON offsets)")
@@ -251,6 +256,8 @@ class ReadOptions:
     poll_timeout_ms: int = 120_000
     group_id: str | None = None
     group_id_prefix: str | None = None
+    starting_fallback: str = "latest"  # startingOffsets=group: a partition the group never committed
+    max_bytes_per_trigger: int | None = None
     streaming: bool = False
 
     @classmethod
@@ -296,6 +303,10 @@ class ReadOptions:
         if strategy_ts not in ("error", "latest"):
             raise ConfigError("option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
                               f"got {strategy_ts!r}")
+        fallback = (_get(raw, STARTING_FALLBACK) or "latest").strip().lower()
+        if fallback not in ("earliest", "latest", "error"):
+            raise ConfigError(f"option '{STARTING_FALLBACK}' must be 'earliest', 'latest' or 'error', "
+                              f"got {fallback!r}")
         delay = _get(raw, "maxTriggerDelay")
         poll = _int(raw, "kafkaConsumer.pollTimeoutMs")
         opts = cls(
@@ -317,8 +328,16 @@ class ReadOptions:
             poll_timeout_ms=poll if poll is not None else 120_000,
             group_id=_get(raw, "kafka.group.id"),
             group_id_prefix=_get(raw, "groupIdPrefix"),
+            starting_fallback=fallback,
+            max_bytes_per_trigger=_int(raw, "maxBytesPerTrigger"),
             streaming=bool(streaming),
         )
+        opts._check_group_start()
+        if streaming is False:
+            for name in ("maxBytesPerTrigger",):
+                if _get(raw, name) is not None:
+                    raise ConfigError(f"option '{name}' is for streaming queries only; a batch read has no "
+                                      "triggers (bound it with endingOffsets)")
         if (opts.min_offsets_per_trigger and opts.max_offsets_per_trigger
                 and opts.min_offsets_per_trigger > opts.max_offsets_per_trigger):
             raise ConfigError(f"option 'minOffsetsPerTrigger' ({opts.min_offsets_per_trigger}) is larger than "
@@ -326,6 +345,27 @@ class ReadOptions:
         opts.consumer_settings()  # unknown or forbidden kafka.* settings fail now, at analysis
         check_tracer_option(raw)
         return opts
+
+    def reads(self, tp: tuple[str, int]) -> bool:
+        """Whether these options read partition ``tp`` (by name: it need not exist)."""
+        if self.strategy == "subscribe":
+            return tp[0] in self.topics
+        if self.strategy == "subscribePattern":
+            return re.fullmatch(self.pattern or "", tp[0]) is not None
+        return tp in self.assigned
+
+    def _check_group_start(self) -> None:
+        """``startingOffsets=group`` needs the group; its fallback option needs the mode."""
+        if self.starting.kind != "group":
+            if _get(self.raw, STARTING_FALLBACK) is not None:
+                raise ConfigError(f"option '{STARTING_FALLBACK}' applies only with startingOffsets=group "
+                                  f"(the starting position here comes from option '{self.starting.option}')")
+            return
+        if not self.group_id:
+            hint = (" ('groupIdPrefix' makes a new group, which has no committed offsets)"
+                    if self.group_id_prefix else "")
+            raise ConfigError("option 'startingOffsets' is 'group': set 'kafka.group.id' to the consumer group "
+                              f"whose committed offsets the query starts from{hint}")
 
     def consumer_settings(self) -> dict[str, Any]:
         """Settings for the consumers that read ranges: no group, nothing automatic."""

@@ -8,7 +8,8 @@ Runs where Spark plans the query (the driver's Python worker), with one kafkalit
   connector does), ``subscribePattern`` (a full match of the topic name, Java's
   ``Pattern.matches``) or ``assign`` (a missing topic or partition is an error);
 * offsets come from ``earliest`` / ``latest``, the JSON offsets (which must cover every
-  partition read, as in Spark) or timestamps through ListOffsets;
+  partition read, as in Spark), timestamps through ListOffsets, or a consumer group's
+  committed offsets (``startingOffsets=group``, OffsetFetch);
 * pushed-down filters on ``topic``, ``partition`` and ``offset`` narrow the ranges
   exactly; a lower bound on ``timestamp`` moves each start to the first offset with
   that timestamp or later (ListOffsets), which never drops a matching record;
@@ -24,14 +25,21 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kafkalite import AdminClient, TopicPartition
 from kafkalite.admin.types import OffsetSpec as AdminOffsetSpec
-from kafkalite.errors import ConfigError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
-from pyspark_kafkalite.options import EARLIEST, LATEST, OffsetSpec, ReadOptions
+from kafkalite.errors import (
+    ConfigError,
+    KafkaError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
+from pyspark_kafkalite.options import EARLIEST, LATEST, STARTING_FALLBACK, OffsetSpec, ReadOptions
 
 log = logging.getLogger("pyspark_kafkalite")
 
@@ -141,6 +149,11 @@ class Planner:
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
         self.admin = AdminClient(opts.admin_settings())
+        self.topic_ids: dict[str, uuid.UUID] = {}  # as the last partitions() saw them
+
+    def ids(self) -> dict[str, uuid.UUID]:
+        """The topic ids the last :meth:`partitions` saw (a re-created topic gets a new one)."""
+        return dict(getattr(self, "topic_ids", {}))
 
     def close(self) -> None:
         self.admin.close()
@@ -188,14 +201,39 @@ class Planner:
                     log.warning("kafkalite: topic '%s' does not exist; reading it as empty", topic)
                     continue
                 raise item.error
-            out[topic] = sorted(p.partition for p in item.result().partitions)
+            described = item.result()
+            self.topic_ids[topic] = described.topic_id
+            out[topic] = sorted(p.partition for p in described.partitions)
         return out
+
+    def log_sizes(self, parts: Iterable[TP]) -> dict[TP, int]:
+        """Stored bytes of each partition's log (DescribeLogDirs; the largest replica, future
+        replicas of a move left out), for ``maxBytesPerTrigger``."""
+        wanted = set(parts)
+        if not wanted:
+            return {}
+        try:
+            by_broker = self.admin.describe_log_dirs().all()
+        except KafkaError as exc:
+            raise ConfigError(f"option 'maxBytesPerTrigger' needs the log sizes of the partitions read "
+                            f"(DescribeLogDirs, which needs the DESCRIBE permission on the CLUSTER resource), "
+                            f"and the brokers refused: {exc}") from exc
+        sizes: dict[TP, int] = {}
+        for dirs in by_broker.values():
+            for logdir in dirs.values():
+                for tp, replica in logdir.replicas.items():
+                    key = (tp.topic, tp.partition)
+                    if key in wanted and not replica.is_future:
+                        sizes[key] = max(sizes.get(key, 0), replica.size)
+        return sizes
 
     # ------------------------------------------------------------ offsets
 
-    def list_offsets(self, specs: Mapping[TP, int]) -> dict[TP, int]:
+    def list_offsets(self, specs: Mapping[TP, int], *, skip_unknown: bool = False) -> dict[TP, int]:
         """ListOffsets: earliest (-2), latest (-1) or a timestamp per partition; -1 for a
-        timestamp after the last record."""
+        timestamp after the last record. ``skip_unknown`` leaves out partitions the
+        brokers do not know (a topic deleted since its metadata was read) instead of
+        failing: the stream reader treats them as gone."""
         if not specs:
             return {}
         request = {TopicPartition(t, p): AdminOffsetSpec(ts) for (t, p), ts in specs.items()}
@@ -203,19 +241,32 @@ class Planner:
         out: dict[TP, int] = {}
         for tp, item in result.items():
             if item.error is not None:
+                if skip_unknown and isinstance(item.error, UnknownTopicOrPartitionError):
+                    log.info("kafkalite: %s-%d is gone (%s)", tp.topic, tp.partition, item.error)
+                    continue
                 raise item.error
             out[(tp.topic, tp.partition)] = item.result().offset
         return out
 
-    def earliest(self, parts: Iterable[TP]) -> dict[TP, int]:
-        return self.list_offsets({tp: EARLIEST for tp in parts})
+    def earliest(self, parts: Iterable[TP], *, skip_unknown: bool = False) -> dict[TP, int]:
+        return self.list_offsets({tp: EARLIEST for tp in parts}, skip_unknown=skip_unknown)
 
-    def latest(self, parts: Iterable[TP]) -> dict[TP, int]:
-        return self.list_offsets({tp: LATEST for tp in parts})
+    def latest(self, parts: Iterable[TP], *, skip_unknown: bool = False) -> dict[TP, int]:
+        return self.list_offsets({tp: LATEST for tp in parts}, skip_unknown=skip_unknown)
+
+    def current(self) -> tuple[dict[TP, int], dict[TP, int]]:
+        """The latest and earliest offsets of the partitions read now; a partition that
+        vanished between the metadata and ListOffsets (topic being deleted) is left out."""
+        parts = self.partitions()
+        latest = self.latest(parts, skip_unknown=True)
+        earliest = self.earliest(latest, skip_unknown=True)
+        return {tp: off for tp, off in latest.items() if tp in earliest}, earliest
 
     def resolve(self, spec: OffsetSpec, parts: list[TP], *, earliest: Mapping[TP, int],
                 latest: Mapping[TP, int], starting: bool) -> dict[TP, int]:
         """Concrete offsets for ``spec`` on ``parts`` (JSON -2/-1 and timestamps resolved)."""
+        if spec.kind == "group":
+            return self.group_start(parts, earliest=earliest, latest=latest)
         if spec.kind == "earliest":
             return {tp: earliest[tp] for tp in parts}
         if spec.kind == "latest":
@@ -247,6 +298,58 @@ class Planner:
             out[tp] = off
         return out
 
+    def committed(self, group: str, parts: list[TP]) -> dict[TP, int]:
+        """The offsets ``group`` committed for ``parts`` (partitions without one left out)."""
+        if not parts:
+            return {}
+        asked = {group: [TopicPartition(t, p) for t, p in parts]}
+        answer = self.admin.list_consumer_group_offsets(asked)[group].result()
+        return {(tp.topic, tp.partition): om.offset for tp, om in answer.items() if om.offset >= 0}
+
+    def group_start(self, parts: list[TP], *, earliest: Mapping[TP, int],
+                    latest: Mapping[TP, int]) -> dict[TP, int]:
+        """``startingOffsets=group``: the committed offsets of ``kafka.group.id``; a partition
+        without one starts as ``startingOffsetsFallback`` says (earliest, latest or error).
+
+        A committed offset outside the partition's log (records deleted since, or a topic
+        re-created) is data loss: an error with ``failOnDataLoss=true``, else the nearest
+        offset that exists, with a warning (Java's consumer would apply
+        ``auto.offset.reset`` there; a query names the loss instead of hiding it).
+        """
+        opts = self.opts
+        group = opts.group_id or ""
+        committed = self.committed(group, parts)
+        missing = [tp for tp in parts if tp not in committed]
+        if missing and opts.starting_fallback == "error":
+            raise NoOffsetForPartitionError(
+                f"consumer group '{group}' has no committed offset for {_names(missing)} (option "
+                f"startingOffsets=group, {STARTING_FALLBACK}=error); commit offsets for them "
+                f"(kafkalite groups --reset-offsets) or set {STARTING_FALLBACK} to earliest or latest",
+                partitions=[TopicPartition(t, p) for t, p in missing], group_id=group)
+        out: dict[TP, int] = {}
+        for tp in parts:
+            if tp not in committed:
+                out[tp] = earliest[tp] if opts.starting_fallback == "earliest" else latest[tp]
+                continue
+            off = committed[tp]
+            if earliest[tp] <= off <= latest[tp]:
+                out[tp] = off
+                continue
+            where = (f"before the first offset that still exists ({earliest[tp]}): records were deleted"
+                     if off < earliest[tp] else
+                     f"after the end of the partition ({latest[tp]}): was the topic re-created?")
+            message = f"consumer group '{group}' committed offset {off} for {tp[0]}-{tp[1]}, {where}"
+            if opts.fail_on_data_loss:
+                raise OffsetOutOfRangeError(f"{message}; option failOnDataLoss=true (set it to false to start at "
+                                            "the nearest offset that exists)", topic=tp[0], partition=tp[1],
+                                            group_id=group)
+            log.warning("kafkalite: %s; starting at %d (failOnDataLoss=false)", message,
+                        min(max(off, earliest[tp]), latest[tp]))
+            out[tp] = min(max(off, earliest[tp]), latest[tp])
+        log.info("kafkalite: starting at consumer group %s's offsets (%d partitions committed, %d from %s=%s)",
+                 group, len(parts) - len(missing), len(missing), STARTING_FALLBACK, opts.starting_fallback)
+        return out
+
     @staticmethod
     def _check_covers(spec: OffsetSpec, parts: list[TP]) -> None:
         given = set(spec.by_partition)
@@ -254,13 +357,11 @@ class Planner:
         missing = sorted(wanted - given)
         extra = sorted(given - wanted)
         if missing or extra:
-            def names(tps: list[TP]) -> str:
-                return ", ".join(f"{t}-{p}" for t, p in tps)
             problem = []
             if missing:
-                problem.append(f"missing {names(missing)}")
+                problem.append(f"missing {_names(missing)}")
             if extra:
-                problem.append(f"not read by this query: {names(extra)}")
+                problem.append(f"not read by this query: {_names(extra)}")
             raise ConfigError(f"option '{spec.option}' must give every partition read "
                               f"(-2 for earliest, -1 for latest); {'; '.join(problem)}")
 
@@ -321,6 +422,10 @@ class Planner:
                     narrowed.append(OffsetRange(r.topic, r.partition, start, r.end))
             out = narrowed
         return out
+
+
+def _names(tps: Iterable[TP]) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in tps)
 
 
 def offsets_to_json(offsets: Mapping[TP, int]) -> dict[str, dict[str, int]]:

@@ -183,3 +183,35 @@ def test_admin_result_single_item_raises_its_own_error() -> None:
         result.all()
     ok: AdminResult[str, int] = AdminResult("x", {"t": ItemResult(1)})
     assert ok.raise_on_error() is ok and ok.ok and ok["t"].exception() is None
+
+
+async def test_route_leaders_refreshes_metadata_once_for_a_partition_it_does_not_know() -> None:
+    # Partitions added since the cached metadata: Java's admin fetches metadata per call,
+    # so ListOffsets of a new partition must not fail on the stale partition count.
+    import uuid
+
+    from kafkalite import TopicPartition
+    from kafkalite.net.cluster import ClusterMetadata, PartitionMetadata, TopicMetadata
+
+    core = make_core()
+
+    def metadata(partitions: int) -> ClusterMetadata:
+        meta = ClusterMetadata()
+        meta.topics["t"] = TopicMetadata("t", uuid.uuid4(), False, {
+            p: PartitionMetadata("t", p, 1, 0, [1], [1], []) for p in range(partitions)})
+        return meta
+
+    forced: list[bool] = []
+
+    async def ensure_metadata(deadline: float, topics: Any = (), *, force: bool = False) -> ClusterMetadata:
+        forced.append(force)
+        return metadata(3 if force else 1)
+
+    core.ensure_metadata = ensure_metadata  # type: ignore[method-assign]
+    routed, failed = await core.route_leaders([TopicPartition("t", 0), TopicPartition("t", 2)], time.monotonic() + 5)
+    assert routed == {1: [TopicPartition("t", 0), TopicPartition("t", 2)]} and failed == {}
+    assert forced == [False, True]
+    forced.clear()
+    routed, failed = await core.route_leaders([TopicPartition("t", 5)], time.monotonic() + 5)
+    assert routed == {} and isinstance(failed[TopicPartition("t", 5)], UnknownTopicOrPartitionError)
+    assert forced == [False, True]  # one refresh, then the partition really does not exist

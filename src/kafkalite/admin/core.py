@@ -200,8 +200,18 @@ class AdminCore:
         return {await self.controller(deadline): keys}, {}
 
     async def route_leaders(self, partitions: list[TopicPartition], deadline: float) -> Route[TopicPartition]:
-        """Group partitions by leader; a missing topic or partition fails its items."""
-        meta = await self.ensure_metadata(deadline, {tp.topic for tp in partitions})
+        """Group partitions by leader; a missing topic or partition fails its items.
+
+        A partition the cached metadata does not know (partitions added since it was
+        fetched) refreshes it once before failing: Java's admin client fetches
+        metadata for each such call (``MetadataOperationContext``), so it never fails
+        on a stale count.
+        """
+        topics = {tp.topic for tp in partitions}
+        meta = await self.ensure_metadata(deadline, topics)
+        if any(tp.topic in meta.topics and tp.partition not in meta.topics[tp.topic].partitions
+               for tp in partitions):
+            meta = await self.ensure_metadata(deadline, topics, force=True)
         by_node: dict[int, list[TopicPartition]] = {}
         failed: dict[TopicPartition, KafkaError] = {}
         need_refresh = False
