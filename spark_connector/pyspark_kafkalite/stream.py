@@ -46,6 +46,7 @@ from pyspark_kafkalite.planning import (
     offsets_to_json,
     split_ranges,
 )
+from pyspark_kafkalite.shipping import ShippedToTasks
 from pyspark_kafkalite.source import KafkaInputPartition, read_partition
 
 log = logging.getLogger("pyspark_kafkalite")
@@ -88,7 +89,7 @@ def rate_limit(start: Mapping[TP, int], latest: Mapping[TP, int], max_rows: int)
     return {tp: start.get(tp, end) + take[tp] for tp, end in latest.items()}
 
 
-class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # type: ignore[misc]  # bases by version
+class KafkaLiteStreamReader(ShippedToTasks, DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # type: ignore[misc]  # bases by version
     """Micro-batch planning on the driver; the tasks read like the batch reader's."""
 
     def __init__(self, opts: ReadOptions) -> None:

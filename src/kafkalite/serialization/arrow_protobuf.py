@@ -409,34 +409,60 @@ def protobuf_to_struct(
     return _struct(messages, _plan(_descriptor(cls)))
 
 
+_SETTERS: dict[Any, dict[str, tuple[str, Any]]] = {}
+
+
+def _setters(descriptor: Any) -> dict[str, tuple[str, Any]]:
+    """Field name -> (how to set it, descriptor), once per message type (encoding's hot loop)."""
+    found = _SETTERS.get(descriptor)
+    if found is None:
+        found = {}
+        for field in descriptor.fields:
+            if field.message_type is not None and field.message_type.GetOptions().map_entry:
+                kind = "map_message" if _is_message(field.message_type.fields_by_name["value"]) else "map"
+                found[field.name] = (kind, field.message_type.fields_by_name["value"])
+            elif _repeated(field):
+                found[field.name] = ("repeated_message" if _is_message(field) else "repeated", field)
+            elif _is_message(field):
+                found[field.name] = ("message", field)
+            elif field.type in (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64):
+                found[field.name] = ("unsigned", field)
+            else:
+                found[field.name] = ("scalar", field)
+        _SETTERS[descriptor] = found
+    return found
+
+
 def _fill(message: Any, value: dict[str, Any]) -> None:
     """Set a message's fields from an Arrow ``to_pylist`` struct value."""
-    descriptor = message.DESCRIPTOR
+    setters = _setters(message.DESCRIPTOR)
     for name, v in value.items():
-        field = descriptor.fields_by_name.get(name)
-        if field is None:
-            raise SerializationError(f"{descriptor.full_name} has no field {name!r}", field=name)
         if v is None:
             continue
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            target = getattr(message, name)
-            value_field = field.message_type.fields_by_name["value"]
-            for k, x in (v.items() if isinstance(v, dict) else v):
-                if _is_message(value_field):
-                    _set_message(target[k], x)
-                else:
-                    target[k] = _unsigned(value_field, x)
-        elif _repeated(field):
+        found = setters.get(name)
+        if found is None:
+            raise SerializationError(f"{message.DESCRIPTOR.full_name} has no field {name!r}", field=name)
+        kind, field = found
+        if kind == "scalar":
+            setattr(message, name, v)
+        elif kind == "message":
+            _set_message(getattr(message, name), v)
+        elif kind == "repeated":
+            getattr(message, name).extend(v if field.type != FieldDescriptor.TYPE_UINT64
+                                          else [_unsigned(field, x) for x in v])
+        elif kind == "repeated_message":
             target = getattr(message, name)
             for x in v:
-                if _is_message(field):
-                    _set_message(target.add(), x)
-                else:
-                    target.append(_unsigned(field, x))
-        elif _is_message(field):
-            _set_message(getattr(message, name), v)
-        else:
+                _set_message(target.add(), x)
+        elif kind == "unsigned":
             setattr(message, name, _unsigned(field, v))
+        else:  # a map: Arrow gives (key, value) pairs
+            target = getattr(message, name)
+            for k, x in (v.items() if isinstance(v, dict) else v):
+                if kind == "map_message":
+                    _set_message(target[k], x)
+                else:
+                    target[k] = _unsigned(field, x)
 
 
 def _unsigned(field: Any, v: Any) -> Any:
