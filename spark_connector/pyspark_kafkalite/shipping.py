@@ -82,4 +82,4 @@ class ShippedToTasks:
         if state is None:  # object.__getstate__ of an instance without attributes
             state = {}
         cls = type(self)
-        return load_in_task, (cls.__module__, cls.__qualname__, cloudpickle.dumps(state))
+        return load_in_task, (cls.__module__, cls.__qualname__, cloudpickle.dumps(state))  # type: ignore[no-untyped-call]  # untyped in PySpark
