@@ -114,13 +114,16 @@ def test_json_values_of_two_versions_decode_in_map_in_arrow(spark: Any, kafka_br
                     ["offset", "value"])
         return run
 
-    df = _read(spark, kafka_broker.bootstrap, topic)
     out = _out(json_schema_to_arrow_schema(CLICK_V2))
-    rows = df.where("offset < 3").mapInArrow(decode(True), out).orderBy("offset").collect()
+    rows = (_read(spark, kafka_broker.bootstrap, topic).where("offset < 3").mapInArrow(decode(True), out)
+            .orderBy("offset").collect())
     assert [r.value.asDict() if r.value is not None else None for r in rows] == [
         {"page": "/", "ms": 120, "referrer": None}, {"page": "/docs", "ms": 80, "referrer": "/"}, None]
+    # A DataFrame of its own: with spark.sql.python.filterPushdown.enabled, a later query of
+    # the same DataFrame still reads only the offsets a filter pushed by an earlier query
+    # kept (seen with PySpark 4.3.0; not yet diagnosed) and would never read the bad record.
     with pytest.raises(Exception) as failed:
-        df.mapInArrow(decode(False), out).collect()
+        _read(spark, kafka_broker.bootstrap, topic).mapInArrow(decode(False), out).collect()
     text = str(failed.value)
     assert "row 3 of the JSON column" in text and f"topic '{topic}' partition 0, offset 3" in text, text[-3000:]
 
