@@ -36,6 +36,7 @@ from kafkalite.errors import ConfigError
 from pyspark_kafkalite.options import ReadOptions, WriteOptions
 from pyspark_kafkalite.planning import OffsetRange, Planner, PushedFilters
 from pyspark_kafkalite.reading import read_range
+from pyspark_kafkalite.shipping import ShippedToTasks
 
 #: The error of ``mode("overwrite")`` (Spark's own error for the default mode points there).
 OVERWRITE_REFUSED = (
@@ -183,7 +184,7 @@ class _PushFilters:
         return self._reader.push_filters(filters)
 
 
-class KafkaLiteBatchReader(DataSourceReader):
+class KafkaLiteBatchReader(ShippedToTasks, DataSourceReader):
     """Plans offset ranges on the driver; reads one range per task."""
 
     def __init__(self, opts: ReadOptions) -> None:
@@ -210,7 +211,7 @@ class KafkaLiteBatchReader(DataSourceReader):
         return read_partition(self.opts, partition)
 
 
-class KafkaLiteDataSource(DataSource):
+class KafkaLiteDataSource(ShippedToTasks, DataSource):
     """``format("kafkalite")``: Spark's Kafka source and sink, on kafkalite, no jar.
 
     Example::

@@ -53,6 +53,7 @@ from pyspark_kafkalite.planning import (
     offsets_to_json,
     split_ranges,
 )
+from pyspark_kafkalite.shipping import ShippedToTasks
 from pyspark_kafkalite.source import KafkaInputPartition, read_partition
 
 log = logging.getLogger("pyspark_kafkalite")
@@ -82,7 +83,7 @@ __all__ = ["ADMISSION_CONTROL", "KafkaLiteStreamReader", "rate_limit"]
 ADMISSION_CONTROL = ReadMaxRows is not None
 
 
-class KafkaLiteStreamReader(DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # type: ignore[misc]  # bases by version
+class KafkaLiteStreamReader(ShippedToTasks, DataSourceStreamReader, *_AVAILABLE_NOW_BASES):  # type: ignore[misc]  # bases by version
     """Micro-batch planning on the driver; the tasks read like the batch reader's."""
 
     def __init__(self, opts: ReadOptions) -> None:

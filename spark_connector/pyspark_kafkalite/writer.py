@@ -34,6 +34,7 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, St
 from kafkalite import Producer
 from kafkalite.errors import ConfigError, KafkaError
 from pyspark_kafkalite.options import WriteOptions
+from pyspark_kafkalite.shipping import ShippedToTasks
 from pyspark_kafkalite.tracing import TaskSpan
 
 try:  # PySpark >= 4.1
@@ -236,7 +237,7 @@ def write_all(opts: WriteOptions, iterator: Iterator[Any]) -> KafkaCommitMessage
                 sender.span.end(error)
 
 
-class KafkaLiteBatchWriter(DataSourceArrowWriter):
+class KafkaLiteBatchWriter(ShippedToTasks, DataSourceArrowWriter):
     """``df.write.format("kafkalite")``: one producer per task (see the module doc)."""
 
     def __init__(self, opts: WriteOptions) -> None:
@@ -252,7 +253,7 @@ class KafkaLiteBatchWriter(DataSourceArrowWriter):
         """Records already acknowledged stay in Kafka (at least once)."""
 
 
-class KafkaLiteStreamWriter(_StreamWriterBase):
+class KafkaLiteStreamWriter(ShippedToTasks, _StreamWriterBase):
     """``writeStream.format("kafkalite")``: each micro-batch's tasks write and flush."""
 
     def __init__(self, opts: WriteOptions) -> None:

@@ -22,7 +22,7 @@ import pytest
 
 from kafkalite import Producer
 from kafkalite.testing.spark import SparkStandaloneCluster
-from tests.spark_cluster.conftest import run_job
+from tests.spark_cluster.conftest import run_job, start_job
 from tests.spark_cluster.test_cluster import BOTH_EXECUTORS, read_all
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -67,3 +67,59 @@ def test_executors_run_kafkalite_from_a_shipped_venv(spark_cluster: SparkStandal
                                       for p in summary["pythons"]), summary["pythons"]
     assert Counter(r.value for r in read_all(bootstrap, sink, 1)) == Counter(f"s{i}".encode() for i in range(2000))
     assert not os.path.exists(spark_cluster.work_dir / "environment")  # nothing shared by accident
+
+
+def executor_python_without_kafkalite(where: Path) -> tuple[Path, Path]:
+    """(a PYSPARK_PYTHON, the base Python behind it on executors): the driver's Python
+    has kafkalite, the executors' (every process with KAFKALITE_TEST_EXECUTOR set, which
+    spark.executorEnv gives only them) is the base Python, with pyarrow and numpy (as
+    PySpark's own Arrow features need) but without kafkalite, as on a cluster where it
+    was installed on the driver's node only."""
+    import pyarrow
+
+    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    deps = where / "executor_site"
+    deps.mkdir()
+    site = Path(pyarrow.__file__).resolve().parents[1]
+    for name in ("pyarrow", "pyarrow.libs", "numpy", "numpy.libs"):
+        if (site / name).exists():
+            (deps / name).symlink_to(site / name)
+    wrapper = where / "python"
+    wrapper.write_text('#!/bin/sh\nif [ -n "$KAFKALITE_TEST_EXECUTOR" ]; then\n'
+                       f'  PYTHONPATH="$PYTHONPATH:{deps}" exec {base_python} "$@"\nfi\n'
+                       f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, base_python
+
+
+@pytest.mark.timeout(480)
+def test_executors_without_kafkalite_fail_naming_the_cause_and_the_fix(
+        spark_cluster: SparkStandaloneCluster, kafka_broker: Any, topic_factory: Any, tmp_path: Path) -> None:
+    python, base_python = executor_python_without_kafkalite(tmp_path)
+    as_executor = dict(os.environ, KAFKALITE_TEST_EXECUTOR="1")
+    probe = subprocess.run([str(python), "-c", "import pyarrow, numpy\nimport kafkalite"], env=as_executor,
+                           capture_output=True, text=True)
+    assert "No module named 'kafkalite'" in probe.stderr, probe.stderr  # pyarrow and numpy are there
+    source, sink = topic_factory(partitions=2), topic_factory(partitions=1)
+    with Producer({"bootstrap.servers": kafka_broker.bootstrap}) as producer:
+        for i in range(10):
+            producer.send(source, f"s{i}".encode(), partition=i % 2)
+    log = tmp_path / "driver.log"
+    proc = start_job(spark_cluster, "batch", spark_cluster.master_url, kafka_broker.bootstrap, source, sink,
+                     "--conf", "spark.executorEnv.KAFKALITE_TEST_EXECUTOR=1",
+                     "--conf", "spark.task.maxFailures=1",  # the first failure is the error we check
+                     log=log,
+                     env=dict(spark_cluster.env, PYSPARK_PYTHON=str(python)))
+    try:
+        proc.communicate(timeout=360)  # ~30 s on a quiet machine; minutes under a load of 40 on 2 cores
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"driver still running after 360 s\n{log.read_text()[-4000:]}") from None
+    text = log.read_text()
+    assert proc.returncode != 0, text[-4000:]
+    # The driver's error says what is missing, where, and the two fixes (not a bare
+    # "No module named 'pyspark_kafkalite'" from inside Spark's worker).
+    assert 'format("kafkalite") cannot run in this Spark task' in text, text[-4000:]
+    assert f"its Python, {base_python} on host" in text and "cannot import 'pyspark_kafkalite'" in text
+    assert "pip install 'kafkalite[spark]'" in text and "spark.archives=kafkalite_env.zip#environment" in text

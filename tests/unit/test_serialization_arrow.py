@@ -138,3 +138,14 @@ def test_bad_calls() -> None:
         struct_to_avro(pa.array([{"device": "x"}]), SCHEMA, schema_id=1)
     with pytest.raises(ConfigError, match="no column 'payload'"):
         decode_column(pa.record_batch({"value": pa.array([b""])}), "payload", SCHEMA)
+
+
+def test_a_bad_row_of_a_kafkalite_batch_names_its_record() -> None:
+    batch = pa.record_batch({"topic": pa.array(["iot", "iot"]), "partition": pa.array([4, 4], pa.int32()),
+                             "offset": pa.array([99, 100], pa.int64()),
+                             "value": pa.array([encode(record(1)), b"\x00\x00\x00\x00\x07junk"])})
+    with pytest.raises(SerializationError) as failed:
+        decode_column(batch, "value", SCHEMA)
+    assert str(failed.value).startswith("row 1 of the Avro column")
+    assert "(topic 'iot' partition 4, offset 100)" in str(failed.value)
+    assert failed.value.topic == "iot" and failed.value.context["offset"] == 100

@@ -63,6 +63,12 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("src/kafkalite/net/oauth.py", "post_form", "OSError"):
         "joins the socket's OSErrors: TokenEndpoint.fetch() retries it as 'unreachable' and "
         "reports a SaslAuthenticationError; it never reaches the caller",
+    ("spark_connector/pyspark_kafkalite/shipping.py", "load_in_task", "ModuleNotFoundError"):
+        "runs in an executor's Python that cannot import kafkalite (that is what it reports), "
+        "so no KafkaError class is there to raise",
+    ("spark_connector/pyspark_kafkalite/shipping.py", "load_in_task", "ImportError"):
+        "another kafkalite version in an executor's Python than the driver's: raised before "
+        "that version's classes are trusted with the driver's pickled state",
     ("spark_connector/pyspark_kafkalite/pack.py", "<module>", "SystemExit"):
         "the exit status of `python -m pyspark_kafkalite.pack`",
 }

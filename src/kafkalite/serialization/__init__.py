@@ -10,7 +10,8 @@ and JSON Schema serdes in the Confluent wire format, and Arrow column helpers.
   :class:`ProtobufSerializer` / :class:`ProtobufDeserializer` (``kafkalite[protobuf]``),
   :class:`JsonSchemaSerializer` / :class:`JsonSchemaDeserializer`
   (``kafkalite[jsonschema]``): imported on first use, so the extras stay optional;
-* :mod:`.arrow`: Confluent-framed Avro columns <-> Arrow struct columns (Spark).
+* :mod:`.arrow`, :mod:`.arrow_protobuf`, :mod:`.arrow_json`: Confluent-framed Avro,
+  Protobuf and JSON Schema columns <-> Arrow struct columns (Spark's ``mapInArrow``).
 
 See docs/serialization.md for a guide.
 """

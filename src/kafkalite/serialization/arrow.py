@@ -35,10 +35,18 @@ from __future__ import annotations
 import datetime
 import io
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from kafkalite.errors import ConfigError, SerializationError
+from kafkalite.serialization.arrow_common import (
+    RegistrySource,
+    check_mode,
+    registry_client,
+    replace_column,
+    require_pyarrow,
+    row_error,
+)
 from kafkalite.serialization.avro import SchemaInput, as_schema, parse_avro_schema
 from kafkalite.serialization.registry_client import SchemaRegistryClient
 from kafkalite.serialization.wire import frame, parse_header
@@ -60,12 +68,7 @@ __all__ = [
 ]
 
 Converter = Callable[[Any], Any] | None  # None: the value needs no conversion
-RegistrySource = SchemaRegistryClient | Mapping[str, Any] | str | None
-
-
-def _require_pyarrow() -> None:
-    if pa is None:
-        raise ConfigError("Arrow helpers need pyarrow: pip install 'kafkalite[spark]' (or pyarrow)")
+_require_pyarrow = require_pyarrow
 
 
 def _parsed(schema: SchemaInput, registry: SchemaRegistryClient | None) -> Any:
@@ -73,9 +76,7 @@ def _parsed(schema: SchemaInput, registry: SchemaRegistryClient | None) -> Any:
 
 
 def _client(registry: RegistrySource) -> SchemaRegistryClient | None:
-    if registry is None or isinstance(registry, SchemaRegistryClient):
-        return registry
-    return SchemaRegistryClient(registry)
+    return registry_client(registry)
 
 
 # -- Avro schema -> Arrow type ---------------------------------------------------------
@@ -323,9 +324,7 @@ def avro_to_struct(
             ``"PERMISSIVE"`` returns null for records that do not decode.
     """
     _require_pyarrow()
-    mode = mode.upper()
-    if mode not in ("FAILFAST", "PERMISSIVE"):
-        raise ConfigError(f"mode must be FAILFAST or PERMISSIVE, got {mode!r}")
+    mode = check_mode(mode)
     client = _client(registry)
     if reader_schema is None and client is None:
         raise ConfigError("avro_to_struct needs a reader_schema or a registry")
@@ -356,10 +355,8 @@ def avro_to_struct(
             if mode == "PERMISSIVE":
                 rows.append(None)
                 continue
-            if isinstance(exc, SerializationError):  # keep the type (unknown id, unreachable ...)
-                exc.message = f"row {row} of the Avro column: {exc.message}"
-                raise
-            raise SerializationError(f"row {row} of the Avro column does not decode: {exc}") from None
+            # A SerializationError keeps its type (unknown id, unreachable ...).
+            raise row_error(exc, row, "Avro") from None
     if reader is None:  # every row was null
         return pa.nulls(len(items), pa.struct([]))
     arrow_type = avro_to_arrow_type(reader)
@@ -408,26 +405,17 @@ def struct_to_avro(
 
 def decode_column(batch: Any, column: str = "value", reader_schema: SchemaInput | None = None, *,
                   registry: RegistrySource = None, mode: str = "FAILFAST", name: str | None = None) -> Any:
-    """A RecordBatch with ``column`` (Avro bytes) replaced by its struct (or added as ``name``)."""
-    _require_pyarrow()
-    index = batch.schema.get_field_index(column)
-    if index < 0:
-        raise ConfigError(f"the batch has no column {column!r}; it has {batch.schema.names}")
-    struct = avro_to_struct(batch.column(index), reader_schema, registry=registry, mode=mode)
-    if name is None:
-        return batch.set_column(index, column, struct)
-    return batch.append_column(name, struct)
+    """A RecordBatch with ``column`` (Avro bytes) replaced by its struct (or added as ``name``).
+
+    A record that does not decode (``FAILFAST``) raises naming its row, and its topic,
+    partition and offset when the batch has those columns.
+    """
+    return replace_column(batch, column, name,
+                          lambda c: avro_to_struct(c, reader_schema, registry=registry, mode=mode))
 
 
 def encode_column(batch: Any, column: str, schema: SchemaInput, *, schema_id: int | None = None,
                   registry: RegistrySource = None, subject: str | None = None, name: str | None = None) -> Any:
     """A RecordBatch with the struct ``column`` replaced by its Avro bytes (or added as ``name``)."""
-    _require_pyarrow()
-    index = batch.schema.get_field_index(column)
-    if index < 0:
-        raise ConfigError(f"the batch has no column {column!r}; it has {batch.schema.names}")
-    binary = struct_to_avro(batch.column(index), schema, schema_id=schema_id, registry=registry, subject=subject)
-    if name is None:
-        return batch.set_column(index, column, binary)
-    return batch.append_column(name, binary)
-
+    return replace_column(batch, column, name, lambda c: struct_to_avro(
+        c, schema, schema_id=schema_id, registry=registry, subject=subject))
