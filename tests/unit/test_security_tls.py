@@ -178,6 +178,11 @@ def test_setting_errors_name_the_setting(pki, settings, message) -> None:
         with pytest.raises(ConfigError) as info:
             resolve(client, dict(BOOT, **given))
         assert message in str(info.value)
+        # No password, right or wrong, is echoed (the one-letter ones could match any text).
+        for key, value in given.items():
+            if key.endswith("password") and len(value) > 1:
+                assert value not in str(info.value), (key, str(info.value))
+                assert value not in repr(info.value), (key, repr(info.value))
 
 
 def test_tls_settings_are_not_checked_without_tls() -> None:
