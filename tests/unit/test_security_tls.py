@@ -56,6 +56,22 @@ def test_context_defaults(pki) -> None:
     assert ssl_context(resolve("producer", {"bootstrap.servers": "h:1"})) is None
 
 
+def test_ssl_protocol_caps_the_enabled_protocols(pki) -> None:
+    """Java's SSLContext.getInstance(ssl.protocol): a TLSv1.2 context never negotiates
+    TLS 1.3, whatever ssl.enabled.protocols lists; TLSv1.3 and TLS leave it to decide."""
+    capped = ctx(ssl_ca_location=str(pki.ca), ssl_protocol="TLSv1.2")
+    assert capped.minimum_version == capped.maximum_version == ssl.TLSVersion.TLSv1_2
+    for protocol in ("TLSv1.3", "TLS"):
+        both = ctx(ssl_ca_location=str(pki.ca), ssl_protocol=protocol)
+        assert (both.minimum_version, both.maximum_version) == (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)
+    with pytest.raises(ConfigError) as info:
+        ctx(ssl_ca_location=str(pki.ca), ssl_protocol="TLSv1.2", ssl_enabled_protocols="TLSv1.3")
+    assert "'ssl.protocol' 'TLSv1.2' never negotiates any of 'ssl.enabled.protocols' ['TLSv1.3']" in str(info.value)
+    for unsupported in ("TLSv1.1", "SSLv3"):
+        with pytest.raises(ConfigError, match="'ssl.protocol'"):
+            ctx(ssl_ca_location=str(pki.ca), ssl_protocol=unsupported)
+
+
 def test_contexts_are_shared_per_settings(pki) -> None:
     a = ctx(ssl_ca_location=str(pki.ca))
     assert ctx(ssl_ca_location=str(pki.ca)) is a
