@@ -337,6 +337,7 @@ def test_cli_up_status_down_round_trip(tmp_path: Path) -> None:
     assert not Path(state["run_dir"]).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_cli_up_kerberos_oauth_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``up --kerberos --oauth`` as a user runs it: the settings ``status`` prints (listener

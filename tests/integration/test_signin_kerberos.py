@@ -99,7 +99,8 @@ SHORT_TICKET_S = 20
 """Ticket lifetime of the short-ticket KDC (ApacheDS's 4-minute minimum lowered)."""
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # generous: its own KDC and broker start (about 35 s), then a 40 s run
 def test_run_outlives_two_ticket_lifetimes(tmp_path, monkeypatch, caplog) -> None:
     """A KDC of its own whose tickets live 20 s (MiniKdc's 4-minute floor lowered by the
     harness's launcher) and a broker whose KERBEROS_REAUTH sessions end every 4 s. With
