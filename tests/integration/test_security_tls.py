@@ -124,12 +124,25 @@ def test_key_and_file_problems_fail_at_construction(kafka_broker_mtls, tmp_path)
         "does not belong to the certificate": dict(cfg, **{"ssl.certificate.location": str(pki.ca)}),
         "ssl.truststore.type": dict(cfg, **{"ssl.truststore.type": "JKS"}),
         "ssl.keystore.password": dict(cfg, **{"ssl.keystore.password": "x"}),
+        "'ssl.keystore.password' is wrong": {
+            "bootstrap.servers": kafka_broker_mtls.bootstrap, "security.protocol": "SSL",
+            "ssl.ca.location": str(pki.ca), "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(pki.client_keystore_p12), "ssl.keystore.password": "Wr0ng-Store-Pw"},
+        "'ssl.truststore.password' is wrong": {
+            "bootstrap.servers": kafka_broker_mtls.bootstrap, "security.protocol": "SSL",
+            "ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(pki.truststore_p12),
+            "ssl.truststore.password": "Wr0ng-Trust-Pw"},
     }
     for expected, settings in cases.items():
         for client in (Producer, Consumer, AdminClient):
             with pytest.raises(ConfigError) as info:
                 client(settings)
             assert expected in str(info.value), (client, str(info.value))
+            # A password, wrong or right, never appears in the error.
+            for key in ("ssl.key.password", "ssl.keystore.password", "ssl.truststore.password"):
+                if len(settings.get(key) or "") > 1:
+                    assert settings[key] not in str(info.value) and settings[key] not in repr(info.value)
+    assert pki.store_password not in str(info.value)
 
 
 async def test_protocol_mismatch_fails_fast_with_a_hint(kafka_broker_ssl, kafka_broker_sasl) -> None:
