@@ -217,7 +217,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("ssl.endpoint.identification.algorithm", "str", "https",
        "'https' checks the broker's host name against its certificate; '' turns it off."),
     _s("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions the client may use."),
-    _s("ssl.protocol", "choice", "TLSv1.3", "Accepted for Java compatibility; ssl.enabled.protocols decides.",
+    _s("ssl.protocol", "choice", "TLSv1.3", "Java's SSLContext protocol: TLSv1.2 caps the handshake at TLS 1.2 whatever "
+       "ssl.enabled.protocols lists; TLSv1.3 and TLS leave ssl.enabled.protocols to decide.",
        choices=("TLSv1.2", "TLSv1.3", "TLS")),
     _s("ssl.cipher.suites", "list", [], "OpenSSL cipher names for TLS 1.2 (empty: OpenSSL's defaults)."),
     _s("ssl.context", "object", None, "A ready ssl.SSLContext (overrides the other ssl.* settings)."),

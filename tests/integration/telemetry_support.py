@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -19,20 +18,18 @@ from typing import Any
 
 from kafkalite import AdminClient, Producer
 from kafkalite.admin.types import AlterConfigOp, ConfigResource
-from kafkalite.testing import KafkaDistribution, find_java
+from kafkalite.testing import KafkaDistribution
+from kafkalite.testing.java import JavaNotFoundError, find_javac
 
 SOURCE = Path(__file__).parent / "java" / "TelemetryRecorder.java"
 
 
 def javac() -> str:
     """The JDK's javac (next to the harness's java, or on PATH)."""
-    candidate = Path(find_java().executable).parent / "javac"
-    if candidate.is_file():
-        return str(candidate)
-    found = shutil.which("javac")
-    if found is None:
-        raise AssertionError("these tests need a JDK's javac (scripts/setup.sh installs openjdk-17-jdk-headless)")
-    return found
+    try:
+        return str(find_javac())
+    except JavaNotFoundError as exc:
+        raise AssertionError(f"these tests need a JDK's javac: {exc}") from None
 
 
 def compile_recorder(out: Path, version: str) -> Path:

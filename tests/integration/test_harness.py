@@ -337,6 +337,70 @@ def test_cli_up_status_down_round_trip(tmp_path: Path) -> None:
     assert not Path(state["run_dir"]).exists()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_cli_up_kerberos_oauth_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``up --kerberos --oauth`` as a user runs it: the settings ``status`` prints (listener
+    addresses, KRB5_CONFIG, a keytab, the token endpoint) are enough for the console tools
+    to produce and consume over GSSAPI and OIDC; ``down`` stops the KDC and the provider too."""
+    import re
+
+    from tests.integration.admin_support import kafkalite
+
+    env = dict(os.environ, KAFKALITE_STATE_DIR=str(tmp_path / "state"))
+    cli = [sys.executable, "-m", "kafkalite.testing"]
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=240)
+
+    up = run("up", "--kerberos", "--oauth", "--token-lifetime", "60")
+    assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / "state" / "cli" / "up.json").read_text())
+    pids = [state["nodes"][0]["pid"], state["signin"]["kdc"]["pid"], state["signin"]["oidc"]["pid"]]
+    try:
+        status = run("status")
+        assert status.returncode == 0 and "ready" in status.stdout, status.stdout
+
+        def printed(pattern: str) -> str:
+            found = re.search(pattern, status.stdout, re.M)
+            assert found, (pattern, status.stdout)
+            return found[1]
+
+        # What a user copies from the status lines, nothing else.
+        monkeypatch.setenv("KRB5_CONFIG", printed(r"export KRB5_CONFIG=(\S+)$"))
+        keytab = printed(r"alice@EXAMPLE.COM: keytab (\S+)$")
+        logins = {
+            printed(r"^  KERBEROS: (\S+)$"): {
+                "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI",
+                "sasl.kerberos.service.name": "kafka",
+                "sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                                    f'keyTab="{keytab}" '
+                                    'principal="alice@EXAMPLE.COM";'},
+            printed(r"^  OAUTH: (\S+)$"): {
+                "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                "sasl.oauthbearer.token.endpoint.url": printed(r"OIDC token endpoint (\S+) "),
+                "sasl.oauthbearer.client.credentials.client.id": "cli-user",
+                "sasl.oauthbearer.client.credentials.client.secret": "any-secret"},
+        }
+        for i, (bootstrap, settings) in enumerate(logins.items()):
+            properties = tmp_path / f"client-{i}.properties"
+            properties.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+            common = ["--bootstrap-server", bootstrap, "--command-config", str(properties), "--topic", f"up-{i}"]
+            done = kafkalite("topics", "--create", *common)
+            assert done.returncode == 0, (settings["sasl.mechanism"], done.stderr)
+            done = kafkalite("produce", *common, input="a\nb\n")
+            assert done.returncode == 0, (settings["sasl.mechanism"], done.stderr)
+            done = kafkalite("consume", *common, "--from-beginning", "--max-messages", "2")
+            assert done.returncode == 0, (settings["sasl.mechanism"], done.stderr)
+            assert done.stdout.splitlines() == ["a", "b"]
+    finally:
+        down = run("down")
+    assert down.returncode == 0, down.stderr
+    assert all(not processes.is_alive(pid) for pid in pids)
+    assert run("status").returncode == 1
+    assert not Path(state["run_dir"]).exists()
+
+
 def test_broker_run_dir_holds_config_and_logs(kafka_broker: LocalBroker) -> None:
     if not isinstance(kafka_broker, LocalBroker):  # an external cluster has no local files
         return

@@ -124,12 +124,25 @@ def test_key_and_file_problems_fail_at_construction(kafka_broker_mtls, tmp_path)
         "does not belong to the certificate": dict(cfg, **{"ssl.certificate.location": str(pki.ca)}),
         "ssl.truststore.type": dict(cfg, **{"ssl.truststore.type": "JKS"}),
         "ssl.keystore.password": dict(cfg, **{"ssl.keystore.password": "x"}),
+        "'ssl.keystore.password' is wrong": {
+            "bootstrap.servers": kafka_broker_mtls.bootstrap, "security.protocol": "SSL",
+            "ssl.ca.location": str(pki.ca), "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(pki.client_keystore_p12), "ssl.keystore.password": "Wr0ng-Store-Pw"},
+        "'ssl.truststore.password' is wrong": {
+            "bootstrap.servers": kafka_broker_mtls.bootstrap, "security.protocol": "SSL",
+            "ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(pki.truststore_p12),
+            "ssl.truststore.password": "Wr0ng-Trust-Pw"},
     }
     for expected, settings in cases.items():
         for client in (Producer, Consumer, AdminClient):
             with pytest.raises(ConfigError) as info:
                 client(settings)
             assert expected in str(info.value), (client, str(info.value))
+            # A password, wrong or right, never appears in the error.
+            for key in ("ssl.key.password", "ssl.keystore.password", "ssl.truststore.password"):
+                if len(settings.get(key) or "") > 1:
+                    assert settings[key] not in str(info.value) and settings[key] not in repr(info.value)
+    assert pki.store_password not in str(info.value)
 
 
 async def test_protocol_mismatch_fails_fast_with_a_hint(kafka_broker_ssl, kafka_broker_sasl) -> None:
@@ -174,3 +187,40 @@ def test_one_tls_context_per_client_settings(kafka_broker_ssl, topic_factory) ->
         core_cfg = producer._core.cfg
         assert ssl_context(core_cfg) is ssl_context(core_cfg)
         assert stats(producer).created >= 2  # bootstrap + the leader
+
+
+async def test_ssl_protocol_caps_the_tls_version(kafka_broker_ssl, kafka_broker_sasl, topic_factory) -> None:
+    """ssl.protocol is Java's SSLContext protocol: TLSv1.2 negotiates TLS 1.2 with a broker
+    that offers 1.3, and fails fast, saying why, against a listener that accepts TLS 1.3
+    only (``TLS13``: ``ssl.enabled.protocols=TLSv1.3`` on the broker); the default
+    (TLSv1.3) negotiates 1.3 with both."""
+    from kafkalite.testing.secured import BrokerListener
+
+    tls13 = BrokerListener(kafka_broker_sasl, "TLS13")
+
+    async def negotiated(listener: BrokerListener, **settings: str) -> str:
+        cfg = resolve("admin", listener.client_config(**settings))
+        host, port = listener.bootstrap.rsplit(":", 1)
+        conn = BrokerConnection(host, int(port), cfg)
+        await conn.connect()
+        try:
+            assert conn._protocol is not None and conn._protocol.transport is not None
+            return str(conn._protocol.transport.get_extra_info("ssl_object").version())
+        finally:
+            conn.close()
+
+    assert await negotiated(kafka_broker_ssl) == "TLSv1.3"
+    assert await negotiated(kafka_broker_ssl, ssl_protocol="TLSv1.2") == "TLSv1.2"
+    assert await negotiated(kafka_broker_ssl, ssl_protocol="TLS") == "TLSv1.3"
+    assert await negotiated(tls13) == "TLSv1.3"
+    topic = topic_factory(on=kafka_broker_ssl)
+    round_trip(kafka_broker_ssl.client_config(ssl_protocol="TLSv1.2"), topic, 3)
+
+    with AdminClient(tls13.client_config(ssl_protocol="TLSv1.2"), default_api_timeout_ms=60_000) as admin:
+        started = time.monotonic()
+        with pytest.raises(SslAuthenticationError) as info:
+            admin.describe_cluster()
+        assert time.monotonic() - started < 20  # the handshake's answer, not the API timeout
+    text = str(info.value)
+    assert tls13.bootstrap in text and "accepts none of the TLS versions this client offers" in text
+    assert "ssl.protocol and ssl.enabled.protocols" in text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from itertools import pairwise
 
 import pytest
 
@@ -93,6 +94,65 @@ def test_relogin_and_reauthentication_during_a_long_run(kafka_broker_signin, ker
         assert p.authentication_failures == c.authentication_failures == 0
         assert producer.metrics()["successful-reauthentication-total"] == p.reauthentications
     assert login.logins - logins_before >= 3, login.logins  # fresh TGTs from the keytab
+
+
+SHORT_TICKET_S = 20
+"""Ticket lifetime of the short-ticket KDC (ApacheDS's 4-minute minimum lowered)."""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # generous: its own KDC and broker start (about 35 s), then a 40 s run
+def test_run_outlives_two_ticket_lifetimes(tmp_path, monkeypatch, caplog) -> None:
+    """A KDC of its own whose tickets live 20 s (MiniKdc's 4-minute floor lowered by the
+    harness's launcher) and a broker whose KERBEROS_REAUTH sessions end every 4 s. With
+    Java's default renew window (0.8 of the lifetime), a producer and a consumer run
+    until the TGT of the second login has expired by its end time: the client logged in
+    again from the keytab before each TGT ended, every session was re-authenticated
+    (KIP-368) on its open connection, nothing is lost, no connection closed, no warning."""
+    from kafkalite.testing.signin import SignInServices
+
+    with SignInServices(tmp_path / "short", kerberos=True, oauth=False, ticket_lifetime_s=SHORT_TICKET_S) as short:
+        assert short.kdc is not None and short.broker is not None
+        monkeypatch.setenv("KRB5_CONFIG", str(short.kdc.krb5_conf))
+        caplog.set_level(logging.WARNING, logger="kafkalite")
+        broker = short.broker
+        topic = broker.create_topic(unique_topic_name("krb-expiry"), 2)
+        cfg = broker.client_config("KERBEROS_REAUTH", **short.kdc.client_settings("alice"),
+                                   **{"sasl.kerberos.min.time.before.relogin": 1000})
+        login = kerberos.login_for(kerberos.kerberos_settings(_resolved(cfg)))
+        sent = received = 0
+        ends: list[float] = []  # each TGT's end time as MIT Kerberos reports it
+        with Producer(cfg, linger_ms=0) as producer, \
+                Consumer(cfg, group_id=f"{topic}-g", auto_offset_reset="earliest") as consumer:
+            consumer.subscribe([topic])
+            first_login = time.time()
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                producer.send(topic, b"v%d" % sent).result(30)
+                sent += 1
+                received += len(consumer.poll(0.5))
+                if not ends or login.expires_at != ends[-1]:
+                    ends.append(login.expires_at)
+                if len(ends) >= 3 and time.time() > ends[1] + 1:
+                    break  # the first two TGTs have ended, a third is in use
+            assert len(ends) >= 3 and time.time() > ends[1], (ends, time.time())
+            drain = time.monotonic() + 30
+            while received < sent and time.monotonic() < drain:
+                received += len(consumer.poll(0.5))
+            assert received == sent
+            p, c = stats(producer), stats(consumer)
+            # The TGTs really were 20 s ones (not MiniKdc's 4-minute minimum; the first login
+            # happens when the first connection authenticates, on a busy machine seconds
+            # after the clients were made), and each next one was fetched before the
+            # previous one ended.
+            assert ends[0] - first_login <= SHORT_TICKET_S + 30, (ends[0], first_login)
+            assert all(0 < later - earlier < SHORT_TICKET_S for earlier, later in pairwise(ends)), ends
+            assert p.closed == c.closed == 0, (p, c)
+            assert p.authentication_failures == c.authentication_failures == 0, (p, c)
+            # Sessions end every 4 s: both clients re-authenticated several times over the run.
+            assert p.reauthentications >= 3 * p.created and c.reauthentications >= 3 * c.created, (p, c)
+        assert login.logins >= 3, login.logins
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def _resolved(cfg):

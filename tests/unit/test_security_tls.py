@@ -56,6 +56,22 @@ def test_context_defaults(pki) -> None:
     assert ssl_context(resolve("producer", {"bootstrap.servers": "h:1"})) is None
 
 
+def test_ssl_protocol_caps_the_enabled_protocols(pki) -> None:
+    """Java's SSLContext.getInstance(ssl.protocol): a TLSv1.2 context never negotiates
+    TLS 1.3, whatever ssl.enabled.protocols lists; TLSv1.3 and TLS leave it to decide."""
+    capped = ctx(ssl_ca_location=str(pki.ca), ssl_protocol="TLSv1.2")
+    assert capped.minimum_version == capped.maximum_version == ssl.TLSVersion.TLSv1_2
+    for protocol in ("TLSv1.3", "TLS"):
+        both = ctx(ssl_ca_location=str(pki.ca), ssl_protocol=protocol)
+        assert (both.minimum_version, both.maximum_version) == (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)
+    with pytest.raises(ConfigError) as info:
+        ctx(ssl_ca_location=str(pki.ca), ssl_protocol="TLSv1.2", ssl_enabled_protocols="TLSv1.3")
+    assert "'ssl.protocol' 'TLSv1.2' never negotiates any of 'ssl.enabled.protocols' ['TLSv1.3']" in str(info.value)
+    for unsupported in ("TLSv1.1", "SSLv3"):
+        with pytest.raises(ConfigError, match="'ssl.protocol'"):
+            ctx(ssl_ca_location=str(pki.ca), ssl_protocol=unsupported)
+
+
 def test_contexts_are_shared_per_settings(pki) -> None:
     a = ctx(ssl_ca_location=str(pki.ca))
     assert ctx(ssl_ca_location=str(pki.ca)) is a
@@ -178,6 +194,11 @@ def test_setting_errors_name_the_setting(pki, settings, message) -> None:
         with pytest.raises(ConfigError) as info:
             resolve(client, dict(BOOT, **given))
         assert message in str(info.value)
+        # No password, right or wrong, is echoed (the one-letter ones could match any text).
+        for key, value in given.items():
+            if key.endswith("password") and len(value) > 1:
+                assert value not in str(info.value), (key, str(info.value))
+                assert value not in repr(info.value), (key, repr(info.value))
 
 
 def test_tls_settings_are_not_checked_without_tls() -> None:

@@ -73,6 +73,7 @@ READERS: dict[str, dict[str, str]] = {
     "ssl.keystore.password": {ANY: "net/tls.py"},
     "ssl.endpoint.identification.algorithm": {ANY: "net/tls.py"},
     "ssl.enabled.protocols": {ANY: "net/tls.py"},
+    "ssl.protocol": {ANY: "net/tls.py"},
     "ssl.cipher.suites": {ANY: "net/tls.py"},
     "ssl.context": {ANY: "net/tls.py"},
     "ssl.truststore.password": {ANY: "net/tls.py"},
@@ -171,13 +172,14 @@ READERS: dict[str, dict[str, str]] = {
 
 # Accepted but not honoured yet, each implemented by another piece of work: may only shrink.
 PENDING: dict[str, str] = {
-    "ssl.protocol": "issue 16 (TLS settings: ssl.enabled.protocols decides today)",
 }
 
 _EFFECTS = "tests/integration/test_settings_effects.py"
 _UNIT = "tests/unit/test_settings_effects.py"
 # The settings issue 13 found accepted and ignored: the tests that prove what they do now.
 PROOFS: dict[str, list[str]] = {
+    "ssl.protocol": ["tests/integration/test_security_tls.py::test_ssl_protocol_caps_the_tls_version",
+                     "tests/unit/test_security_tls.py::test_ssl_protocol_caps_the_enabled_protocols"],
     "connections.max.idle.ms": [f"{_EFFECTS}::test_idle_connections_are_closed_and_reopened_on_demand",
                                 f"{_EFFECTS}::test_busy_connections_are_not_reaped"],
     "socket.connection.setup.timeout.max.ms": [f"{_UNIT}::test_setup_timeout_doubles_per_failed_attempt_up_to_the_max",

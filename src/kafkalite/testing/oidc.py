@@ -14,7 +14,13 @@ exactly as against a production identity provider. One issuer, ``kafka``:
 
 The server accepts any client secret (it is a mock in that respect only); it refuses
 requests it cannot honour with a standard OAuth error (a client without credentials:
-``invalid_client``; a ``jwt-bearer`` request without scope: ``invalid_request``).
+``invalid_client``; a ``jwt-bearer`` request without scope, or with an unsigned
+assertion: ``invalid_request``). A ``jwt-bearer`` request as Kafka's
+``JwtBearerJwtRetriever`` sends it (``grant_type``, ``assertion``, ``scope``; no client
+id) is refused with ``invalid_client`` [HTTP 401] even when the assertion is signed:
+the server's request-mapping callback resolves ``${clientId}`` for every request, and
+there is none; the same request with a ``client_id`` parameter gets a token (both found
+by experiment with 6.0.2). So only refusals of that grant are tested end to end.
 
 >>> with MockOAuth2Server(token_lifetime_s=30) as oidc:             # doctest: +SKIP
 ...     oidc.client_settings("billing-app")["sasl.oauthbearer.token.endpoint.url"]

@@ -247,10 +247,11 @@ SECURE_PRESET = SecurityPreset(
     mechanisms=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"),
     super_users=("admin", "kafkalite-client"),
     extra_listeners={"SSL": "SSL", "MTLS": "SSL", "SSL_WRONG_HOST": "SSL", "SASL_SSL": "SASL_SSL",
-                     "REAUTH": "SASL_PLAINTEXT"},
+                     "REAUTH": "SASL_PLAINTEXT", "TLS13": "SSL"},
     client_auth_listeners=("MTLS",),
     wrong_host_listeners=("SSL_WRONG_HOST",),
-    listener_configs={"REAUTH": {"connections.max.reauth.ms": str(REAUTH_MS)}},
+    listener_configs={"REAUTH": {"connections.max.reauth.ms": str(REAUTH_MS)},
+                      "TLS13": {"ssl.enabled.protocols": "TLSv1.3"}},
 )
 """Everything security tests need on one broker (one JVM start instead of five):
 
@@ -260,7 +261,8 @@ SECURE_PRESET = SecurityPreset(
   a super user);
 - ``SSL_WRONG_HOST``: TLS whose certificate names another host (hostname verification);
 - ``SASL_SSL``: the SASL mechanisms over TLS;
-- ``REAUTH``: SASL_PLAINTEXT with ``connections.max.reauth.ms`` = :data:`REAUTH_MS`.
+- ``REAUTH``: SASL_PLAINTEXT with ``connections.max.reauth.ms`` = :data:`REAUTH_MS`;
+- ``TLS13``: TLS that accepts TLS 1.3 only (``ssl.enabled.protocols=TLSv1.3``).
 """
 
 SIGNIN_REAUTH_MS = 4000

@@ -60,17 +60,25 @@ class SignInServices:
         run_dir: the services' files go into ``kdc/``, ``oidc/`` and ``broker/`` below it.
         kerberos / oauth: which of the two to run.
         token_lifetime_s: lifetime of the provider's tokens.
+        ticket_lifetime_s: lifetime of the KDC's tickets (default a day; a shorter one
+            lowers ApacheDS's 4-minute minimum to a tenth of it, see :class:`MiniKdc`:
+            clients must log in again while a tenth is left, as Java's default renew
+            window of 0.8 does).
         port: the broker's PLAINTEXT port (default a free one).
         tied: die with this process (tests); False for the CLI's ``up``.
     """
 
     def __init__(self, run_dir: Path, *, kerberos: bool = True, oauth: bool = True,
-                 token_lifetime_s: int = TOKEN_LIFETIME_S, version: str = DEFAULT_KAFKA_VERSION,
+                 token_lifetime_s: int = TOKEN_LIFETIME_S, ticket_lifetime_s: int | None = None,
+                 version: str = DEFAULT_KAFKA_VERSION,
                  port: int | None = None, tied: bool = True, auto_create_topics: bool = False) -> None:
         if not (kerberos or oauth):
             raise ValueError("SignInServices needs kerberos and/or oauth")
         self.run_dir = Path(run_dir)
-        self.kdc = MiniKdc((BROKER_PRINCIPAL, *CLIENT_PRINCIPALS), run_dir=self.run_dir / "kdc", tied=tied) \
+        lifetime_ms = None if ticket_lifetime_s is None else ticket_lifetime_s * 1000
+        self.kdc = MiniKdc((BROKER_PRINCIPAL, *CLIENT_PRINCIPALS), run_dir=self.run_dir / "kdc", tied=tied,
+                           max_ticket_lifetime_ms=lifetime_ms,
+                           min_ticket_lifetime_ms=None if lifetime_ms is None else min(240_000, lifetime_ms // 10)) \
             if kerberos else None
         self.oidc = MockOAuth2Server(token_lifetime_s=token_lifetime_s, run_dir=self.run_dir / "oidc", tied=tied) \
             if oauth else None
