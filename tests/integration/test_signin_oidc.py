@@ -85,6 +85,32 @@ def test_a_run_outlives_the_token_lifetime(kafka_broker_oauth, oidc_provider) ->
     assert login.fetches - fetched_before >= 2  # refreshed ahead of expiry
 
 
+def test_jwt_bearer_grant_with_a_signed_assertion(kafka_broker_oauth, oidc_provider, tmp_path: Path) -> None:
+    """KIP-1139's JwtBearerJwtRetriever: kafkalite signs an assertion (RS256, its own key)
+    and trades it for an access token; the broker validates that token against the
+    provider's JWKS. The client id is sent beside the grant (the provider looks it up)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    key_file = tmp_path / "assertion-key.pem"
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    topic = kafka_broker_oauth.create_topic(unique_topic_name("oidc-jwt-bearer"), 1)
+    cfg = kafka_broker_oauth.client_config(**{
+        "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url": oidc_provider.token_endpoint,
+        "sasl.oauthbearer.jwt.retriever.class": "JwtBearerJwtRetriever",
+        "sasl.oauthbearer.assertion.private.key.file": str(key_file),
+        "sasl.oauthbearer.assertion.claim.iss": "jwt-bearer-app", "sasl.oauthbearer.assertion.claim.sub": "jwt-bearer-app",
+        "sasl.oauthbearer.assertion.claim.aud": oidc_provider.token_endpoint,
+        "sasl.oauthbearer.client.credentials.client.id": "jwt-bearer-app", "sasl.oauthbearer.scope": "kafka"})
+    round_trip(cfg, topic, 3)
+    with Producer(cfg) as producer:
+        producer.send(topic, b"x").result(30)
+        principals = {n.connection.sasl_principal for n in producer._core.client._nodes.values() if n.connection}
+        assert principals == {"jwt-bearer-app"}  # the token the provider issued for that client
+
+
 # ---------------------------------------------------------------- bad input
 
 

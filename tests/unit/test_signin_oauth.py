@@ -214,21 +214,29 @@ def test_generated_assertions_are_signed(tmp_path, algorithm) -> None:
 def test_jwt_bearer_and_client_assertion_requests(tmp_path) -> None:
     assertion = tmp_path / "assertion.jwt"
     assertion.write_text("header.payload.signature\n")
-    post = FakeEndpoint(token_answer(2000), token_answer(2000))
-    bearer = settings(sasl_oauthbearer_jwt_retriever_class="org.apache.kafka.common.security.oauthbearer."
-                                                           "JwtBearerJwtRetriever",
-                      sasl_oauthbearer_assertion_file=str(assertion), sasl_oauthbearer_scope="kafka")
-    TokenEndpoint(bearer, post=post).fetch()
+    post = FakeEndpoint(token_answer(2000), token_answer(2000), token_answer(2000))
+    bearer = dict(sasl_oauthbearer_jwt_retriever_class="org.apache.kafka.common.security.oauthbearer."
+                                                       "JwtBearerJwtRetriever",
+                  sasl_oauthbearer_assertion_file=str(assertion), sasl_oauthbearer_scope="kafka")
+    # Without a client id: the request Java's JwtBearerJwtRetriever sends.
+    TokenEndpoint(settings(**bearer, sasl_oauthbearer_client_credentials_client_id=None,
+                           sasl_oauthbearer_client_credentials_client_secret=None), post=post).fetch()
     body = urllib.parse.parse_qs(post.posts[0][1])
     assert body == {"grant_type": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
                     "assertion": ["header.payload.signature"], "scope": ["kafka"]}
     assert "Authorization" not in post.posts[0][2]
+    # With one, it identifies the client beside the grant (RFC 7523 3.1), never a secret.
+    TokenEndpoint(settings(**bearer), post=post).fetch()
+    body = urllib.parse.parse_qs(post.posts[1][1])
+    assert body == {"grant_type": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
+                    "assertion": ["header.payload.signature"], "client_id": ["app"], "scope": ["kafka"]}
+    assert "Authorization" not in post.posts[1][2] and SECRET not in post.posts[1][1]
     # Client credentials proven by the assertion instead of a secret (private_key_jwt).
     TokenEndpoint(settings(sasl_oauthbearer_assertion_file=str(assertion)), post=post).fetch()
-    body = urllib.parse.parse_qs(post.posts[1][1])
+    body = urllib.parse.parse_qs(post.posts[2][1])
     assert body["client_assertion_type"] == ["urn:ietf:params:oauth:client-assertion-type:jwt-bearer"]
     assert body["client_assertion"] == ["header.payload.signature"] and body["client_id"] == ["app"]
-    assert "Authorization" not in post.posts[1][2]
+    assert "Authorization" not in post.posts[2][2]
 
 
 def test_token_from_a_file(tmp_path) -> None:

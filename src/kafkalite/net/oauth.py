@@ -322,6 +322,12 @@ class TokenEndpoint:
         if s.grant == "jwt_bearer":
             assert s.assertion is not None
             fields = [("grant_type", JWT_BEARER_GRANT), ("assertion", make_assertion(s.assertion, self._clock()))]
+            if s.client_id:
+                # RFC 7523 3.1: the grant may be used with or without identifying the
+                # client. Java's JwtBearerJwtRetriever sends no client id; providers that
+                # look the client up (mock-oauth2-server, some Keycloak set-ups) need one,
+                # so it is sent only when the user sets the client-id setting.
+                fields.append(("client_id", s.client_id))
         elif s.assertion is not None:  # client credentials proven by a signed JWT (private_key_jwt)
             fields = [("client_assertion_type", CLIENT_ASSERTION_TYPE),
                       ("client_assertion", make_assertion(s.assertion, self._clock())),

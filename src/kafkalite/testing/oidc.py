@@ -20,7 +20,9 @@ assertion: ``invalid_request``). A ``jwt-bearer`` request as Kafka's
 id) is refused with ``invalid_client`` [HTTP 401] even when the assertion is signed:
 the server's request-mapping callback resolves ``${clientId}`` for every request, and
 there is none; the same request with a ``client_id`` parameter gets a token (both found
-by experiment with 6.0.2). So only refusals of that grant are tested end to end.
+by experiment with 6.0.2). kafkalite sends that parameter when
+``sasl.oauthbearer.client.credentials.client.id`` is set (RFC 7523 allows it), which is
+how the grant is tested end to end here.
 
 >>> with MockOAuth2Server(token_lifetime_s=30) as oidc:             # doctest: +SKIP
 ...     oidc.client_settings("billing-app")["sasl.oauthbearer.token.endpoint.url"]
