@@ -328,6 +328,14 @@ def test_cli_up_status_down_round_trip(tmp_path: Path) -> None:
             while len(values) < 3 and time.monotonic() < deadline:
                 values += [r.value for r in consumer.poll(0.5)]
         assert values == [b"one", b"two", b"three"]
+        # The same first try with kafkalite's own console producer: it writes at once too
+        # (the broker answers the first lookup before its controller has made the topic).
+        from tests.integration.admin_support import kafkalite
+
+        done = kafkalite("produce", "--bootstrap-server", up.stdout.strip(), "--topic", "created-by-kafkalite",
+                         input="first\n")
+        assert done.returncode == 0, done.stderr
+        assert "Produced 1 record(s) to created-by-kafkalite" in done.stderr
     finally:
         down = run("down")
     assert down.returncode == 0, down.stderr

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -284,16 +285,21 @@ def _produce(args: argparse.Namespace, reader: LineReader, static_headers: list[
     return None
 
 
+#: how long a topic that a broker may be auto-creating is looked up again before it counts as missing
+AUTO_CREATE_WAIT_S = 5.0
+
+
 def check_topic(settings: dict[str, Any], topic: str, partition: int | None, timeout: float) -> None:
     """Fail fast, naming the topic, when it does not exist (or lacks ``partition``).
 
     Without this a producer waits ``max.block.ms`` (60 s) for metadata of a topic that
     will never appear. The topic is looked up as Java's ``KafkaConsumer.partitionsFor``
     does (a public :class:`kafkalite.Consumer` with the connection settings), and a topic
-    that is missing is reported at once. The lookup allows auto-creation like Java's
-    producer, so a broker with ``auto.create.topics.enable=true`` creates the topic; a
-    KRaft broker answers before its controller has (UNKNOWN_TOPIC_OR_PARTITION), so that
-    run fails and the next one writes.
+    that is missing is reported within a few seconds. The lookup allows auto-creation like
+    Java's producer, so a broker with ``auto.create.topics.enable=true`` creates the
+    topic; a KRaft broker answers before its controller has (UNKNOWN_TOPIC_OR_PARTITION),
+    so the lookup is repeated for up to :data:`AUTO_CREATE_WAIT_S` before the topic counts
+    as missing (Java's producer would wait all of max.block.ms).
     Bounded by ``timeout`` (``--timeout``, default max.block.ms) while no broker answers.
     """
     from kafkalite import Consumer
@@ -305,6 +311,10 @@ def check_topic(settings: dict[str, Any], topic: str, partition: int | None, tim
     lookup_settings = {**settings_for(ALL, settings), "allow.auto.create.topics": True}
     with Consumer(lookup_settings) as consumer:
         partitions = consumer.partitions_for(topic, timeout=timeout)
+        deadline = time.monotonic() + min(timeout, AUTO_CREATE_WAIT_S)
+        while not partitions and time.monotonic() < deadline:
+            time.sleep(0.25)  # between metadata lookups: the controller creating the topic
+            partitions = consumer.partitions_for(topic, timeout=timeout)
     if not partitions:
         raise UnknownTopicOrPartitionError(
             "Topic does not exist and the broker does not create topics automatically"
