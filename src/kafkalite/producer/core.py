@@ -48,7 +48,7 @@ from kafkalite.net.client import NetworkClient
 from kafkalite.plugins import close_each
 from kafkalite.producer import exit_guard
 from kafkalite.producer.accumulator import BufferPool, RecordAccumulator, TopicState
-from kafkalite.producer.append_kernel import Appender
+from kafkalite.producer.append_kernel import new_appender
 from kafkalite.producer.batch import DoneSignal, ProducerBatch
 from kafkalite.producer.delivery import Delivery
 from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture
@@ -165,7 +165,7 @@ class ProducerCore(Generic[F]):
         self.future_cls = cast("type[F]", RecordFuture if blocking else AsyncRecordFuture)
         self.closed = False
         #: send()'s common case in one call (C when built): see append_kernel.
-        self.appender = Appender(self.topics, self.future_cls, self.batch_size, self.size_check_threshold)
+        self.appender = new_appender(self.acc, self.future_cls, self.size_check_threshold)
         #: Whether send() may take the append path (no interceptors, transaction,
         #: custom partitioner; not closed, no fatal error). Cleared by close/fatal errors.
         self.plain = self.interceptors is None and self.txn is None and self.partitioner is None \
