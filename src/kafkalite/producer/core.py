@@ -240,7 +240,8 @@ class ProducerCore(Generic[F]):
         vlen = len(value_bytes) if value_bytes is not None else -1
         hint = klen + vlen + 32
         if headers:
-            hint += sum(len(k) + (len(v) if v is not None else 0) + 8 for k, v in headers)
+            for k, v in headers:  # a loop, not sum() over a generator: this runs per record
+                hint += len(k) + 8 if v is None else len(k) + len(v) + 8
         if hint > self.size_check_threshold:
             hint = self._check_size(topic, key_bytes, value_bytes, headers)
         n = state.num_partitions
