@@ -75,6 +75,16 @@ class FutureBase:
 from kafkalite.protocol._record_codec_py import murmur2 as _murmur2  # noqa: E402
 
 
+def _timestamp_ms(timestamp: Any) -> int:
+    """The record's create time (ms): now for None, else the int as given; -1 for anything
+    else (the general path converts or refuses it)."""
+    if timestamp is None:
+        return int(time.time() * 1000)
+    if type(timestamp) is int and 0 <= timestamp <= _INT64_MAX:
+        return timestamp
+    return -1
+
+
 class Appender:
     """``Appender(accumulator, future_cls, size_threshold)`` (see the module doc).
 
@@ -102,11 +112,8 @@ class Appender:
         state = self.topics.get(topic)
         if state is None or state.expired:
             return None
-        if timestamp is None:
-            ts = int(time.time() * 1000)
-        elif type(timestamp) is int and 0 <= timestamp <= _INT64_MAX:
-            ts = timestamp
-        else:
+        ts = _timestamp_ms(timestamp)
+        if ts < 0:
             return None
         return self._place(state, key, value, partition, ts, callback, self.future_cls)
 
@@ -129,11 +136,8 @@ class Appender:
         state = self.topics.get(topic) if self.enabled else None
         if state is None or state.expired:
             return i
-        if timestamp is None:
-            ts = int(time.time() * 1000)
-        elif type(timestamp) is int and 0 <= timestamp <= _INT64_MAX:
-            ts = timestamp
-        else:
+        ts = _timestamp_ms(timestamp)
+        if ts < 0:
             return i
         last = None
         last_index = -2
