@@ -178,6 +178,17 @@ class Sensor:
         """Number of recordings per second over the window (e.g. requests/s)."""
         return self._add(name, group, description, tags, lambda now: self._window.count(now) / self._window.elapsed(now))
 
+    def add_meter(self, rate_name: str, total_name: str, group: str, what: str,
+                  tags: dict[str, str] | None = None, *, count: bool = False) -> Sensor:
+        """A rate and its cumulative total, as Java's ``Meter``: ``rate_name`` ("``what`` per
+        second") and ``total_name`` ("``what``"), of the recorded values (or, with
+        ``count``, of the recordings)."""
+        if count:
+            self.add_count_rate(rate_name, group, f"{what} per second", tags)
+            return self.add_count(total_name, group, what, tags)
+        self.add_rate(rate_name, group, f"{what} per second", tags)
+        return self.add_total(total_name, group, what, tags)
+
     def add_avg(self, name: str, group: str, description: str = "", tags: dict[str, str] | None = None) -> Sensor:
         def avg(now: float) -> float:
             count = self._window.count(now)

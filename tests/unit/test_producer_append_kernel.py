@@ -37,7 +37,7 @@ def make_producer(impl, partitions: int = 3, batch_size: int = 2000, **settings)
     core = ProducerCore(cfg, blocking=True)
     state = core.acc.update_topic("t", partitions, list(range(partitions)))
     state.sticky._rng = random.Random(7)  # the same sticky choices for both kernels
-    core.appender = impl.Appender(core.topics, core.future_cls, core.batch_size, core.size_check_threshold)
+    core.appender = append_kernel.new_appender(core.acc, core.future_cls, core.size_check_threshold, impl)
     p = Producer.__new__(Producer)  # no engine: nothing is sent
     p._core = core
     p._appender = core.appender
@@ -110,8 +110,12 @@ def test_sticky_partition_switches_the_same_way():
 def test_declines_leave_everything_to_the_general_path(impl):
     p = make_producer(impl)
     appender = p._appender
-    assert appender.append("t", None, b"v", None, None, None) is None  # no open batch yet
-    f = p.send("t", b"v")  # the general path opens one
+    first = appender.append("t", None, b"v", None, None, None)
+    if impl is append_kernel.c_impl:
+        assert first is None  # no open batch yet: only the general path starts batches
+    else:
+        assert first is not None and first._index == 0  # through RecordAccumulator.append, which starts it
+    f = p.send("t", b"v")
     assert appender.append("t", None, b"v", None, None, None) is not None
     for bad in (("other", None, b"v", None, None, None),       # unknown topic
                 ("t", "str", b"v", None, None, None),          # not bytes

@@ -9,8 +9,8 @@ the :class:`~kafkalite.admin.core.AdminCore` and returns per-topic results.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from kafkalite.admin.core import AdminCore, Fail, Outcome, outcome_for, raise_response_error
 from kafkalite.admin.results import AdminResult
@@ -45,12 +45,15 @@ from kafkalite.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsRequestCursor,
     DescribeTopicPartitionsRequestTopicRequest,
+    DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
 from kafkalite.protocol.messages.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
 )
 from kafkalite.protocol.primitives import ZERO_UUID
 
@@ -196,22 +199,10 @@ async def describe_topics(core: AdminCore, topics: Iterable[str], *, include_aut
                                                         include_authorized_operations)
         response = await _metadata(core, node, deadline, items, include_authorized_operations)
         out: dict[str, Outcome[TopicDescription]] = {}
-        for t in response.topics:
-            if t.name not in items:
-                continue
-            outcome = outcome_for(t.error_code, f"cannot describe topic {t.name!r}", topic=t.name)
-            if outcome is not None:
-                out[t.name] = outcome
-                continue
-            parts = [
-                TopicPartitionInfo(
-                    p.partition_index, p.leader_id if p.leader_id >= 0 else None, list(p.replica_nodes),
-                    list(p.isr_nodes), list(p.offline_replicas or []), p.leader_epoch,
-                )
-                for p in sorted(t.partitions, key=lambda p: p.partition_index)
-            ]
-            out[t.name] = TopicDescription(
-                t.name, t.topic_id or ZERO_UUID, t.is_internal, parts,
+        for name, t in _answered(response.topics, items, out):
+            parts = [_partition_info(p) for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+            out[name] = TopicDescription(
+                name, t.topic_id or ZERO_UUID, t.is_internal, parts,
                 decode_authorized_operations(t.topic_authorized_operations)
                 if include_authorized_operations else None,
             )
@@ -219,6 +210,37 @@ async def describe_topics(core: AdminCore, topics: Iterable[str], *, include_aut
 
     return await core.run_batch("describe_topics", names, core.route_any, send, timeout,
                                 resource_of=_topic_resource)
+
+
+DescribedTopic = TypeVar("DescribedTopic", MetadataResponseTopic, DescribeTopicPartitionsResponseTopic)
+
+
+def _answered(topics: Iterable[DescribedTopic], items: list[str],
+              out: dict[str, Outcome[TopicDescription]]) -> Iterator[tuple[str, DescribedTopic]]:
+    """(name, topic) of the topics of a Metadata or DescribeTopicPartitions answer that
+    were asked for and came without an error; the errors go to ``out``."""
+    for t in topics:
+        name = t.name
+        if name is None or name not in items:
+            continue
+        outcome = outcome_for(t.error_code, f"cannot describe topic {name!r}", topic=name)
+        if outcome is not None:
+            out[name] = outcome
+            continue
+        yield name, t
+
+
+def _partition_info(p: MetadataResponsePartition | DescribeTopicPartitionsResponsePartition) -> TopicPartitionInfo:
+    """A partition of Metadata or DescribeTopicPartitions (which adds the eligible leader
+    replicas, KIP-966) as a TopicPartitionInfo."""
+    elr = last_elr = None
+    if isinstance(p, DescribeTopicPartitionsResponsePartition):
+        elr = None if p.eligible_leader_replicas is None else list(p.eligible_leader_replicas)
+        last_elr = None if p.last_known_elr is None else list(p.last_known_elr)
+    return TopicPartitionInfo(
+        p.partition_index, p.leader_id if p.leader_id >= 0 else None, list(p.replica_nodes),
+        list(p.isr_nodes), list(p.offline_replicas or []), p.leader_epoch, elr, last_elr,
+    )
 
 
 async def _describe_topic_partitions(core: AdminCore, node: int, items: list[str], deadline: float, limit: int,
@@ -232,22 +254,9 @@ async def _describe_topic_partitions(core: AdminCore, node: int, items: list[str
             topics=[DescribeTopicPartitionsRequestTopicRequest(name=n) for n in items],
             response_partition_limit=limit, cursor=cursor)
         response, _ = await core.send(node, request, deadline)
-        for t in response.topics:
-            if t.name not in items:
-                continue
-            outcome = outcome_for(t.error_code, f"cannot describe topic {t.name!r}", topic=t.name)
-            if outcome is not None:
-                out[t.name] = outcome
-                continue
-            _topic, parts = found.setdefault(t.name, (t, []))
-            parts.extend(
-                TopicPartitionInfo(
-                    p.partition_index, p.leader_id if p.leader_id >= 0 else None, list(p.replica_nodes),
-                    list(p.isr_nodes), list(p.offline_replicas or []), p.leader_epoch,
-                    None if p.eligible_leader_replicas is None else list(p.eligible_leader_replicas),
-                    None if p.last_known_elr is None else list(p.last_known_elr),
-                )
-                for p in t.partitions)
+        for name, t in _answered(response.topics, items, out):
+            _topic, parts = found.setdefault(name, (t, []))
+            parts.extend(_partition_info(p) for p in t.partitions)
         next_cursor = response.next_cursor
         if next_cursor is None:
             break

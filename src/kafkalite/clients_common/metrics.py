@@ -54,13 +54,11 @@ class GroupConsumerMetrics:
         s = registry.sensor(f"{sensor_prefix}fetch-latency")
         s.add_avg("fetch-latency-avg", fetch, f"Average time a {fetch_request} takes (ms)", tags)
         s.add_max("fetch-latency-max", fetch, f"Longest {fetch_request} (ms)", tags)
-        s.add_count_rate("fetch-rate", fetch, f"{fetch_request}s per second", tags)
-        s.add_count("fetch-total", fetch, f"{fetch_request}s", tags)
+        s.add_meter("fetch-rate", "fetch-total", fetch, f"{fetch_request}s", tags, count=True)
         self.fetch_latency = s
         s = registry.sensor(f"{sensor_prefix}heartbeat-latency")
         s.add_max("heartbeat-response-time-max", coordinator, "Longest heartbeat response time (ms)", tags)
-        s.add_count_rate("heartbeat-rate", coordinator, "Heartbeats per second", tags)
-        s.add_count("heartbeat-total", coordinator, "Heartbeats", tags)
+        s.add_meter("heartbeat-rate", "heartbeat-total", coordinator, "Heartbeats", tags, count=True)
         self.heartbeat_latency = s
         self.last_heartbeat = math.nan
         registry.gauge("last-heartbeat-seconds-ago", coordinator, lambda: time.monotonic() - self.last_heartbeat,

@@ -57,12 +57,10 @@ class ConsumerMetrics(GroupConsumerMetrics):
         s.add_max("fetch-size-max", FETCH, "Largest fetch response (bytes)", tags)
         self.fetch_size = s
         s = registry.sensor("bytes-consumed")
-        s.add_rate("bytes-consumed-rate", FETCH, "Bytes consumed per second", tags)
-        s.add_total("bytes-consumed-total", FETCH, "Bytes consumed", tags)
+        s.add_meter("bytes-consumed-rate", "bytes-consumed-total", FETCH, "Bytes consumed", tags)
         self.bytes_consumed = s
         s = registry.sensor("records-consumed")
-        s.add_rate("records-consumed-rate", FETCH, "Records returned by poll() per second", tags)
-        s.add_total("records-consumed-total", FETCH, "Records returned by poll()", tags)
+        s.add_meter("records-consumed-rate", "records-consumed-total", FETCH, "Records returned by poll()", tags)
         self.records_consumed = s
         s = registry.sensor("records-per-request")
         s.add_avg("records-per-request-avg", FETCH, "Average records per poll() that returned records", tags)
@@ -81,14 +79,12 @@ class ConsumerMetrics(GroupConsumerMetrics):
         s = registry.sensor("commit-latency")
         s.add_avg("commit-latency-avg", COORDINATOR, "Average time of a commit request (ms)", tags)
         s.add_max("commit-latency-max", COORDINATOR, "Longest commit request (ms)", tags)
-        s.add_count_rate("commit-rate", COORDINATOR, "Commits per second", tags)
-        s.add_count("commit-total", COORDINATOR, "Commits", tags)
+        s.add_meter("commit-rate", "commit-total", COORDINATOR, "Commits", tags, count=True)
         self.commit_latency = s
         s = registry.sensor("join-latency")
         s.add_avg("join-time-avg", COORDINATOR, "Average JoinGroup time (ms)", tags)
         s.add_max("join-time-max", COORDINATOR, "Longest JoinGroup time (ms)", tags)
-        s.add_count_rate("join-rate", COORDINATOR, "Joins per second", tags)
-        s.add_count("join-total", COORDINATOR, "Joins", tags)
+        s.add_meter("join-rate", "join-total", COORDINATOR, "Joins", tags, count=True)
         self.join_latency = s
         s = registry.sensor("sync-latency")
         s.add_avg("sync-time-avg", COORDINATOR, "Average SyncGroup time (ms)", tags)

@@ -1,12 +1,13 @@
-"""The producer's per-record append path in pure Python (the reference implementation).
+"""The producer's per-record append path in pure Python (when the C kernel is absent).
 
 Import these through :mod:`kafkalite.producer.append_kernel`, which picks the C
 versions (:mod:`kafkalite._speedups`) when they are built. Both give the same batches
 byte for byte; the tests run both.
 
-The base classes hold what the append path reads and writes per record; the classes
-of :mod:`kafkalite.producer.accumulator`, :mod:`~kafkalite.producer.partitioner` and
-:mod:`~kafkalite.producer.futures` add everything else:
+The base classes hold what the C kernel reads and writes per record as struct fields;
+the classes of :mod:`kafkalite.producer.accumulator`,
+:mod:`~kafkalite.producer.partitioner` and :mod:`~kafkalite.producer.futures` add
+everything else:
 
 * :class:`BatchBase` (ProducerBatch): ``builder``, ``callbacks``, ``closed``, ``done``;
 * :class:`QueueBase` (PartitionQueue): ``batches`` (a deque), ``lock``;
@@ -14,12 +15,14 @@ of :mod:`kafkalite.producer.accumulator`, :mod:`~kafkalite.producer.partitioner`
 * :class:`StickyBase` (StickyPartitioner): ``current``, ``produced_bytes``, ``batch_size``;
 * :class:`FutureBase` (RecordFuture): ``_batch``, ``_index``, ``_timestamp``, sizes.
 
-:class:`Appender` is ``send()``'s common case in one call: choose the partition
-(murmur2 of the key, or the sticky partition), take the partition's lock without
-waiting, encode into the open batch if it has room, make the future. Whenever that
-is not the whole story (unknown topic, data that is not bytes, headers, no open batch
-or a full one, the sticky partition due to switch, the lock busy) it returns None
-and changes nothing, and the producer takes its general path.
+:class:`Appender` has the C kernel's interface (``append``, ``append_many``,
+``enabled``) but no placement of its own: it takes what the kernel takes (a known
+topic, bytes or None for key and value, below the size threshold, a valid partition
+and timestamp), partitions keyed records by murmur2 and hands the record to
+:meth:`RecordAccumulator.append <kafkalite.producer.accumulator.RecordAccumulator.append>`,
+send()'s one general append path (explicit or sticky partition). Anything else
+returns None and changes nothing: the producer's general path takes the record
+(serializers, metadata, size checks, waiting for memory).
 """
 
 from __future__ import annotations
@@ -72,21 +75,32 @@ class FutureBase:
 from kafkalite.protocol._record_codec_py import murmur2 as _murmur2  # noqa: E402
 
 
-class Appender:
-    """``Appender(topics, future_cls, batch_size, size_threshold)`` (see the module doc).
+def _timestamp_ms(timestamp: Any) -> int:
+    """The record's create time (ms): now for None, else the int as given; -1 for anything
+    else (the general path converts or refuses it)."""
+    if timestamp is None:
+        return int(time.time() * 1000)
+    if type(timestamp) is int and 0 <= timestamp <= _INT64_MAX:
+        return timestamp
+    return -1
 
-    ``topics`` is the accumulator's dict of TopicState; ``size_threshold``: records
-    whose key + value sizes reach it take the general path (which checks
-    ``max.request.size`` and ``buffer.memory``). ``enabled = False`` sends every
-    record down the general path (closed producer, fatal error).
+
+class Appender:
+    """``Appender(accumulator, future_cls, size_threshold)`` (see the module doc).
+
+    ``accumulator`` is the producer's RecordAccumulator (its ``topics`` are the ones
+    sent to); ``size_threshold``: records whose key + value sizes reach it take the
+    general path (which checks ``max.request.size`` and ``buffer.memory``).
+    ``enabled = False`` sends every record down the general path (closed producer,
+    fatal error, interceptors, transactions, a custom partitioner).
     """
 
-    __slots__ = ("batch_size", "enabled", "future_cls", "size_threshold", "topics")
+    __slots__ = ("acc", "enabled", "future_cls", "size_threshold", "topics")
 
-    def __init__(self, topics: dict[str, Any], future_cls: type, batch_size: int, size_threshold: int) -> None:
-        self.topics = topics
+    def __init__(self, accumulator: Any, future_cls: type, size_threshold: int) -> None:
+        self.acc = accumulator
+        self.topics: dict[str, Any] = accumulator.topics
         self.future_cls = future_cls
-        self.batch_size = max(1, batch_size)
         self.size_threshold = size_threshold
         self.enabled = True
 
@@ -96,16 +110,12 @@ class Appender:
         if not self.enabled:
             return None
         state = self.topics.get(topic)
-        if state is None:
+        if state is None or state.expired:
             return None
-        if timestamp is None:
-            ts = int(time.time() * 1000)
-        elif type(timestamp) is int and 0 <= timestamp <= _INT64_MAX:
-            ts = timestamp
-        else:
+        ts = _timestamp_ms(timestamp)
+        if ts < 0:
             return None
-        placed = self._place(state, key, value, partition, ts, callback, True)
-        return None if placed is None else placed[0]
+        return self._place(state, key, value, partition, ts, callback, self.future_cls)
 
     def append_many(self, topic: str, keys: Any, values: Any, start: int, partition: Any, timestamp: Any,
                     spans: list[tuple[Any, int, int]]) -> int:
@@ -124,22 +134,20 @@ class Appender:
                 raise InvalidArgumentError(f"keys has {len(keys)} items but values has {count}")
         i = max(0, start)
         state = self.topics.get(topic) if self.enabled else None
-        if state is None:
+        if state is None or state.expired:
             return i
-        if timestamp is None:
-            ts = int(time.time() * 1000)
-        elif type(timestamp) is int and 0 <= timestamp <= _INT64_MAX:
-            ts = timestamp
-        else:
+        ts = _timestamp_ms(timestamp)
+        if ts < 0:
             return i
         last = None
         last_index = -2
         while i < count:
+            # A FutureBase only carries (batch, index) back: no future per record.
             placed = self._place(state, keys[i] if keys is not None else None, values[i], partition, ts, None,
-                                 False)
+                                 FutureBase)
             if placed is None:
                 break
-            _, batch, index = placed
+            batch, index = placed._batch, placed._index
             if batch is not last or index != last_index + 1:
                 spans.append((batch, index, i))
                 last = batch
@@ -150,14 +158,10 @@ class Appender:
         return i
 
     def _place(self, state: Any, key: Any, value: Any, partition: Any, ts: int,
-               callback: Callable[..., Any] | None, want_future: bool,
-               _bytes: type = bytes, _len: Callable[[Any], int] = len) -> tuple[Any, Any, int] | None:
-        """Append one record to its partition's open batch: (future or None, batch, index
-        in the batch), or None (nothing changed: the general path takes the record).
-
-        The one per-record step of :meth:`append` and :meth:`append_many`, as the C
-        kernel's ``append_one`` (locals for builtins: this runs once per record).
-        """
+               callback: Callable[..., Any] | None, future_cls: type,
+               _bytes: type = bytes, _len: Callable[[Any], int] = len) -> Any:
+        """What the C kernel checks, then the accumulator's append: the future, or None
+        (nothing changed, or no buffer memory: the general path takes the record)."""
         if key is None:
             klen = -1
         elif type(key) is _bytes:
@@ -173,61 +177,14 @@ class Appender:
         if klen + vlen >= self.size_threshold:
             return None  # the general path checks max.request.size / buffer.memory
         n = state.num_partitions
-        sticky = None
         if partition is None:
             if key is not None:
                 if n <= 0:
                     return None
-                p = (_murmur2(key) & 0x7FFFFFFF) % n
-            else:
-                sticky = state.sticky
-                p = sticky.current
-                if p < 0 or p >= n or sticky.produced_bytes >= 2 * self.batch_size:
-                    return None  # a switch is due (KIP-794): the general path decides
-        elif type(partition) is int and 0 <= partition < n:
-            p = partition
-        else:
+                partition = (_murmur2(key) & 0x7FFFFFFF) % n
+            # else: the sticky partition (KIP-794), chosen by the accumulator
+        elif type(partition) is not int or not 0 <= partition < n or partition >= _len(state.queues):
             return None
-        queues = state.queues
-        if p >= _len(queues):
-            return None
-        pq = queues[p]
-        lock = pq.lock
-        if not lock.acquire(False):
-            return None  # the sender is draining: wait in the general path
-        try:
-            dq = pq.batches
-            if not dq:
-                return None
-            last = dq[-1]
-            if last.closed or last.done:
-                return None
-            builder = last.builder
-            buf = builder._buf
-            before = _len(buf)
-            index = builder.try_append(ts, key, value, None)
-            if index < 0:
-                return None  # full: the general path closes it and starts the next batch
-            future = None
-            if want_future:
-                future = self.future_cls(last, index, ts, klen, vlen)
-                if callback is not None:
-                    cbs = last.callbacks
-                    if cbs is None:
-                        last.callbacks = [(future, callback, 0)]
-                    else:
-                        cbs.append((future, callback, 0))
-        finally:
-            lock.release()
-        if sticky is not None:
-            # StickyPartitioner.update: count the bytes; switch once batch.size was
-            # produced and the batch is full, or twice batch.size regardless.
-            appended = _len(buf) - before
-            produced = sticky.produced_bytes + appended
-            bs = sticky.batch_size
-            full = produced >= bs and builder.is_full()
-            if full or produced >= 2 * bs:
-                sticky.update(p, appended, full, state.available, n)
-            elif sticky.current == p:
-                sticky.produced_bytes = produced
-        return future, last, index
+        # The size hint is the general path's (ProducerCore.append, no headers).
+        return self.acc.append(state, partition, ts, key, value, None, klen, vlen, future_cls, callback, None,
+                               klen + vlen + 32)

@@ -271,8 +271,10 @@ class RecordAccumulator:
                 index = 0
                 before = 0
                 if last is not None and not last.closed:
-                    before = last.builder.uncompressed_size_in_bytes
-                    index = last.builder.try_append(timestamp, key, value, headers)
+                    builder = last.builder
+                    if partition is None:  # the sticky bookkeeping below counts the bytes
+                        before = builder.uncompressed_size_in_bytes
+                    index = builder.try_append(timestamp, key, value, headers)
                     if index >= 0:
                         batch = last
                     else:
@@ -295,13 +297,19 @@ class RecordAccumulator:
                 if partition is None:
                     # StickyPartitioner.update, inlined as in the append kernel: count the
                     # bytes; the call (a switch) only once one is due.
-                    appended = batch.builder.uncompressed_size_in_bytes - before
+                    builder = batch.builder
+                    appended = builder.uncompressed_size_in_bytes - before
                     produced = sticky.produced_bytes + appended
-                    full = produced >= sticky.batch_size and batch.builder.is_full()
-                    if full or produced >= 2 * sticky.batch_size:
-                        sticky.update(p, appended, full, state.available, n)
-                    elif sticky.current == p:
-                        sticky.produced_bytes = produced
+                    limit = sticky.batch_size
+                    if produced < limit:  # the common case: no switch due
+                        if sticky.current == p:
+                            sticky.produced_bytes = produced
+                    else:
+                        full = builder.is_full()
+                        if full or produced >= 2 * limit:
+                            sticky.update(p, appended, full, state.available, n)
+                        elif sticky.current == p:
+                            sticky.produced_bytes = produced
             if new_batch:
                 # One wake-up per batch: the sender starts its linger timer, or sends the
                 # batch just closed.

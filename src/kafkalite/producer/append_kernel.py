@@ -1,8 +1,11 @@
 """The producer's per-record append path, behind one interface: C when built, else Python.
 
-``send()`` costs one call into :class:`Appender` in the common case (see
-:mod:`kafkalite.producer._append_py`, the reference, for what it does and when it
-declines). The base classes (``BatchBase``, ``QueueBase``, ``TopicBase``,
+``send()`` costs one call into :class:`Appender` in the common case: the C kernel
+partitions, locks, encodes into the open batch and makes the future, or declines
+(returns None) and the producer takes its general path. Without C the Appender of
+:mod:`kafkalite.producer._append_py` takes the same records and hands them to
+``RecordAccumulator.append``, the one Python append path. :func:`new_appender`
+makes the active one. The base classes (``BatchBase``, ``QueueBase``, ``TopicBase``,
 ``StickyBase``, ``FutureBase``) hold the fields that call reads and writes, so the C
 version touches them as struct fields instead of attribute lookups; ``FastLock`` is
 the partition lock both sides take. With C, ``SendFunction`` goes one step further:
@@ -18,7 +21,7 @@ not built. ``IMPLEMENTATION`` says which is active; ``python_impl`` and ``c_impl
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.producer import _append_py as python_impl
 from kafkalite.protocol import record_codec
@@ -37,6 +40,7 @@ __all__ = [
     "TopicBase",
     "c_impl",
     "install_methods",
+    "new_appender",
     "python_impl",
 ]
 
@@ -46,8 +50,6 @@ c_impl: ModuleType | None = record_codec.c_impl if hasattr(record_codec.c_impl, 
 IMPLEMENTATION: str = "c" if record_codec.IMPLEMENTATION == "c" and c_impl is not None else "python"
 
 if TYPE_CHECKING:
-    from typing import Any
-
     SendFunction: Any
     CRecordFuture: Any
     CAsyncRecordFuture: Any
@@ -78,3 +80,24 @@ else:
     CRecordFuture = getattr(_impl, "RecordFuture", None)
     CAsyncRecordFuture = getattr(_impl, "AsyncRecordFuture", None)
     install_methods = getattr(_impl, "install_methods", None)
+
+
+class _Accumulator(Protocol):
+    """What :func:`new_appender` reads of a RecordAccumulator (no import: the
+    accumulator imports this module)."""
+
+    topics: dict[str, Any]
+    batch_size: int
+
+
+def new_appender(acc: _Accumulator, future_cls: type, size_threshold: int,
+                 impl: ModuleType | None = None) -> Appender:
+    """The append path over ``acc``'s topics (``impl``: ``c_impl`` or ``python_impl``;
+    default the active one). The C kernel reads the topics itself; the Python one
+    appends through ``acc``."""
+    if impl is None:
+        impl = c_impl if IMPLEMENTATION == "c" and c_impl is not None else python_impl
+    if impl is python_impl:
+        return python_impl.Appender(acc, future_cls, size_threshold)
+    appender: Appender = impl.Appender(acc.topics, future_cls, acc.batch_size, size_threshold)
+    return appender

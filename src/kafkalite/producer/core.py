@@ -48,7 +48,7 @@ from kafkalite.net.client import NetworkClient
 from kafkalite.plugins import close_each
 from kafkalite.producer import exit_guard
 from kafkalite.producer.accumulator import BufferPool, RecordAccumulator, TopicState
-from kafkalite.producer.append_kernel import Appender
+from kafkalite.producer.append_kernel import new_appender
 from kafkalite.producer.batch import DoneSignal, ProducerBatch
 from kafkalite.producer.delivery import Delivery
 from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture
@@ -165,7 +165,7 @@ class ProducerCore(Generic[F]):
         self.future_cls = cast("type[F]", RecordFuture if blocking else AsyncRecordFuture)
         self.closed = False
         #: send()'s common case in one call (C when built): see append_kernel.
-        self.appender = Appender(self.topics, self.future_cls, self.batch_size, self.size_check_threshold)
+        self.appender = new_appender(self.acc, self.future_cls, self.size_check_threshold)
         #: Whether send() may take the append path (no interceptors, transaction,
         #: custom partitioner; not closed, no fatal error). Cleared by close/fatal errors.
         self.plain = self.interceptors is None and self.txn is None and self.partitioner is None \
@@ -240,7 +240,8 @@ class ProducerCore(Generic[F]):
         vlen = len(value_bytes) if value_bytes is not None else -1
         hint = klen + vlen + 32
         if headers:
-            hint += sum(len(k) + (len(v) if v is not None else 0) + 8 for k, v in headers)
+            for k, v in headers:  # a loop, not sum() over a generator: this runs per record
+                hint += len(k) + 8 if v is None else len(k) + len(v) + 8
         if hint > self.size_check_threshold:
             hint = self._check_size(topic, key_bytes, value_bytes, headers)
         n = state.num_partitions

@@ -75,7 +75,7 @@ class RecordSerializer:
     @staticmethod
     def check_headers(headers: Any, topic: str) -> list[tuple[str, bytes | None]]:
         """Headers as an ordered list of (str, bytes | None); duplicates kept."""
-        if isinstance(headers, Mapping):
+        if type(headers) is not list and isinstance(headers, Mapping):  # (a list: no ABC check per send)
             headers = list(headers.items())
         out = []
         try:

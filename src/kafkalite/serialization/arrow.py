@@ -156,6 +156,28 @@ def avro_to_arrow_schema(schema: SchemaInput) -> Any:
 # -- value converters ------------------------------------------------------------------
 
 
+_NESTED = ("record", "error", "enum", "fixed", "array")
+
+
+def _nested_converter(schema: dict[str, Any], named: dict[str, Any],
+                      convert: Callable[[Any, dict[str, Any]], Converter]) -> Converter:
+    """The converter of a record, enum, fixed or array schema (a kind in ``_NESTED``),
+    the same both ways: ``convert`` (the read or the write one) makes its parts'."""
+    kind = schema["type"]
+    if kind in ("record", "error"):
+        named[schema["name"]] = schema
+        fields = [(f["name"], convert(f["type"], named)) for f in schema["fields"]]
+        active = [(n, c) for n, c in fields if c is not None]
+        if not active:
+            return None
+        return lambda v: v if v is None else {**v, **{n: c(v.get(n)) for n, c in active}}
+    if kind in ("enum", "fixed"):
+        named[schema["name"]] = schema
+        return None
+    item = convert(schema["items"], named)  # an array
+    return None if item is None else (lambda v: v if v is None else [item(x) for x in v])
+
+
 def _read_converter(schema: Any, named: dict[str, Any]) -> Converter:
     """fastavro's Python value -> what ``pa.array`` accepts for the Arrow type."""
     if isinstance(schema, str):
@@ -166,19 +188,8 @@ def _read_converter(schema: Any, named: dict[str, Any]) -> Converter:
             return _read_converter(members[0], named)
         return _union_reader(members, named)
     kind, logical = schema.get("type"), schema.get("logicalType")
-    if kind in ("record", "error"):
-        named[schema["name"]] = schema
-        fields = [(f["name"], _read_converter(f["type"], named)) for f in schema["fields"]]
-        active = [(n, c) for n, c in fields if c is not None]
-        if not active:
-            return None
-        return lambda v: v if v is None else {**v, **{n: c(v.get(n)) for n, c in active}}
-    if kind in ("enum", "fixed"):
-        named[schema["name"]] = schema
-        return None
-    if kind == "array":
-        item = _read_converter(schema["items"], named)
-        return None if item is None else (lambda v: v if v is None else [item(x) for x in v])
+    if kind in _NESTED:
+        return _nested_converter(schema, named, _read_converter)
     if kind == "map":
         value = _read_converter(schema["values"], named)
         return None if value is None else (lambda v: v if v is None else {k: value(x) for k, x in v.items()})
@@ -272,19 +283,8 @@ def _write_converter(schema: Any, named: dict[str, Any]) -> Converter:
 
         return union
     kind = schema.get("type")
-    if kind in ("record", "error"):
-        named[schema["name"]] = schema
-        fields = [(f["name"], _write_converter(f["type"], named)) for f in schema["fields"]]
-        active = [(n, c) for n, c in fields if c is not None]
-        if not active:
-            return None
-        return lambda v: v if v is None else {**v, **{n: c(v.get(n)) for n, c in active}}
-    if kind in ("enum", "fixed"):
-        named[schema["name"]] = schema
-        return None
-    if kind == "array":
-        item = _write_converter(schema["items"], named)
-        return None if item is None else (lambda v: v if v is None else [item(x) for x in v])
+    if kind in _NESTED:
+        return _nested_converter(schema, named, _write_converter)
     if kind == "map":
         value = _write_converter(schema["values"], named)
 

@@ -35,7 +35,7 @@ import inspect
 import json
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from kafkalite.errors import ConfigError, SerializationError
 from kafkalite.plugins import instantiate
@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 HeaderList = list[tuple[str, "bytes | None"]]
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -73,8 +74,9 @@ class Serializer(Protocol):
         ...
 
 
-class _Base:
-    """Convenience base: no-op configure/close; subclasses implement serialize()."""
+class ConfigurableBase:
+    """The built-in serializers' and deserializers' base: ``configure()`` keeps
+    ``is_key``, ``close()`` releases nothing, the repr is the class's name."""
 
     is_key: bool = False
 
@@ -84,15 +86,19 @@ class _Base:
     def close(self) -> None:
         pass
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class _Base(ConfigurableBase):
+    """Convenience base: no-op configure/close; subclasses implement serialize()."""
+
     def serialize(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:
         # Abstract: each serializer implements it.
         raise NotImplementedError
 
     def __call__(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:
         return self.serialize(topic, data, headers)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
 
 
 class BytesSerializer(_Base):
@@ -204,7 +210,7 @@ class _CallableSerializer(_Base):
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
-        self._arity = _arity(fn)
+        self._arity = callable_arity(fn)
 
     def serialize(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:
         # The application's function: the producer checks that it returned bytes or None.
@@ -221,7 +227,9 @@ class _CallableSerializer(_Base):
         return f"{type(self).__name__}({self.fn!r})"
 
 
-def _arity(fn: Callable[..., Any]) -> int:
+def callable_arity(fn: Callable[..., Any]) -> int:
+    """How many of (topic, data, headers) a serializer or deserializer function takes:
+    1 (data), 2 (topic, data) or 3 (all, also for ``*args``)."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -231,6 +239,16 @@ def _arity(fn: Callable[..., Any]) -> int:
         return 3
     required = [p for p in positional if p.default is p.empty]
     return max(1, min(3, len(required) if required else len(positional)))
+
+
+def builtin(spec: str, setting: str, table: Mapping[str, Callable[[], T]], what: str) -> T:
+    """The built-in ``what`` (serializer or deserializer) named ``spec`` in ``table``, made
+    new; ConfigError naming ``setting`` and the known names when there is none."""
+    factory = table.get(spec.strip().lower())
+    if factory is None:
+        raise ConfigError(f"setting '{setting}' names no built-in {what}: {spec!r} "
+                          f"(known: {', '.join(sorted(table))})")
+    return factory()
 
 
 def resolve_serializer(spec: Any, setting: str) -> Serializer | None:
@@ -243,13 +261,7 @@ def resolve_serializer(spec: Any, setting: str) -> Serializer | None:
     if spec is None:
         return None
     if isinstance(spec, str):
-        factory = BUILTIN_SERIALIZERS.get(spec.strip().lower())
-        if factory is None:
-            raise ConfigError(
-                f"setting '{setting}' names no built-in serializer: {spec!r} "
-                f"(known: {', '.join(sorted(BUILTIN_SERIALIZERS))})"
-            )
-        return factory()
+        return builtin(spec, setting, BUILTIN_SERIALIZERS, "serializer")
     if isinstance(spec, type):
         spec = instantiate(setting, spec)
     if hasattr(spec, "serialize") and callable(spec.serialize):

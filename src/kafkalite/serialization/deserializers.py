@@ -27,7 +27,6 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 import json
 import struct
 from collections.abc import Callable, Mapping
@@ -35,6 +34,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from kafkalite.errors import ConfigError, SerializationError
 from kafkalite.plugins import instantiate
+from kafkalite.serialization.base import ConfigurableBase, builtin, callable_arity
 
 __all__ = [
     "BUILTIN_DESERIALIZERS",
@@ -70,24 +70,13 @@ class Deserializer(Protocol):
         ...
 
 
-class _Base:
-    is_key: bool = False
-
-    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        self.is_key = is_key
-
-    def close(self) -> None:
-        pass
-
+class _Base(ConfigurableBase):
     def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
         # Abstract: each deserializer implements it.
         raise NotImplementedError
 
     def __call__(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
         return self.deserialize(topic, data, headers)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
 
 
 class BytesDeserializer(_Base):
@@ -188,7 +177,7 @@ class _CallableDeserializer(_Base):
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
-        self._arity = _arity(fn)
+        self._arity = callable_arity(fn)
 
     def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
         if self._arity == 1:
@@ -201,18 +190,6 @@ class _CallableDeserializer(_Base):
         return f"{type(self).__name__}({self.fn!r})"
 
 
-def _arity(fn: Callable[..., Any]) -> int:
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return 1
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return 3
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = [p for p in positional if p.default is p.empty]
-    return max(1, min(3, len(required) if required else len(positional)))
-
-
 def resolve_deserializer(spec: Any, setting: str) -> Deserializer | None:
     """Turn a ``key.deserializer`` / ``value.deserializer`` setting into a Deserializer.
 
@@ -223,12 +200,7 @@ def resolve_deserializer(spec: Any, setting: str) -> Deserializer | None:
     if spec is None:
         return None
     if isinstance(spec, str):
-        factory = BUILTIN_DESERIALIZERS.get(spec.strip().lower())
-        if factory is None:
-            raise ConfigError(
-                f"setting '{setting}' names no built-in deserializer: {spec!r} "
-                f"(known: {', '.join(sorted(BUILTIN_DESERIALIZERS))})")
-        return factory()
+        return builtin(spec, setting, BUILTIN_DESERIALIZERS, "deserializer")
     if isinstance(spec, type):
         spec = instantiate(setting, spec)
     if callable(getattr(spec, "deserialize", None)):

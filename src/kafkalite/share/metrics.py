@@ -36,20 +36,17 @@ class ShareConsumerMetrics(GroupConsumerMetrics):
         s = registry.sensor("share-fetch-size")
         s.add_avg("fetch-size-avg", FETCH, "Average bytes per ShareFetch answer", tags)
         s.add_max("fetch-size-max", FETCH, "Largest ShareFetch answer (bytes)", tags)
-        s.add_rate("bytes-consumed-rate", FETCH, "Bytes fetched per second", tags)
-        s.add_total("bytes-consumed-total", FETCH, "Bytes fetched", tags)
+        s.add_meter("bytes-consumed-rate", "bytes-consumed-total", FETCH, "Bytes fetched", tags)
         self.fetch_size = s
         s = registry.sensor("share-records")
         s.add_avg("records-per-request-avg", FETCH, "Average records acquired per ShareFetch", tags)
         s.add_max("records-per-request-max", FETCH, "Most records acquired by one ShareFetch", tags)
         self.records_per_request = s
         s = registry.sensor("share-records-fetched")
-        s.add_rate("records-fetched-rate", FETCH, "Records acquired per second", tags)
-        s.add_total("records-fetched-total", FETCH, "Records acquired", tags)
+        s.add_meter("records-fetched-rate", "records-fetched-total", FETCH, "Records acquired", tags)
         self.records_fetched = s
         s = registry.sensor("share-acks-sent")
-        s.add_rate("acknowledgements-send-rate", FETCH, "Record acknowledgements sent per second", tags)
-        s.add_total("acknowledgements-send-total", FETCH, "Record acknowledgements sent", tags)
+        s.add_meter("acknowledgements-send-rate", "acknowledgements-send-total", FETCH, "Record acknowledgements sent", tags)
         self.acks_sent = s
         s = registry.sensor("share-acks-failed")
         s.add_rate("acknowledgements-error-rate", FETCH, "Record acknowledgements failed per second", tags)
