@@ -35,7 +35,8 @@ def test_objects_round_trip_through_the_task_loader() -> None:
 
 
 def test_a_python_without_kafkalite_names_itself_and_the_fix(tmp_path: Path) -> None:
-    probe = subprocess.run([str(BASE_PYTHON), "-c", "import kafkalite"], capture_output=True)
+    probe = subprocess.run([str(BASE_PYTHON), "-c", "import kafkalite"], capture_output=True,
+                           env={"PATH": os.environ.get("PATH", "")})  # its own path only, as below
     assert probe.returncode != 0, "the base Python must lack kafkalite for this test to prove anything"
     pickled = tmp_path / "reader.pkl"
     pickled.write_bytes(cloudpickle.dumps((reader(), KafkaLiteDataSource({}))))
