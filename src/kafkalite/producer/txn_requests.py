@@ -101,6 +101,7 @@ class TransactionClient:
         self.batches = batches
         self.wake = wake
         self.transactional_id = txn.transactional_id
+        self._txn_key = (txn.transactional_id, COORDINATOR_TRANSACTION)
         self.request_timeout_ms = request_timeout_ms
         self.max_block_s = max_block_s
         self.backoff = backoff
@@ -148,7 +149,18 @@ class TransactionClient:
 
     # -------------------------------------------------------------- plumbing
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]], deadline: float, what: str) -> T:
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]], deadline: float, what: str,
+                        coordinator: tuple[str, int] | None = None) -> T:
+        """Run ``attempt`` until it succeeds, raises a non-retriable error, or ``deadline``.
+
+        ``coordinator`` (key, key type) is forgotten when the request could not be sent or
+        got no answer, so the next attempt sends FindCoordinator again rather than waiting
+        for the same (killed, restarted, or no longer elected) node. Java does the same:
+        ``TransactionManager.TxnRequestHandler.onComplete`` calls ``lookupCoordinator``
+        when ``response.wasDisconnected()`` (a request timeout disconnects too), and
+        ``Sender.maybeSendAndPollTransactionalRequest`` does when the coordinator node is
+        not ready (``maybeFindCoordinatorAndRetry``).
+        """
         tries = 0
         last: BaseException | None = None
         while True:
@@ -165,6 +177,8 @@ class TransactionClient:
             except (KafkaConnectionError, KafkaTimeoutError, asyncio.TimeoutError) as exc:
                 last = exc
                 delay = self.backoff.delay_s(tries)
+                if coordinator is not None:
+                    self.client.invalidate_coordinator(*coordinator)
             tries += 1
             log.debug("%s: retrying after %s", what, last)
             await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
@@ -223,7 +237,7 @@ class TransactionClient:
             idem.set_producer_id(response.producer_id, response.producer_epoch)
 
         try:
-            await self._retrying(attempt, deadline, "InitProducerId")
+            await self._retrying(attempt, deadline, "InitProducerId", self._txn_key)
         except ApiError as exc:
             self.txn.handle_error(exc)
             raise self.txn.last_error or exc from None
@@ -291,7 +305,7 @@ class TransactionClient:
                 self._check(first_error.code, first_error.message, "AddPartitionsToTxn")
 
         try:
-            await self._retrying(attempt, deadline, "AddPartitionsToTxn")
+            await self._retrying(attempt, deadline, "AddPartitionsToTxn", self._txn_key)
         except KafkaError as exc:
             txn.partitions_not_added(partitions, retry=False)
             txn.handle_error(exc)
@@ -337,7 +351,7 @@ class TransactionClient:
                 timeout_ms=self._remaining_ms(deadline))
             self._check(response.error_code, None, "AddOffsetsToTxn", group=None)
 
-        await self._retrying(attempt, deadline, "AddOffsetsToTxn")
+        await self._retrying(attempt, deadline, "AddOffsetsToTxn", self._txn_key)
         self.txn.offsets_sent = True  # the transaction now spans the group's offsets
         self.txn.started_on_broker = True
 
@@ -388,7 +402,7 @@ class TransactionClient:
             if pending:
                 raise _Retry(KafkaError(f"TxnOffsetCommit had no answer for {sorted(pending)}"))
 
-        await self._retrying(attempt, deadline, "TxnOffsetCommit")
+        await self._retrying(attempt, deadline, "TxnOffsetCommit", (group.group_id, COORDINATOR_GROUP))
 
     # -------------------------------------------------------------- EndTxn
 
@@ -414,7 +428,7 @@ class TransactionClient:
                 self.idem.set_producer_id(response.producer_id, response.producer_epoch)
 
         try:
-            await self._retrying(attempt, deadline, what)
+            await self._retrying(attempt, deadline, what, self._txn_key)
         except ApiError as exc:
             txn.handle_error(exc)
             raise txn.last_error or exc from None
