@@ -254,6 +254,7 @@ class Fetcher:
             response = await conn.request(request, api_version=version, timeout_ms=timeout_ms)
         except asyncio.CancelledError:
             session.handle_error()
+            self._done(node, wanted)  # whatever cancelled it, the node is not busy any more
             raise
         except KafkaError as exc:
             session.handle_error()

@@ -160,11 +160,17 @@ class NetworkClient:
             state.attempts += 1
             state.next_attempt_at = time.monotonic() + self._reconnect_backoff.delay_s(state.attempts - 1)
             if not state.connecting.done():
-                if isinstance(exc, Exception):
-                    state.connecting.set_exception(exc)
-                    state.connecting.exception()  # retrieved: no "never retrieved" warnings
-                else:
-                    state.connecting.cancel()
+                shared: BaseException = exc
+                if not isinstance(exc, Exception):
+                    # The caller that started the attempt was cancelled (e.g. its own
+                    # deadline ran out): the callers sharing the attempt get a retriable
+                    # connection error, never a cancellation that is not theirs (a
+                    # fetcher that took it for its own shutdown left the node marked busy
+                    # forever and stopped fetching its partitions).
+                    shared = KafkaConnectionError(f"connecting to node {node_id} was abandoned by the caller "
+                                                  "that started it; try again")
+                state.connecting.set_exception(shared)
+                state.connecting.exception()  # retrieved: no "never retrieved" warnings
             state.connecting = None
             raise
         state.attempts = 0
