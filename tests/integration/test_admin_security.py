@@ -116,9 +116,18 @@ def test_scram_credentials_alter_describe_and_log_in(admin, kafka_broker_sasl) -
     assert result[user].ok
     assert isinstance(result["dave"].error, UnacceptableCredentialError) and "dave" in str(result["dave"].error)
 
-    described = admin.describe_user_scram_credentials([user, "nobody-here"])
-    info = {(c.mechanism, c.iterations) for c in described[user].result().credentials}
-    assert info == {(ScramMechanism.SCRAM_SHA_256, 8192), (ScramMechanism.SCRAM_SHA_512, 4096)}
+    # The broker answers from its metadata cache, which applies the controller's records a
+    # moment after the alter returned: wait for them (a busy machine makes it seconds).
+    def mechanisms(users: list[str]) -> Any:
+        answer = admin.describe_user_scram_credentials(users)
+        if answer[user].error is not None:
+            return None
+        return answer, {(c.mechanism, c.iterations) for c in answer[user].result().credentials}
+
+    expected = {(ScramMechanism.SCRAM_SHA_256, 8192), (ScramMechanism.SCRAM_SHA_512, 4096)}
+    described, info = wait_until(lambda: (m := mechanisms([user, "nobody-here"])) and m[1] == expected and m,
+                                 60, "the broker to show both credentials")
+    assert info == expected
     assert isinstance(described["nobody-here"].error, ResourceNotFoundError)
     assert user in admin.describe_user_scram_credentials()
     shown = tool(kafka_broker_sasl, "kafka-configs", "--describe", "--entity-type", "users", "--entity-name", user)
@@ -133,8 +142,9 @@ def test_scram_credentials_alter_describe_and_log_in(admin, kafka_broker_sasl) -
         carol.describe_cluster(timeout=10)
 
     admin.alter_user_scram_credentials([UserScramCredentialDeletion(user, "SCRAM-SHA-256")]).all()
-    remaining = admin.describe_user_scram_credentials([user])[user].result()
-    assert [c.mechanism for c in remaining.credentials] == [ScramMechanism.SCRAM_SHA_512]
+    _, remaining = wait_until(lambda: (m := mechanisms([user])) and len(m[1]) == 1 and m, 60,
+                              "the broker to drop the SCRAM-SHA-256 credential")
+    assert remaining == {(ScramMechanism.SCRAM_SHA_512, 4096)}
     admin.alter_user_scram_credentials([UserScramCredentialDeletion(user, "SCRAM-SHA-512")]).all()
 
 
