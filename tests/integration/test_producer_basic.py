@@ -190,6 +190,46 @@ def test_full_buffer_blocks_send_then_raises_timeout_from_send(kafka_broker, top
         p.send(topic, b"x")
 
 
+def _bytes_held(batch) -> int:
+    """The record bytes ``batch`` keeps resident: its wire copy and its builder's buffer."""
+    wire = len(batch.wire) if batch.wire is not None else 0
+    building = batch.builder.uncompressed_size_in_bytes if hasattr(batch.builder, "_buf") else 0
+    return wire + building
+
+
+def test_records_resident_stay_within_buffer_memory_through_flush(kafka_broker, topic_factory) -> None:
+    # Issue 15: settled batches kept both their builder's buffer and their wire copy
+    # while flush() (and every record future) still referenced them, so a producer fed
+    # faster than the broker takes peaked at ~2x buffer.memory during flush(). Every
+    # batch reachable from a future is summed at each completion (on the I/O thread).
+    topic = topic_factory(partitions=2)
+    buffer_memory = 256 * 1024
+    samples: list[int] = []
+    futures: list = []
+    lock = threading.Lock()
+
+    def sample(_metadata, _error) -> None:
+        with lock:
+            batches = {id(f._batch): f._batch for f in futures}
+        samples.append(sum(_bytes_held(b) for b in batches.values()))
+
+    with producer(kafka_broker.bootstrap, buffer_memory=buffer_memory, batch_size=16384,
+                  linger_ms=50) as p:
+        value = b"v" * 1024
+        for i in range(2000):  # 2 MB: eight times buffer.memory
+            future = p.send(topic, value, callback=sample if i % 20 == 0 else None)
+            with lock:
+                futures.append(future)
+        p.flush(timeout=60)
+        assert all(f.exception() is None for f in futures)
+        held_after = sum(_bytes_held(b) for b in {id(f._batch): f._batch for f in futures}.values())
+    assert len(samples) == 100
+    # bytearrays over-allocate as they grow (CPython: up to ~1/8); nothing else may count.
+    assert max(samples) <= buffer_memory * 1.2, f"{max(samples)} bytes resident > buffer.memory"
+    assert held_after == 0
+    assert sum(len(records) for records in read_back(kafka_broker.bootstrap, topic).values()) == 2000
+
+
 def test_ctrl_c_interrupts_blocked_send_and_flush(kafka_broker, topic_factory) -> None:
     if threading.current_thread() is not threading.main_thread():
         pytest.fail("must run in the main thread to receive KeyboardInterrupt")

@@ -526,8 +526,15 @@ class RecordAccumulator:
         return out
 
     def batch_done(self, batch: ProducerBatch) -> None:
-        """Bookkeeping after a batch completed: memory back, not incomplete any more."""
+        """Bookkeeping after a batch completed: memory back, not incomplete any more.
+
+        The batch's bytes go too: its records' futures keep the batch for its outcome
+        (offset, error), and flush() keeps every batch it waits for until the last one
+        is settled; neither may keep the records resident beyond ``buffer.memory``.
+        """
         self.incomplete.discard(batch)
+        batch.wire = None
+        batch.builder.discard_records()
         if batch.reserved:
             self.pool.release(batch.reserved)
             batch.reserved = 0

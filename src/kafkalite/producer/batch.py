@@ -177,11 +177,12 @@ class ProducerBatch(BatchBase):
         self.sequence_reset = True
 
     def wire_bytes(self) -> bytes:
-        """The batch as sent: built once, header rewritten if the producer state changed."""
+        """The batch as sent: built once (the builder then lets go of its buffer), header
+        rewritten if the producer state changed."""
         state = (self.producer_id, self.producer_epoch, self.base_sequence, self.transactional)
         if self.wire is None:
             self.builder.set_producer_state(*state)
-            self.wire = self.builder.build()
+            self.wire = self.builder.seal()
             self.wire_state = state
         elif self.wire_state != state:
             self.wire = rewrite_producer_state(self.wire, *state)

@@ -100,6 +100,7 @@ class RecordBatchBuilder(BuilderBase):
         "_partition_leader_epoch",
         "_producer_epoch",
         "_producer_id",
+        "_sealed_size",
         "compression_ratio",
     )
 
@@ -150,6 +151,7 @@ class RecordBatchBuilder(BuilderBase):
         self._max_timestamp = -1
         #: compressed / uncompressed size of the records section, set by build().
         self.compression_ratio = 1.0
+        self._sealed_size = -1
 
     # ------------------------------------------------------------------ appending
     #
@@ -170,7 +172,9 @@ class RecordBatchBuilder(BuilderBase):
 
     @property
     def uncompressed_size_in_bytes(self) -> int:
-        """Header plus uncompressed records so far."""
+        """Header plus uncompressed records so far (after :meth:`seal`: at sealing)."""
+        if self._sealed_size >= 0:
+            return self._sealed_size
         return len(self._buf)
 
     @property
@@ -225,6 +229,26 @@ class RecordBatchBuilder(BuilderBase):
         crc = crc32c(body, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
         _UINT32.pack_into(header, CRC_OFFSET, crc)
         return bytes(header) + body
+
+
+    def seal(self) -> bytes:
+        """Build the batch one last time and let go of the record buffer.
+
+        The producer seals a batch when it first sends it: from then on it keeps only
+        the returned bytes (a retry rewrites their header), so a batch in flight holds
+        one copy of its records instead of two and ``buffer.memory`` bounds what is
+        resident. Appending or building afterwards raises (the buffer is gone).
+        """
+        data = self.build()
+        self.discard_records()
+        return data
+
+    def discard_records(self) -> None:
+        """Let go of the record buffer (record count and sizes stay readable); appending
+        or building afterwards raises. For a batch settled without being sent."""
+        if self._sealed_size < 0:
+            self._sealed_size = len(self._buf)
+            del self._buf
 
 
 _BUILDER_CLASSES: dict[type, type[RecordBatchBuilder]] = {}
