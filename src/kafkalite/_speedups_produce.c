@@ -66,6 +66,7 @@ typedef struct {
     long long base_timestamp;
     long long max_timestamp;
     Py_ssize_t limit;
+    Py_ssize_t room; /* buffer bytes the producer reserved for this batch (buffer.memory) */
     double ratio;
 } BuilderObject;
 
@@ -94,6 +95,7 @@ builder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->base_timestamp = 0;
     self->max_timestamp = -1;
     self->limit = 16384;
+    self->room = PY_SSIZE_T_MAX;
     self->ratio = 1.0;
     return (PyObject *)self;
 }
@@ -167,7 +169,8 @@ builder_is_full(BuilderObject *b)
 }
 
 /* Append one record. Returns its index, -1 when it does not fit (check_limit and not
- * the first record; nothing written), -2 with an exception set. */
+ * the first record; nothing written): the batch would pass batch.size (estimated) or
+ * its buffer would pass the room reserved for it, -2 with an exception set. */
 static Py_ssize_t
 builder_add(BuilderObject *b, int64_t ts, PyObject *key, PyObject *value, PyObject *headers, int check_limit)
 {
@@ -201,11 +204,12 @@ builder_add(BuilderObject *b, int64_t ts, PyObject *key, PyObject *value, PyObje
     }
     Py_ssize_t total = uvarint_size(zigzag32((int32_t)body)) + body;
     Py_ssize_t before = PyByteArray_GET_SIZE(buf);
-    if (check_limit && n > 0 && builder_estimate(b, before) + total > b->limit) {
+    if (check_limit && n > 0 && (builder_estimate(b, before) + total > b->limit || before + total > b->room)) {
         result = -1;
         goto done;
     }
-    char *dest = bytearray_extend(buf, total, b->limit <= RESERVE_MAX ? b->limit + 64 : 0);
+    Py_ssize_t cap = b->room < b->limit ? b->room : b->limit;
+    char *dest = bytearray_extend(buf, total, cap <= RESERVE_MAX ? cap + 64 : 0);
     if (!dest)
         goto done;
     kl_write_record((uint8_t *)dest, &a, body);
@@ -289,6 +293,7 @@ static PyMemberDef builder_members[] = {
     {"_base_timestamp", T_LONGLONG, offsetof(BuilderObject, base_timestamp), 0, "first record's timestamp"},
     {"_max_timestamp", T_LONGLONG, offsetof(BuilderObject, max_timestamp), 0, "largest timestamp"},
     {"_limit", T_PYSSIZET, offsetof(BuilderObject, limit), 0, "batch.size"},
+    {"_room", T_PYSSIZET, offsetof(BuilderObject, room), 0, "buffer bytes reserved for the batch"},
     {"_ratio", T_DOUBLE, offsetof(BuilderObject, ratio), 0, "estimated compression ratio x 1.05"},
     {NULL, 0, 0, 0, NULL},
 };

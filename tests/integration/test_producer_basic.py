@@ -230,6 +230,29 @@ def test_records_resident_stay_within_buffer_memory_through_flush(kafka_broker, 
     assert sum(len(records) for records in read_back(kafka_broker.bootstrap, topic).values()) == 2000
 
 
+def test_a_large_batch_size_costs_memory_only_as_batches_grow(kafka_broker, topic_factory) -> None:
+    # batch.size 1 MB against a 512 KiB buffer.memory, 20 partitions: reserving
+    # batch.size per batch up front (Java's BufferPool) could not start one batch; each
+    # batch here reserves 16 KiB and doubles its room as it fills.
+    topic = topic_factory(partitions=20)
+    with producer(kafka_broker.bootstrap, batch_size=1_000_000, buffer_memory=512 * 1024,
+                  max_block_ms=20_000, linger_ms=100) as p:
+        futures = [p.send(topic, b"v" * 200, key=str(i).encode()) for i in range(4000)]
+        p.flush(timeout=60)
+        assert all(f.exception() is None for f in futures)
+        assert p.metrics()["buffer-available-bytes"] == 512 * 1024
+    per_partition = read_back(kafka_broker.bootstrap, topic)
+    assert sum(len(v) for v in per_partition.values()) == 4000 and len(per_partition) == 20
+    # One partition, fed in a tight loop: the batches grow far past the first 16 KiB.
+    single = topic_factory(partitions=1)
+    with producer(kafka_broker.bootstrap, batch_size=1_000_000, linger_ms=2000) as p:
+        for _ in range(3000):
+            p.send(single, b"w" * 1024)
+        p.flush(timeout=60)
+        assert p.metrics()["batch-size-avg"] > 256 * 1024
+    assert len(read_back(kafka_broker.bootstrap, single)[0]) == 3000
+
+
 def test_ctrl_c_interrupts_blocked_send_and_flush(kafka_broker, topic_factory) -> None:
     if threading.current_thread() is not threading.main_thread():
         pytest.fail("must run in the main thread to receive KeyboardInterrupt")

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from kafkalite.errors import IllegalStateError, KafkaError, KafkaTimeoutError
-from kafkalite.producer.accumulator import BufferPool, RecordAccumulator
+from kafkalite.producer.accumulator import INITIAL_ROOM, BufferPool, RecordAccumulator
 from kafkalite.producer.futures import AsyncRecordFuture, DoneSignal, RecordFuture
 from kafkalite.protocol import compression
 from kafkalite.protocol.records import RecordBatch
@@ -102,6 +102,55 @@ def test_pool_exhaustion_returns_none_and_completion_frees_memory() -> None:
     assert done.is_set()
     assert append(acc, 2, b"x") is not None
     assert not acc.pool.wait_blocking(5000, time.monotonic() + 0.05)
+
+
+def test_a_batch_reserves_memory_as_it_grows_not_batch_size_up_front() -> None:
+    # batch.size 1 MB, buffer.memory 100 kB: with Java's up-front reservation no batch
+    # could start; here each starts with 16 KiB of room and doubles it on demand.
+    acc, _ = make_acc(batch_size=1_000_000, memory=100_000)
+    for p in range(3):
+        assert append(acc, p, b"x" * 100) is not None
+    assert acc.pool.available == 100_000 - 3 * INITIAL_ROOM
+    batch = acc.topics["t"].queues[0].batches[0]
+    for _ in range(300):  # ~33 kB more into partition 0: its room doubles to 32 KiB, then 64 KiB
+        assert append(acc, 0, b"x" * 100) is not None
+    assert len(acc.topics["t"].queues[0].batches) == 1 and not batch.closed
+    assert batch.builder.room == batch.reserved == 4 * INITIAL_ROOM
+    assert batch.builder.uncompressed_size_in_bytes <= batch.builder.room
+    assert acc.pool.available == 100_000 - 6 * INITIAL_ROOM
+    # The pool cannot double the room again: it grows by what the next record needs,
+    # and once not even that is left the batch is closed as full.
+    results = [append(acc, 0, b"x" * 100) for _ in range(1000)]
+    first_refused = results.index(None)  # a new batch would need memory
+    assert all(r is not None for r in results[:first_refused])
+    assert acc.pool.available < 132  # not even one more record's room (its size hint) was left
+    assert batch.closed and batch.record_count == 301 + first_refused
+    assert batch.builder.uncompressed_size_in_bytes <= batch.builder.room == batch.reserved
+    batch.complete(0, -1, None)
+    acc.batch_done(batch)
+    assert acc.pool.available == 100_000 - 2 * INITIAL_ROOM
+
+
+def test_a_compressed_batch_reserves_its_uncompressed_records() -> None:
+    # 16 KiB batch.size, lz4 on compressible values: the ratio estimate lets ~100x
+    # batch.size of records into one batch; buffer.memory counts what is held.
+    acc, _ = make_acc(batch_size=16384, memory=1_000_000, codec=compression.LZ4)
+    acc._ratio["t"] = 0.01
+    for _ in range(2000):
+        assert append(acc, 0, b"x" * 200) is not None
+    batches = list(acc.topics["t"].queues[0].batches)
+    held = sum(b.builder.uncompressed_size_in_bytes for b in batches)
+    assert held > 10 * 16384
+    assert sum(b.reserved for b in batches) >= held
+    assert acc.pool.available == 1_000_000 - sum(b.reserved for b in batches)
+
+
+def test_a_send_waits_for_the_first_room_not_batch_size() -> None:
+    acc, _ = make_acc(batch_size=1_000_000, memory=100_000)
+    assert acc.first_room(100) == INITIAL_ROOM
+    assert acc.first_room(50_000) == 50_000  # one record larger than the first room
+    small, _ = make_acc(batch_size=200)
+    assert small.first_room(10) == 200  # batch.size below 16 KiB: batch.size, as before
 
 
 def test_futures_resolve_from_the_batch_base_offset_and_callbacks_run_in_order() -> None:

@@ -10,10 +10,15 @@ straight into the open batch's ``bytearray`` by
 :class:`~kafkalite.protocol.record_builder.RecordBatchBuilder`, so a record costs one
 encode call and one small future object.
 
-Memory: each new batch reserves ``max(batch.size, record size)`` bytes of
-``buffer.memory`` from the :class:`BufferPool`; the reservation is returned when the
-batch completes. When the pool is exhausted :meth:`append` returns None and the front
-end waits (up to ``max.block.ms``) for memory, then retries.
+Memory: a batch reserves ``buffer.memory`` from the :class:`BufferPool` as it grows,
+not ``batch.size`` up front as Java's pool does: a new batch reserves
+``min(batch.size, 16 KiB)`` (or its first record's size), and when that room is used
+the append doubles it, up to what the batch holds at ``batch.size``. So a large
+``batch.size`` costs no memory on partitions that receive little, and the reservation
+counts the uncompressed records a compressed batch holds (they can be many times its
+``batch.size``). A batch whose room cannot grow is closed as full. The reservation is
+returned when the batch completes. When the pool is exhausted :meth:`append` returns
+None and the front end waits (up to ``max.block.ms``) for memory, then retries.
 
 A batch is sendable when it is full (another batch follows it in its queue), has
 waited ``linger.ms``, is being retried, or a flush/close is in progress, or when
@@ -44,6 +49,10 @@ __all__ = ["BufferPool", "PartitionQueue", "ProducerBatch", "RecordAccumulator",
 
 F = TypeVar("F", bound=FutureBase)
 Headers = Sequence[tuple[str, "bytes | None"]]
+
+#: A new batch's first reservation of buffer.memory (Java's default batch.size: a batch
+#: of that size reserves what Java's BufferPool allocates for it); it doubles on demand.
+INITIAL_ROOM = 16384
 
 # Java's CompressionRatioEstimator steps.
 _RATIO_WORSE_STEP = 0.05
@@ -275,6 +284,8 @@ class RecordAccumulator:
                     if partition is None:  # the sticky bookkeeping below counts the bytes
                         before = builder.uncompressed_size_in_bytes
                     index = builder.try_append(timestamp, key, value, headers)
+                    if index < 0 and self._grow(last, size_hint):
+                        index = builder.try_append(timestamp, key, value, headers)
                     if index >= 0:
                         batch = last
                     else:
@@ -319,13 +330,14 @@ class RecordAccumulator:
     def _new_batch(self, pq: PartitionQueue, timestamp: int, key: bytes | None, value: bytes | None,
                    headers: Headers | None, size_hint: int) -> ProducerBatch | None:
         """A new batch at the end of ``pq`` holding the record (index 0); None: no memory."""
-        reserve = self.batch_size if size_hint <= self.batch_size else size_hint
+        reserve = self.first_room(size_hint)
         if not self.pool.try_reserve(reserve):
             return None
         builder = RecordBatchBuilder(
             compression=self.compression, compression_level=self.compression_level,
             batch_size=self.batch_size, compression_ratio_estimate=self._ratio.get(pq.topic, 1.0),
         )
+        builder.room = reserve
         now = time.monotonic()
         batch = ProducerBatch(pq.topic, pq.partition, builder, now, self.signal, pq.lock, reserve,
                               now + self.delivery_timeout_s)
@@ -333,6 +345,29 @@ class RecordAccumulator:
         pq.batches.append(batch)
         self.incomplete.add(batch)
         return batch
+
+    def first_room(self, record_size: int) -> int:
+        """The buffer.memory a new batch starting with a record of ``record_size`` bytes
+        reserves (what a send waits for when the pool is exhausted)."""
+        room = min(INITIAL_ROOM, self.batch_size)
+        return room if record_size <= room else record_size
+
+    def _grow(self, batch: ProducerBatch, record_size: int) -> bool:
+        """More room for ``batch`` when room, not ``batch.size``, keeps the next record
+        (``record_size`` bytes, estimated) out: the room doubles (at least what the record
+        needs) if the pool has it. False: the batch is full (closed by the caller)."""
+        builder = batch.builder
+        short = builder.room_short_by(record_size)
+        if short <= 0:
+            return False
+        more = max(short, builder.room)
+        if not self.pool.try_reserve(more):
+            if more == short or not self.pool.try_reserve(short):
+                return False
+            more = short
+        builder.room += more
+        batch.reserved += more
+        return True
 
     def split(self, batch: ProducerBatch, batch_size: int, now: float) -> list[ProducerBatch]:
         """Split ``batch`` into batches of at most ``batch_size`` (after MESSAGE_TOO_LARGE).

@@ -275,7 +275,7 @@ class ProducerCore(Generic[F]):
 
     def memory_needed(self, key_bytes: bytes | None, value_bytes: bytes | None) -> int:
         size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0) + 64
-        return max(size, self.batch_size)
+        return self.acc.first_room(size)
 
     # -------------------------------------------------------------- metadata (engine loop)
 

@@ -31,6 +31,7 @@ handful of ``bytearray +=`` and read with bytes slicing only.
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
 from collections.abc import Sequence
 from typing import Any
@@ -576,11 +577,12 @@ class BuilderBase:
     ``_buf`` is the batch (61 header bytes reserved, then records); ``try_append``
     encodes one record into it unless that would take the batch over ``_limit``
     (the estimated size scales the records by ``_ratio``, the expected compression
-    ratio). The C ``BuilderBase`` (kafkalite._speedups) has the same fields and
+    ratio) or the buffer over ``_room``, the bytes the producer reserved of
+    ``buffer.memory`` for it (unbounded unless set). The C ``BuilderBase`` (kafkalite._speedups) has the same fields and
     methods; the producer's C append path writes into it directly.
     """
 
-    __slots__ = ("_base_timestamp", "_buf", "_count", "_limit", "_max_timestamp", "_ratio")
+    __slots__ = ("_base_timestamp", "_buf", "_count", "_limit", "_max_timestamp", "_ratio", "_room")
 
     def __init__(self) -> None:
         self._buf = bytearray(_BATCH_OVERHEAD)
@@ -589,6 +591,7 @@ class BuilderBase:
         self._max_timestamp = -1
         self._limit = 16384
         self._ratio = 1.0
+        self._room = sys.maxsize
 
     def try_append(self, timestamp_ms: int, key: Buffer | None, value: Buffer | None,
                    headers: Headers | None = None) -> int:
@@ -609,8 +612,8 @@ class BuilderBase:
         written = encode_record_into(buf, n, timestamp_ms - self._base_timestamp, key, value, headers)
         ratio = self._ratio
         estimate = before if ratio == 1.0 else _BATCH_OVERHEAD + int((before - _BATCH_OVERHEAD) * ratio)
-        if estimate + written > self._limit:
-            del buf[before:]  # undo: the record goes to the next batch
+        if estimate + written > self._limit or before + written > self._room:
+            del buf[before:]  # undo: the record goes to the next batch (or more room)
             return -1
         if timestamp_ms > self._max_timestamp:
             self._max_timestamp = timestamp_ms

@@ -16,6 +16,7 @@ KIP-360 bumps the epoch and in-flight batches get new sequences.
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -89,7 +90,7 @@ class RecordBatchBuilder(BuilderBase):
             size accounting (Java keeps one per topic and codec, starting at 1.0).
     """
 
-    # _buf, _count, _base_timestamp, _max_timestamp, _limit and _ratio are BuilderBase's.
+    # _buf, _count, _base_timestamp, _max_timestamp, _limit, _ratio and _room are BuilderBase's.
     __slots__ = (
         "_attributes",
         "_base_offset",
@@ -136,6 +137,7 @@ class RecordBatchBuilder(BuilderBase):
         )
         self._log_append_time = log_append_time
         self._limit = batch_size
+        self._room = sys.maxsize  # unbounded unless the producer reserves room (see room)
         self._producer_id = producer_id
         self._producer_epoch = producer_epoch
         self._base_sequence = base_sequence
@@ -162,7 +164,30 @@ class RecordBatchBuilder(BuilderBase):
 
     def has_room_for(self, record_size: int) -> bool:
         """Whether a record of ``record_size`` encoded bytes would be accepted now."""
-        return self._count == 0 or self.estimated_size_in_bytes() + record_size <= self._limit
+        return self._count == 0 or (self.estimated_size_in_bytes() + record_size <= self._limit
+                                    and len(self._buf) + record_size <= self._room)
+
+    # The room: how many buffer bytes (header included, records uncompressed) the batch
+    # may hold, beyond which try_append refuses a record as if the batch were full. The
+    # producer sets it to what it reserved of buffer.memory and grows it on demand, so
+    # that a batch costs the memory it holds rather than batch.size up front, and a
+    # compressed batch's uncompressed records are counted (they can be many times
+    # batch.size). Unbounded unless set.
+
+    @property
+    def room(self) -> int:
+        return self._room
+
+    @room.setter
+    def room(self, size: int) -> None:
+        self._room = size
+
+    def room_short_by(self, record_size: int) -> int:
+        """How many more bytes of room a record of ``record_size`` encoded bytes needs, when
+        room is what keeps it out; 0 when it fits or the batch is full (``batch.size``)."""
+        if self._count == 0 or self.estimated_size_in_bytes() + record_size > self._limit:
+            return 0
+        return max(0, len(self._buf) + record_size - self._room)
 
     # ------------------------------------------------------------------ state
 
