@@ -307,8 +307,10 @@ def _consume(args: argparse.Namespace, printer: Printer) -> int | None:
                         continue
                     failed = True
                     break
-                out.write(line + printer.line_sep)
+                # Counted before it is written: a Ctrl-C that lands inside the write (the
+                # line may be out already) must not leave a printed record uncounted.
                 count += 1
+                out.write(line + printer.line_sep)
                 if args.max_messages is not None and count >= args.max_messages:
                     break
             out.flush()
