@@ -382,7 +382,18 @@ class ConsumerCore:
         if need:
             if self.group_id is not None:
                 tokens = self._tokens(need)
-                committed = await self.offsets.fetch_committed(need, timeout_s, self._generation_for_fetch())
+                try:
+                    committed = await self.offsets.fetch_committed(need, timeout_s, self._generation_for_fetch())
+                except KafkaError:
+                    # assign() then seek(): the lookup starts at assign(), the seek gives
+                    # the position meanwhile. Java looks committed offsets up only for what
+                    # still has no position at poll(); an error (e.g. the group not
+                    # authorized) about partitions that all have one now is nobody's.
+                    if not set(need) & set(self.subs.partitions_needing_position()):
+                        need = []
+                    else:
+                        raise
+                    committed = {}
                 reset = []
                 for tp in need:
                     om = committed.get(tp)
