@@ -226,7 +226,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("acks", "choice", "all", "Acknowledgements the leader waits for: 0, 1 or all (-1).", P,
        choices=("0", "1", "all", "-1")),
     _s("linger.ms", "int", 5, "How long a batch waits for more records.", P, min=0),
-    _s("batch.size", "int", 16384, "Target size of one partition's batch in bytes.", P, min=0),
+    # Not Java's 16384: batches reserve buffer.memory as they grow (accumulator.py), so a
+    # large batch.size costs nothing on quiet partitions; docs/producer.md says why.
+    _s("batch.size", "int", 1_000_000, "Target size of one partition's batch in bytes.", P, min=0),
     _s("buffer.memory", "int", 32 * 1024 * 1024, "Bytes of records buffered before send() blocks.", P, min=0),
     _s("max.block.ms", "int", 60000, "How long send() may block (full buffer, missing metadata).", P, min=0),
     _s("compression.type", "choice", "none", "Codec for batches.", P,
