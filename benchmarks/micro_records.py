@@ -2,7 +2,7 @@
 
 Measures records/s for
 * encode: ``RecordBatchBuilder.try_append`` of 100-byte values with 10-byte keys into
-  16 KiB batches (batch.size default), including ``build()`` (CRC, compression);
+  16 KiB batches (Java's batch.size default), including ``build()`` (CRC, compression);
 * decode: ``iter_batches`` (CRC checked) + ``records()`` over ~1 MiB of batches, as
   a consumer does with a fetch response, and ``columns()`` (the Spark path);
 * murmur2 of 10-byte keys (the partitioner).

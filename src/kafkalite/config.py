@@ -108,7 +108,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("metadata.max.age.ms", "int", 300000, "Refresh metadata at least this often.", min=0),
     _s("metadata.recovery.strategy", "choice", "rebootstrap",
        "What to do when no known broker answers (KIP-899).", choices=("none", "rebootstrap")),
-    _s("send.buffer.bytes", "int", 131072, "SO_SNDBUF (-1: OS default).", min=-1),
+    # The producer leaves SO_SNDBUF to the OS (librdkafka's default), not Java's 128 KiB:
+    # a 1 MB batch (its batch.size default) through 128 KiB takes ~8 writability
+    # wake-ups of the engine, each waiting for the GIL; docs/producer.md has the figures.
+    _s("send.buffer.bytes", "int", 131072, "SO_SNDBUF (-1: OS default).", min=-1,
+       defaults_by_client={PRODUCER: -1}),
     _s("receive.buffer.bytes", "int", 32768, "SO_RCVBUF (-1: OS default).", min=-1,
        defaults_by_client={CONSUMER: 65536, SHARE_CONSUMER: 65536}),
     _s("receive.message.max.bytes", "int", 512 * 1024 * 1024,

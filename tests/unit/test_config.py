@@ -22,6 +22,8 @@ def test_defaults_follow_java_client() -> None:
     # The one deliberate difference (issue 15, docs/producer.md): librdkafka's 1 MB, safe
     # because a batch reserves buffer.memory as it grows.
     assert cfg["batch.size"] == 1_000_000
+    assert cfg["send.buffer.bytes"] == -1  # the OS's, as librdkafka's; Java's 128 KiB elsewhere
+    assert resolve("consumer", BOOT)["send.buffer.bytes"] == 131072
     assert cfg["enable.idempotence"] is True
     assert cfg["delivery.timeout.ms"] == 120000
     consumer = resolve("consumer", BOOT)
