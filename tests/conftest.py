@@ -8,6 +8,8 @@ point still gets it here.
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 # Fixtures shared by the Schema Registry / serde tests (sr_conf, sr_client, confluent_sr).
@@ -17,6 +19,13 @@ pytest_plugins = ["tests.helpers.serdes"]
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("kafkalite"):
         config.pluginmanager.import_plugin("kafkalite.testing.pytest_plugin")
+    # A suite started in the background by a non-interactive shell (`bash .ci/run &`,
+    # nohup) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt:
+    # the Ctrl-C tests (which signal this process and the CLI subprocesses) would
+    # fail for how the suite was launched. Restore Python's handler; subprocesses then
+    # start with SIGINT at its default again (exec resets handled signals).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Property tests run on busy 2-core CI machines next to Kafka brokers: a per-example
