@@ -208,7 +208,7 @@ class ConsumerCore:
                     log.debug("leaving the group on close: %r", exc)
         finally:
             self.closed = True
-            tasks = list(self.tasks.tasks)
+            tasks: list[asyncio.Future[Any]] = list(self.tasks.tasks)
             if self.group is not None:
                 tasks += self.group.stop()
             tasks += self.fetcher.close()

@@ -1,6 +1,6 @@
 """The prefetching fetcher: Fetch requests per broker, on the engine (asyncio).
 
-One task keeps at most one Fetch request in flight per broker (fetch sessions require
+It keeps at most one Fetch request in flight per broker (fetch sessions require
 it, KIP-227) for every fetchable partition that broker leads, and puts each partition's
 data into the :class:`~kafkalite.consumer.fetch_buffer.FetchBuffer` undecoded. It
 fetches ahead: while poll() drains one fetch of a partition, the next one (starting
@@ -38,7 +38,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.config import Config
@@ -48,6 +48,7 @@ from kafkalite.consumer.subscription import SubscriptionState, _fetchable
 from kafkalite.errors import KafkaError, error_for_code
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.cluster import BrokerNode
+from kafkalite.net.transport import BrokerConnection
 from kafkalite.protocol.messages.fetch import (
     FetchRequest,
     FetchRequestFetchPartition,
@@ -128,7 +129,8 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._closed = False
         self._retry_at: dict[int, float] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()  # fetches connecting first
+        self._responses: set[asyncio.Future[FetchResponse]] = set()  # fetches written, not answered
 
     # ------------------------------------------------------------ loop
 
@@ -142,20 +144,27 @@ class Fetcher:
             self._wake.clear()
             await wait_for_wake(self._wake, self.send_fetches())
 
-    def close(self) -> list[asyncio.Task[None]]:
+    def close(self) -> list[asyncio.Future[Any]]:
         """Stop fetching; cancels the fetches in flight and returns them (await with cancel_and_wait)."""
         self._closed = True
         self._wake.set()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        return tasks
+        pending: list[asyncio.Future[Any]] = [*self._tasks, *self._responses]
+        for future in pending:
+            future.cancel()
+        return pending
 
     def send_fetches(self) -> float | None:
-        """Start one fetch per broker with work; returns seconds until a retry is due."""
+        """Start one fetch per broker with work; returns seconds until a retry is due.
+
+        A fetch to a connected broker is written at once; one that must connect first
+        runs as a task (connect, then write)."""
         plans, delay = self._plan()
         for node, (wanted, tokens) in plans.items():
-            task = asyncio.ensure_future(self._fetch(node, wanted, tokens))
+            conn = self.client.connection_if_ready(node)
+            if conn is not None:
+                self._start(node, conn, wanted, tokens)
+                continue
+            task = asyncio.ensure_future(self._connect_and_start(node, wanted, tokens))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return delay
@@ -235,12 +244,32 @@ class Fetcher:
             session = self._sessions[node] = FetchSessionHandler(node)
         return session
 
-    async def _fetch(self, node: int, wanted: dict[TopicPartition, PartitionFetchData],
-                     tokens: dict[TopicPartition, int]) -> None:
+    async def _connect_and_start(self, node: int, wanted: dict[TopicPartition, PartitionFetchData],
+                                 tokens: dict[TopicPartition, int]) -> None:
+        try:
+            conn = await self.client.connection(node)
+        except asyncio.CancelledError:
+            self._session(node).handle_error()
+            self._done(node, wanted)  # whatever cancelled it, the node is not busy any more
+            raise
+        except KafkaError as exc:
+            self._failed(node, wanted, tokens, exc)
+            return
+        except Exception:  # never let fetching stop silently
+            self._crashed(node, wanted)
+            return
+        self._start(node, conn, wanted, tokens)
+
+    def _start(self, node: int, conn: BrokerConnection, wanted: dict[TopicPartition, PartitionFetchData],
+               tokens: dict[TopicPartition, int]) -> None:
+        """Write one Fetch request to ``node``; its answer is handled in :meth:`_answered`.
+
+        No task and no event-loop round between the previous answer and this request:
+        the caller's poll() gets the GIL only once this thread blocks, which is at this
+        request's socket write (issue 15: ~0.1 ms of end-to-end latency)."""
         session = self._session(node)
         started = time.monotonic()
         try:
-            conn = await self.client.connection(node)
             version = conn.api_version(FetchRequest)
             if version >= 13 and any(d.topic_id == ZERO_UUID for d in wanted.values()):
                 version = 12
@@ -251,33 +280,61 @@ class Fetcher:
             plan = session.build(wanted)
             request = self._request(plan, version)
             timeout_ms = self.cfg["request.timeout.ms"] + self._max_wait_ms
-            response = await conn.request(request, api_version=version, timeout_ms=timeout_ms)
-        except asyncio.CancelledError:
-            session.handle_error()
-            self._done(node, wanted)  # whatever cancelled it, the node is not busy any more
-            raise
+            response = conn.send(request, api_version=version, timeout_ms=timeout_ms)
         except KafkaError as exc:
+            self._failed(node, wanted, tokens, exc)
+            return
+        except Exception:
+            self._crashed(node, wanted)
+            return
+        self._responses.add(response)
+        response.add_done_callback(
+            lambda answer: self._answered(answer, node, session, plan, wanted, tokens, version, started))
+
+    def _answered(self, answer: asyncio.Future[FetchResponse], node: int, session: FetchSessionHandler,
+                  plan: FetchPlan, wanted: dict[TopicPartition, PartitionFetchData],
+                  tokens: dict[TopicPartition, int], version: int, started: float) -> None:
+        self._responses.discard(answer)
+        if answer.cancelled():
             session.handle_error()
-            log.debug("fetch from node %s failed: %s", node, exc)
-            if self.stall is not None:
-                for tp in wanted:
-                    self.stall.fetch_failed(tp, exc)
-            self._clear_preferred(wanted, tokens)
-            self._retry_at[node] = time.monotonic() + self.client.reconnect_delay(node) + \
-                self.cfg["retry.backoff.ms"] / 1000.0
-            self._on_metadata_needed({tp.topic for tp in wanted})
             self._done(node, wanted)
             return
-        except Exception:  # never let the fetch loop die silently
-            session.handle_error()
-            log.exception("unexpected error handling a fetch from node %s", node)
-            self._retry_at[node] = time.monotonic() + 1.0
-            self._done(node, wanted)
+        error = answer.exception()
+        if isinstance(error, KafkaError):
+            self._failed(node, wanted, tokens, error)
+            return
+        if error is not None:
+            self._crashed(node, wanted, error)
             return
         try:
-            self._handle(node, session, plan.wanted, tokens, response, version, started)
+            self._handle(node, session, plan.wanted, tokens, answer.result(), version, started)
+        except Exception:
+            log.exception("unexpected error handling a fetch response from node %s", node)
         finally:
             self._done(node, wanted)
+        if not self._closed:
+            self.send_fetches()  # the next fetch at once (see _start)
+
+    def _failed(self, node: int, wanted: dict[TopicPartition, PartitionFetchData],
+                tokens: dict[TopicPartition, int], exc: KafkaError) -> None:
+        self._session(node).handle_error()
+        log.debug("fetch from node %s failed: %s", node, exc)
+        if self.stall is not None:
+            for tp in wanted:
+                self.stall.fetch_failed(tp, exc)
+        self._clear_preferred(wanted, tokens)
+        self._retry_at[node] = time.monotonic() + self.client.reconnect_delay(node) + \
+            self.cfg["retry.backoff.ms"] / 1000.0
+        self._on_metadata_needed({tp.topic for tp in wanted})
+        self._done(node, wanted)
+
+    def _crashed(self, node: int, wanted: dict[TopicPartition, PartitionFetchData],
+                 error: BaseException | None = None) -> None:
+        self._session(node).handle_error()
+        log.error("unexpected error in a fetch from node %s", node,
+                  exc_info=error if error is not None else True)
+        self._retry_at[node] = time.monotonic() + 1.0
+        self._done(node, wanted)
 
     def _clear_preferred(self, partitions: Iterable[TopicPartition], tokens: dict[TopicPartition, int]) -> None:
         """Back to the leader for these partitions (Java clears the preferred read

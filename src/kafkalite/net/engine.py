@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError, IllegalStateError, KafkaTimeoutError, WakeupError
+from kafkalite.net.timers import new_engine_loop, tighten_timer_slack
 
 T = TypeVar("T")
 
@@ -47,7 +48,7 @@ class EngineThread:
 
     def __init__(self, name: str = "kafkalite-engine") -> None:
         self.name = name
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_engine_loop()  # timers on time, not rounded up to the millisecond
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._started = threading.Event()
         self._stopped = False
@@ -59,6 +60,7 @@ class EngineThread:
         return self
 
     def _run(self) -> None:
+        tighten_timer_slack()  # this thread's timers (linger, backoff) fire on time
         asyncio.set_event_loop(self.loop)
         self.loop.call_soon(self._started.set)
         try:
