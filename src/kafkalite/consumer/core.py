@@ -711,7 +711,7 @@ class ConsumerCore:
         buffer = self.buffer
         subs = self.subs
         remaining = max_records
-        drained_any = False
+        wake_fetcher = False
         consumed_bytes = 0
         last_timestamps: dict[TopicPartition, int] = {}  # of the records handed out (records-time-lag)
         while remaining > 0:
@@ -735,9 +735,9 @@ class ConsumerCore:
             if fetch.exhausted:
                 consumed_bytes += fetch.bytes
                 buffer.pop(fetch)
-                drained_any = True
+                wake_fetcher = wake_fetcher or self.fetcher.held_back(tp)
                 self.metrics.record_lag(tp)
-        if drained_any:
+        if wake_fetcher:
             self.call_soon(self.fetcher.wake)
         if out or consumed_bytes:
             self.metrics.record_consumed(len(out), consumed_bytes)
@@ -760,7 +760,7 @@ class ConsumerCore:
         buffer = self.buffer
         subs = self.subs
         taken_bytes = 0
-        drained_any = False
+        wake_fetcher = False
         last_timestamps: dict[TopicPartition, int] = {}
         while taken_bytes < max_bytes:
             fetch = self._next_fetch(bool(out))
@@ -782,11 +782,11 @@ class ConsumerCore:
             if fetch.exhausted:
                 taken_bytes += fetch.bytes
                 buffer.pop(fetch)
-                drained_any = True
+                wake_fetcher = wake_fetcher or self.fetcher.held_back(tp)
                 self.metrics.record_lag(tp)
             elif batches:
                 break  # a corrupt batch follows: raised by the next call
-        if drained_any:
+        if wake_fetcher:
             self.call_soon(self.fetcher.wake)
         if taken_bytes:
             self.metrics.record_consumed(

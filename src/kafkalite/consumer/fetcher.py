@@ -144,6 +144,19 @@ class Fetcher:
             self._wake.clear()
             await wait_for_wake(self._wake, self.send_fetches())
 
+    def held_back(self, tp: TopicPartition) -> bool:
+        """Whether poll() must wake the fetcher after draining a fetch of ``tp`` (any thread).
+
+        Not while a fetch of ``tp`` is in flight: its answer plans the next one anyway
+        (:meth:`_answered`, and ``_done`` on failures). Otherwise the fetcher may have
+        held ``tp`` back (two fetches buffered, an error waiting), so yes. The poll side
+        pops the fetch before asking and the engine marks a partition in flight only
+        after reading its buffer, so neither order of the two threads misses a wake-up.
+        Waking the engine after every poll() cost a self-pipe write in poll()'s return
+        path and an engine wake-up competing with the caller for the GIL (issue 15).
+        """
+        return tp not in self._in_flight
+
     def close(self) -> list[asyncio.Future[Any]]:
         """Stop fetching; cancels the fetches in flight and returns them (await with cancel_and_wait)."""
         self._closed = True
