@@ -172,3 +172,24 @@ async def test_send_many_serializes_and_honours_partition_and_timestamp(kafka_br
     assert [r.key for r in records][:10] == [b"k%d" % i for i in range(10)]
     assert {r.timestamp for r in records[:10]} == {1_700_000_000_000}
     assert records[10:] == []  # values are serialized before any is appended: none of that call was sent
+
+
+def test_an_asyncio_producer_runs_on_the_engine_loop_that_keeps_timers_precise(kafka_broker, topic_factory) -> None:
+    # docs/producer.md: an asyncio application may run on new_engine_loop() for ~0.1 ms
+    # timers (linger.ms) instead of asyncio's rounding up to the next millisecond.
+    from kafkalite.net.timers import new_engine_loop
+
+    topic = topic_factory(partitions=1)
+
+    async def main() -> list[int]:
+        async with Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 3}) as p:
+            futures = [await p.send(topic, b"v%d" % i) for i in range(50)]
+            return [(await f).offset for f in futures]
+
+    loop = new_engine_loop()
+    try:
+        assert loop.run_until_complete(main()) == list(range(50))
+        records = loop.run_until_complete(read_back_async(kafka_broker.bootstrap, topic))[0]
+    finally:
+        loop.close()
+    assert [r.value for r in records] == [b"v%d" % i for i in range(50)]
