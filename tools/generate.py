@@ -505,6 +505,18 @@ def decode_value_lines(em: Emitter, owner: str, f: Field, target: str, version: 
             min_size = min_encoded_size(f.struct.fields, version, flexible)
         else:
             min_size = _min_scalar_size(t, flexible)
+        if f.struct is None and t in FIXED:
+            fmt, size = FIXED[t]
+            if nullable:
+                lines.append(f"{ind}{target}, pos = read_fixed_array(buf, pos, '{fmt}', {size}, {flexible})")
+                return lines
+            # A local per field first: mypy narrows it, not the attribute's declared type.
+            items = f"{f.attr}_items"
+            lines.append(f"{ind}{items}, pos = read_fixed_array(buf, pos, '{fmt}', {size}, {flexible})")
+            lines.append(f"{ind}if {items} is None:")
+            lines.append(f"{ind}    raise _null({owner!r}, {f.attr!r})")
+            lines.append(f"{ind}{target} = {items}")
+            return lines
         reader = "read_compact_array_length" if flexible else "read_array_length"
         lines.append(f"{ind}n, pos = {reader}(buf, pos, {min_size})")
         lines.append(f"{ind}if n < 0:")
@@ -524,10 +536,6 @@ def decode_value_lines(em: Emitter, owner: str, f: Field, target: str, version: 
             lines.append(f"{ind}        {item}, pos = {fn}(buf, pos)")
             lines.append(f"{ind}        {f.attr}_append({item})")
             lines.append(f"{ind}    {target} = {items}")
-        elif t in FIXED:
-            fmt, size = FIXED[t]
-            lines.append(f"{ind}    {target} = unpack_array('{fmt}', n, buf, pos)")
-            lines.append(f"{ind}    pos += n * {size}")
         else:
             # Array elements are never null (Java's generated readers refuse a null
             # element: "non-nullable field ... was serialized as null").
@@ -690,6 +698,7 @@ def generate_module(specs: list[MessageSpec]) -> str:
         "    read_compact_nullable_string,",
         "    read_compact_records,",
         "    read_compact_string,",
+        "    read_fixed_array,",
         "    read_nullable_bytes,",
         "    read_nullable_string,",
         "    read_records,",
@@ -697,7 +706,6 @@ def generate_module(specs: list[MessageSpec]) -> str:
         "    read_uuid,",
         "    read_uvarint,",
         "    skip_tagged_fields,",
-        "    unpack_array,",
         "    write_bytes,",
         "    write_compact_bytes,",
         "    write_compact_string,",

@@ -174,3 +174,38 @@ def test_tagged_fields_round_trip_and_unknown_tags_kept() -> None:
     body[-1:] = b"\x01\x63\x02hi"
     decoded = FetchRequest.decode(bytes(body), 12)
     assert decoded.unknown_tagged_fields == {99: b"hi"}
+
+
+@pytest.mark.parametrize("compact", [True, False])
+@pytest.mark.parametrize("n", [0, 1, 8, 9, 200])
+def test_fixed_width_arrays_read_in_one_call(compact: bool, n: int) -> None:
+    from kafkalite.protocol.primitives import INT32, read_fixed_array, write_uvarint
+
+    values = [random.randint(-2**31, 2**31 - 1) for _ in range(n)]
+    out = bytearray(b"\x07")  # a byte before, so positions are not 0
+    if compact:
+        write_uvarint(out, n + 1)  # 200 items: a two-byte varint
+    else:
+        out += INT32.pack(n)
+    for v in values:
+        out += INT32.pack(v)
+    out += b"\x09"
+    got, pos = read_fixed_array(memoryview(bytes(out)), 1, "i", 4, compact)
+    assert got == values and out[pos] == 9
+    with pytest.raises(ProtocolError, match=f"claims {n + 1} items"):
+        # one item more than the bytes hold (the trailing byte is not a whole int32)
+        bad = bytearray(b"\x07")
+        if compact:
+            write_uvarint(bad, n + 2)
+        else:
+            bad += INT32.pack(n + 1)
+        read_fixed_array(bytes(bad + out[len(bad):]), 1, "i", 4, compact)
+
+
+@pytest.mark.parametrize("compact, null", [(True, b"\x00"), (False, b"\xff\xff\xff\xff")])
+def test_a_null_fixed_width_array(compact: bool, null: bytes) -> None:
+    from kafkalite.protocol.primitives import read_fixed_array
+
+    assert read_fixed_array(null, 0, "q", 8, compact) == (None, len(null))
+    with pytest.raises(ProtocolError, match="truncated array length"):
+        read_fixed_array(b"", 0, "q", 8, compact)

@@ -735,7 +735,7 @@ class ConsumerCore:
             if fetch.exhausted:
                 consumed_bytes += fetch.bytes
                 buffer.pop(fetch)
-                wake_fetcher = wake_fetcher or self.fetcher.held_back(tp)
+                wake_fetcher = wake_fetcher or self.fetcher.needs_wake_after_drain(tp)
                 self.metrics.record_lag(tp)
         if wake_fetcher:
             self.call_soon(self.fetcher.wake)
@@ -782,7 +782,7 @@ class ConsumerCore:
             if fetch.exhausted:
                 taken_bytes += fetch.bytes
                 buffer.pop(fetch)
-                wake_fetcher = wake_fetcher or self.fetcher.held_back(tp)
+                wake_fetcher = wake_fetcher or self.fetcher.needs_wake_after_drain(tp)
                 self.metrics.record_lag(tp)
             elif batches:
                 break  # a corrupt batch follows: raised by the next call

@@ -144,7 +144,7 @@ class Fetcher:
             self._wake.clear()
             await wait_for_wake(self._wake, self.send_fetches())
 
-    def held_back(self, tp: TopicPartition) -> bool:
+    def needs_wake_after_drain(self, tp: TopicPartition) -> bool:
         """Whether poll() must wake the fetcher after draining a fetch of ``tp`` (any thread).
 
         Not while a fetch of ``tp`` is in flight: its answer plans the next one anyway
@@ -175,7 +175,11 @@ class Fetcher:
         for node, (wanted, tokens) in plans.items():
             conn = self.client.connection_if_ready(node)
             if conn is not None:
-                self._start(node, conn, wanted, tokens)
+                try:
+                    self._start(node, conn, wanted, tokens)
+                except Exception:  # the other nodes planned in this pass still go out
+                    log.exception("starting a fetch from node %s failed", node)
+                    self._done(node, wanted)
                 continue
             task = asyncio.ensure_future(self._connect_and_start(node, wanted, tokens))
             self._tasks.add(task)
@@ -308,7 +312,9 @@ class Fetcher:
                   plan: FetchPlan, wanted: dict[TopicPartition, PartitionFetchData],
                   tokens: dict[TopicPartition, int], version: int, started: float) -> None:
         self._responses.discard(answer)
-        if answer.cancelled():
+        if answer.cancelled() or self._closed:
+            # Closed: an answer that came just before close() is not handled after it
+            # (a task awaiting it would have been cancelled).
             session.handle_error()
             self._done(node, wanted)
             return
@@ -323,6 +329,7 @@ class Fetcher:
             self._handle(node, session, plan.wanted, tokens, answer.result(), version, started)
         except Exception:
             log.exception("unexpected error handling a fetch response from node %s", node)
+            self._retry_at[node] = time.monotonic() + 1.0  # not again at once, in a loop
         finally:
             self._done(node, wanted)
         if not self._closed:
@@ -330,24 +337,30 @@ class Fetcher:
 
     def _failed(self, node: int, wanted: dict[TopicPartition, PartitionFetchData],
                 tokens: dict[TopicPartition, int], exc: KafkaError) -> None:
-        self._session(node).handle_error()
-        log.debug("fetch from node %s failed: %s", node, exc)
-        if self.stall is not None:
-            for tp in wanted:
-                self.stall.fetch_failed(tp, exc)
-        self._clear_preferred(wanted, tokens)
-        self._retry_at[node] = time.monotonic() + self.client.reconnect_delay(node) + \
-            self.cfg["retry.backoff.ms"] / 1000.0
-        self._on_metadata_needed({tp.topic for tp in wanted})
-        self._done(node, wanted)
+        # _done() whatever happens here: a node or partition left marked in flight
+        # would never be fetched again.
+        try:
+            self._retry_at[node] = time.monotonic() + self.client.reconnect_delay(node) + \
+                self.cfg["retry.backoff.ms"] / 1000.0
+            self._session(node).handle_error()
+            log.debug("fetch from node %s failed: %s", node, exc)
+            if self.stall is not None:
+                for tp in wanted:
+                    self.stall.fetch_failed(tp, exc)
+            self._clear_preferred(wanted, tokens)
+            self._on_metadata_needed({tp.topic for tp in wanted})
+        finally:
+            self._done(node, wanted)
 
     def _crashed(self, node: int, wanted: dict[TopicPartition, PartitionFetchData],
                  error: BaseException | None = None) -> None:
-        self._session(node).handle_error()
-        log.error("unexpected error in a fetch from node %s", node,
-                  exc_info=error if error is not None else True)
-        self._retry_at[node] = time.monotonic() + 1.0
-        self._done(node, wanted)
+        try:
+            self._retry_at[node] = time.monotonic() + 1.0
+            self._session(node).handle_error()
+            log.error("unexpected error in a fetch from node %s", node,
+                      exc_info=error if error is not None else True)
+        finally:
+            self._done(node, wanted)
 
     def _clear_preferred(self, partitions: Iterable[TopicPartition], tokens: dict[TopicPartition, int]) -> None:
         """Back to the leader for these partitions (Java clears the preferred read

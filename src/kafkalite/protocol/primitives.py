@@ -232,6 +232,44 @@ def unpack_array(code: str, n: int, buf: Any, pos: int) -> list[Any]:
     return list(struct.unpack_from(f">{n}{code}", buf, pos))
 
 
+_FEW_FORMATS = {code: [struct.Struct(f">{n}{code}") for n in range(9)] for code in "bhHiIqd?"}
+
+
+def read_fixed_array(buf: Any, pos: int, code: str, size: int, compact: bool) -> tuple[list[Any] | None, int]:
+    """An array of a fixed-width type (struct ``code``, ``size`` bytes each) with its
+    length (compact: uvarint n+1; else int32), in one call: None for a null array.
+
+    The generated decoders' one reader for such arrays (replica lists, partition
+    indexes, offsets): a Metadata answer has three per partition, and reading the
+    length and the items in two calls each, with a format string made per call, cost
+    about half of decoding one (10,000 partitions, issue 15). Up to 8 items use
+    formats made once; longer arrays go through :func:`unpack_array`.
+    """
+    start = pos
+    if compact:
+        try:
+            b = buf[pos]
+        except IndexError:
+            raise truncated("array length", pos, 1, 0) from None
+        if b < 0x80:
+            n = b - 1
+            pos += 1
+        else:
+            n, pos = read_uvarint(buf, pos)
+            n -= 1
+    else:
+        (n,) = INT32.unpack_from(buf, pos) if pos + 4 <= len(buf) else _short(buf, pos, 4, "array length")
+        pos += 4
+    if n < 0:
+        return None, pos
+    end = pos + n * size
+    if end > len(buf):
+        raise ProtocolError(f"array at byte {start} claims {n} items but only {len(buf) - pos} bytes remain")
+    if n <= 8:
+        return list(_FEW_FORMATS[code][n].unpack_from(buf, pos)), end
+    return unpack_array(code, n, buf, pos), end
+
+
 def read_array_length(buf: Any, pos: int, min_item_size: int = 1) -> tuple[int, int]:
     """Read an int32 array length (-1 = null); reject counts the remaining bytes can't hold."""
     (n,) = INT32.unpack_from(buf, pos) if pos + 4 <= len(buf) else _short(buf, pos, 4, "array length")

@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -276,12 +276,10 @@ def _dec_AlterPartitionRequestPartitionData_v2(buf: memoryview, pos: int) -> tup
     o = _new(AlterPartitionRequestPartitionData)
     o.partition_index, o.leader_epoch = _F_ii.unpack_from(buf, pos)
     pos += 8
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    new_isr_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if new_isr_items is None:
         raise _null('AlterPartitionRequest', 'new_isr')
-    else:
-        o.new_isr = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.new_isr = new_isr_items
     o.leader_recovery_state, o.partition_epoch = _F_bi.unpack_from(buf, pos)
     pos += 5
     o.new_isr_with_epochs = []
@@ -459,12 +457,10 @@ def _dec_AlterPartitionResponsePartitionData_v2(buf: memoryview, pos: int) -> tu
     o = _new(AlterPartitionResponsePartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch = _F_ihii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    isr_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if isr_items is None:
         raise _null('AlterPartitionResponse', 'isr')
-    else:
-        o.isr = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.isr = isr_items
     o.leader_recovery_state, o.partition_epoch = _F_bi.unpack_from(buf, pos)
     pos += 5
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)

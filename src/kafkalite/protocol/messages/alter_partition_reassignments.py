@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -235,12 +235,7 @@ def _dec_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: memoryv
     o = _new(AlterPartitionReassignmentsRequestReassignablePartition)
     o.partition_index, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
-        o.replicas = None
-    else:
-        o.replicas = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.replicas, pos = read_fixed_array(buf, pos, 'i', 4, True)
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 

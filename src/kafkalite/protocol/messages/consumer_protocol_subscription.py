@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -159,12 +159,10 @@ def _enc_ConsumerProtocolSubscription_v1(o: Any, out: bytearray) -> None:
 def _dec_ConsumerProtocolSubscriptionTopicPartition_v1(buf: memoryview, pos: int) -> tuple[ConsumerProtocolSubscriptionTopicPartition, int]:
     o = _new(ConsumerProtocolSubscriptionTopicPartition)
     o.topic, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 4)
-    if n < 0:
+    partitions_items, pos = read_fixed_array(buf, pos, 'i', 4, False)
+    if partitions_items is None:
         raise _null('ConsumerProtocolSubscription', 'partitions')
-    else:
-        o.partitions = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partitions = partitions_items
     o.unknown_tagged_fields = None
     return o, pos
 

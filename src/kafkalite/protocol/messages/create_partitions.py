@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -197,12 +197,10 @@ def _enc_CreatePartitionsRequest_v0(o: Any, out: bytearray) -> None:
 
 def _dec_CreatePartitionsRequestCreatePartitionsAssignment_v0(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequestCreatePartitionsAssignment, int]:
     o = _new(CreatePartitionsRequestCreatePartitionsAssignment)
-    n, pos = read_array_length(buf, pos, 4)
-    if n < 0:
+    broker_ids_items, pos = read_fixed_array(buf, pos, 'i', 4, False)
+    if broker_ids_items is None:
         raise _null('CreatePartitionsRequest', 'broker_ids')
-    else:
-        o.broker_ids = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.broker_ids = broker_ids_items
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -276,12 +274,10 @@ def _enc_CreatePartitionsRequest_v2(o: Any, out: bytearray) -> None:
 
 def _dec_CreatePartitionsRequestCreatePartitionsAssignment_v2(buf: memoryview, pos: int) -> tuple[CreatePartitionsRequestCreatePartitionsAssignment, int]:
     o = _new(CreatePartitionsRequestCreatePartitionsAssignment)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    broker_ids_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if broker_ids_items is None:
         raise _null('CreatePartitionsRequest', 'broker_ids')
-    else:
-        o.broker_ids = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.broker_ids = broker_ids_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 

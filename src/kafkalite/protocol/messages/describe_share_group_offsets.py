@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -253,12 +253,10 @@ def _enc_DescribeShareGroupOffsetsRequest_v0(o: Any, out: bytearray) -> None:
 def _dec_DescribeShareGroupOffsetsRequestTopic_v0(buf: memoryview, pos: int) -> tuple[DescribeShareGroupOffsetsRequestTopic, int]:
     o = _new(DescribeShareGroupOffsetsRequestTopic)
     o.topic_name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partitions_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partitions_items is None:
         raise _null('DescribeShareGroupOffsetsRequest', 'partitions')
-    else:
-        o.partitions = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partitions = partitions_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 

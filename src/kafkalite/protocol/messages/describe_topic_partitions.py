@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -370,36 +370,20 @@ def _dec_DescribeTopicPartitionsResponsePartition_v0(buf: memoryview, pos: int) 
     o = _new(DescribeTopicPartitionsResponsePartition)
     o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _F_hiii.unpack_from(buf, pos)
     pos += 14
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    replica_nodes_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if replica_nodes_items is None:
         raise _null('DescribeTopicPartitionsResponse', 'replica_nodes')
-    else:
-        o.replica_nodes = unpack_array('i', n, buf, pos)
-        pos += n * 4
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    o.replica_nodes = replica_nodes_items
+    isr_nodes_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if isr_nodes_items is None:
         raise _null('DescribeTopicPartitionsResponse', 'isr_nodes')
-    else:
-        o.isr_nodes = unpack_array('i', n, buf, pos)
-        pos += n * 4
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
-        o.eligible_leader_replicas = None
-    else:
-        o.eligible_leader_replicas = unpack_array('i', n, buf, pos)
-        pos += n * 4
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
-        o.last_known_elr = None
-    else:
-        o.last_known_elr = unpack_array('i', n, buf, pos)
-        pos += n * 4
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    o.isr_nodes = isr_nodes_items
+    o.eligible_leader_replicas, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    o.last_known_elr, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    offline_replicas_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if offline_replicas_items is None:
         raise _null('DescribeTopicPartitionsResponse', 'offline_replicas')
-    else:
-        o.offline_replicas = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.offline_replicas = offline_replicas_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 

@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -217,12 +217,10 @@ def _enc_DescribeTransactionsResponse_v0(o: Any, out: bytearray) -> None:
 def _dec_DescribeTransactionsResponseTopicData_v0(buf: memoryview, pos: int) -> tuple[DescribeTransactionsResponseTopicData, int]:
     o = _new(DescribeTransactionsResponseTopicData)
     o.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partitions_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partitions_items is None:
         raise _null('DescribeTransactionsResponse', 'partitions')
-    else:
-        o.partitions = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partitions = partitions_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 

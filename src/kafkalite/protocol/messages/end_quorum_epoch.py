@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -301,12 +301,10 @@ def _dec_EndQuorumEpochRequestPartitionData_v0(buf: memoryview, pos: int) -> tup
     o = _new(EndQuorumEpochRequestPartitionData)
     o.partition_index, o.leader_id, o.leader_epoch = _F_iii.unpack_from(buf, pos)
     pos += 12
-    n, pos = read_array_length(buf, pos, 4)
-    if n < 0:
+    preferred_successors_items, pos = read_fixed_array(buf, pos, 'i', 4, False)
+    if preferred_successors_items is None:
         raise _null('EndQuorumEpochRequest', 'preferred_successors')
-    else:
-        o.preferred_successors = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.preferred_successors = preferred_successors_items
     o.preferred_candidates = []
     o.unknown_tagged_fields = None
     return o, pos

@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -156,12 +156,10 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf: memoryview, pos: int) -> tupl
     o.client_instance_id, pos = read_uuid(buf, pos)
     o.subscription_id, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 1)
-    if n < 0:
+    accepted_compression_types_items, pos = read_fixed_array(buf, pos, 'b', 1, True)
+    if accepted_compression_types_items is None:
         raise _null('GetTelemetrySubscriptionsResponse', 'accepted_compression_types')
-    else:
-        o.accepted_compression_types = unpack_array('b', n, buf, pos)
-        pos += n * 1
+    o.accepted_compression_types = accepted_compression_types_items
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _F_iio.unpack_from(buf, pos)
     pos += 9
     n, pos = read_compact_array_length(buf, pos, 1)

@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -142,12 +142,10 @@ def _enc_ListConfigResourcesRequest_v1(o: Any, out: bytearray) -> None:
 
 def _dec_ListConfigResourcesRequest_v1(buf: memoryview, pos: int) -> tuple[ListConfigResourcesRequest, int]:
     o = _new(ListConfigResourcesRequest)
-    n, pos = read_compact_array_length(buf, pos, 1)
-    if n < 0:
+    resource_types_items, pos = read_fixed_array(buf, pos, 'b', 1, True)
+    if resource_types_items is None:
         raise _null('ListConfigResourcesRequest', 'resource_types')
-    else:
-        o.resource_types = unpack_array('b', n, buf, pos)
-        pos += n * 1
+    o.resource_types = resource_types_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 

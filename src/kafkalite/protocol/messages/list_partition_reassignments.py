@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -196,12 +196,10 @@ def _enc_ListPartitionReassignmentsRequest_v0(o: Any, out: bytearray) -> None:
 def _dec_ListPartitionReassignmentsRequestListPartitionReassignmentsTopics_v0(buf: memoryview, pos: int) -> tuple[ListPartitionReassignmentsRequestListPartitionReassignmentsTopics, int]:
     o = _new(ListPartitionReassignmentsRequestListPartitionReassignmentsTopics)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partition_indexes_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partition_indexes_items is None:
         raise _null('ListPartitionReassignmentsRequest', 'partition_indexes')
-    else:
-        o.partition_indexes = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partition_indexes = partition_indexes_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -274,24 +272,18 @@ def _dec_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf: 
     o = _new(ListPartitionReassignmentsResponseOngoingPartitionReassignment)
     o.partition_index, = _F_i.unpack_from(buf, pos)
     pos += 4
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    replicas_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if replicas_items is None:
         raise _null('ListPartitionReassignmentsResponse', 'replicas')
-    else:
-        o.replicas = unpack_array('i', n, buf, pos)
-        pos += n * 4
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    o.replicas = replicas_items
+    adding_replicas_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if adding_replicas_items is None:
         raise _null('ListPartitionReassignmentsResponse', 'adding_replicas')
-    else:
-        o.adding_replicas = unpack_array('i', n, buf, pos)
-        pos += n * 4
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    o.adding_replicas = adding_replicas_items
+    removing_replicas_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if removing_replicas_items is None:
         raise _null('ListPartitionReassignmentsResponse', 'removing_replicas')
-    else:
-        o.removing_replicas = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.removing_replicas = removing_replicas_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 

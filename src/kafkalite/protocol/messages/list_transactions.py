@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -166,12 +166,10 @@ def _dec_ListTransactionsRequest_v0(buf: memoryview, pos: int) -> tuple[ListTran
             state_filters_item, pos = read_compact_string(buf, pos)
             state_filters_items.append(state_filters_item)
         o.state_filters = state_filters_items
-    n, pos = read_compact_array_length(buf, pos, 8)
-    if n < 0:
+    producer_id_filters_items, pos = read_fixed_array(buf, pos, 'q', 8, True)
+    if producer_id_filters_items is None:
         raise _null('ListTransactionsRequest', 'producer_id_filters')
-    else:
-        o.producer_id_filters = unpack_array('q', n, buf, pos)
-        pos += n * 8
+    o.producer_id_filters = producer_id_filters_items
     o.duration_filter = -1
     o.transactional_id_pattern = None
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
@@ -208,12 +206,10 @@ def _dec_ListTransactionsRequest_v1(buf: memoryview, pos: int) -> tuple[ListTran
             state_filters_item, pos = read_compact_string(buf, pos)
             state_filters_items.append(state_filters_item)
         o.state_filters = state_filters_items
-    n, pos = read_compact_array_length(buf, pos, 8)
-    if n < 0:
+    producer_id_filters_items, pos = read_fixed_array(buf, pos, 'q', 8, True)
+    if producer_id_filters_items is None:
         raise _null('ListTransactionsRequest', 'producer_id_filters')
-    else:
-        o.producer_id_filters = unpack_array('q', n, buf, pos)
-        pos += n * 8
+    o.producer_id_filters = producer_id_filters_items
     o.duration_filter, = _F_q.unpack_from(buf, pos)
     pos += 8
     o.transactional_id_pattern = None
@@ -250,12 +246,10 @@ def _dec_ListTransactionsRequest_v2(buf: memoryview, pos: int) -> tuple[ListTran
             state_filters_item, pos = read_compact_string(buf, pos)
             state_filters_items.append(state_filters_item)
         o.state_filters = state_filters_items
-    n, pos = read_compact_array_length(buf, pos, 8)
-    if n < 0:
+    producer_id_filters_items, pos = read_fixed_array(buf, pos, 'q', 8, True)
+    if producer_id_filters_items is None:
         raise _null('ListTransactionsRequest', 'producer_id_filters')
-    else:
-        o.producer_id_filters = unpack_array('q', n, buf, pos)
-        pos += n * 8
+    o.producer_id_filters = producer_id_filters_items
     o.duration_filter, = _F_q.unpack_from(buf, pos)
     pos += 8
     o.transactional_id_pattern, pos = read_compact_nullable_string(buf, pos)

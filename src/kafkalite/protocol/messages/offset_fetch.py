@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -332,12 +332,10 @@ def _enc_OffsetFetchRequest_v1(o: Any, out: bytearray) -> None:
 def _dec_OffsetFetchRequestTopic_v1(buf: memoryview, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
     o = _new(OffsetFetchRequestTopic)
     o.name, pos = read_string(buf, pos)
-    n, pos = read_array_length(buf, pos, 4)
-    if n < 0:
+    partition_indexes_items, pos = read_fixed_array(buf, pos, 'i', 4, False)
+    if partition_indexes_items is None:
         raise _null('OffsetFetchRequest', 'partition_indexes')
-    else:
-        o.partition_indexes = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partition_indexes = partition_indexes_items
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -420,12 +418,10 @@ def _enc_OffsetFetchRequest_v6(o: Any, out: bytearray) -> None:
 def _dec_OffsetFetchRequestTopic_v6(buf: memoryview, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
     o = _new(OffsetFetchRequestTopic)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partition_indexes_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partition_indexes_items is None:
         raise _null('OffsetFetchRequest', 'partition_indexes')
-    else:
-        o.partition_indexes = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partition_indexes = partition_indexes_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -509,12 +505,10 @@ def _enc_OffsetFetchRequest_v8(o: Any, out: bytearray) -> None:
 def _dec_OffsetFetchRequestTopics_v8(buf: memoryview, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
     o = _new(OffsetFetchRequestTopics)
     o.name, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partition_indexes_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partition_indexes_items is None:
         raise _null('OffsetFetchRequest', 'partition_indexes')
-    else:
-        o.partition_indexes = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partition_indexes = partition_indexes_items
     o.topic_id = ZERO_UUID
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
@@ -664,12 +658,10 @@ def _enc_OffsetFetchRequest_v10(o: Any, out: bytearray) -> None:
 def _dec_OffsetFetchRequestTopics_v10(buf: memoryview, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
     o = _new(OffsetFetchRequestTopics)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partition_indexes_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partition_indexes_items is None:
         raise _null('OffsetFetchRequest', 'partition_indexes')
-    else:
-        o.partition_indexes = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partition_indexes = partition_indexes_items
     o.name = ''
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos

@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -431,12 +431,10 @@ def _dec_ShareFetchRequestAcknowledgementBatch_v1(buf: memoryview, pos: int) -> 
     o = _new(ShareFetchRequestAcknowledgementBatch)
     o.first_offset, o.last_offset = _F_qq.unpack_from(buf, pos)
     pos += 16
-    n, pos = read_compact_array_length(buf, pos, 1)
-    if n < 0:
+    acknowledge_types_items, pos = read_fixed_array(buf, pos, 'b', 1, True)
+    if acknowledge_types_items is None:
         raise _null('ShareFetchRequest', 'acknowledge_types')
-    else:
-        o.acknowledge_types = unpack_array('b', n, buf, pos)
-        pos += n * 1
+    o.acknowledge_types = acknowledge_types_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -477,12 +475,10 @@ def _dec_ShareFetchRequestFetchTopic_v1(buf: memoryview, pos: int) -> tuple[Shar
 def _dec_ShareFetchRequestForgottenTopic_v1(buf: memoryview, pos: int) -> tuple[ShareFetchRequestForgottenTopic, int]:
     o = _new(ShareFetchRequestForgottenTopic)
     o.topic_id, pos = read_uuid(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partitions_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partitions_items is None:
         raise _null('ShareFetchRequest', 'partitions')
-    else:
-        o.partitions = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partitions = partitions_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 

@@ -20,6 +20,7 @@ from kafkalite.protocol.primitives import (
     read_compact_nullable_string,
     read_compact_records,
     read_compact_string,
+    read_fixed_array,
     read_nullable_bytes,
     read_nullable_string,
     read_records,
@@ -27,7 +28,6 @@ from kafkalite.protocol.primitives import (
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
-    unpack_array,
     write_bytes,
     write_compact_bytes,
     write_compact_string,
@@ -682,24 +682,18 @@ def _dec_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: memoryview, pos: int) -> 
 
 def _dec_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: memoryview, pos: int) -> tuple[StreamsGroupHeartbeatRequestCopartitionGroup, int]:
     o = _new(StreamsGroupHeartbeatRequestCopartitionGroup)
-    n, pos = read_compact_array_length(buf, pos, 2)
-    if n < 0:
+    source_topics_items, pos = read_fixed_array(buf, pos, 'h', 2, True)
+    if source_topics_items is None:
         raise _null('StreamsGroupHeartbeatRequest', 'source_topics')
-    else:
-        o.source_topics = unpack_array('h', n, buf, pos)
-        pos += n * 2
-    n, pos = read_compact_array_length(buf, pos, 2)
-    if n < 0:
+    o.source_topics = source_topics_items
+    source_topic_regex_items, pos = read_fixed_array(buf, pos, 'h', 2, True)
+    if source_topic_regex_items is None:
         raise _null('StreamsGroupHeartbeatRequest', 'source_topic_regex')
-    else:
-        o.source_topic_regex = unpack_array('h', n, buf, pos)
-        pos += n * 2
-    n, pos = read_compact_array_length(buf, pos, 2)
-    if n < 0:
+    o.source_topic_regex = source_topic_regex_items
+    repartition_source_topics_items, pos = read_fixed_array(buf, pos, 'h', 2, True)
+    if repartition_source_topics_items is None:
         raise _null('StreamsGroupHeartbeatRequest', 'repartition_source_topics')
-    else:
-        o.repartition_source_topics = unpack_array('h', n, buf, pos)
-        pos += n * 2
+    o.repartition_source_topics = repartition_source_topics_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -786,12 +780,10 @@ def _dec_StreamsGroupHeartbeatRequestTopology_v0(buf: memoryview, pos: int) -> t
 def _dec_StreamsGroupHeartbeatRequestTaskIds_v0(buf: memoryview, pos: int) -> tuple[StreamsGroupHeartbeatRequestTaskIds, int]:
     o = _new(StreamsGroupHeartbeatRequestTaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partitions_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partitions_items is None:
         raise _null('StreamsGroupHeartbeatRequest', 'partitions')
-    else:
-        o.partitions = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partitions = partitions_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -996,12 +988,10 @@ def _dec_StreamsGroupHeartbeatResponseStatus_v0(buf: memoryview, pos: int) -> tu
 def _dec_StreamsGroupHeartbeatResponseTaskIds_v0(buf: memoryview, pos: int) -> tuple[StreamsGroupHeartbeatResponseTaskIds, int]:
     o = _new(StreamsGroupHeartbeatResponseTaskIds)
     o.subtopology_id, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partitions_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partitions_items is None:
         raise _null('StreamsGroupHeartbeatResponse', 'partitions')
-    else:
-        o.partitions = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partitions = partitions_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -1016,12 +1006,10 @@ def _dec_StreamsGroupHeartbeatResponseEndpoint_v0(buf: memoryview, pos: int) -> 
 def _dec_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: memoryview, pos: int) -> tuple[StreamsGroupHeartbeatResponseTopicPartition, int]:
     o = _new(StreamsGroupHeartbeatResponseTopicPartition)
     o.topic, pos = read_compact_string(buf, pos)
-    n, pos = read_compact_array_length(buf, pos, 4)
-    if n < 0:
+    partitions_items, pos = read_fixed_array(buf, pos, 'i', 4, True)
+    if partitions_items is None:
         raise _null('StreamsGroupHeartbeatResponse', 'partitions')
-    else:
-        o.partitions = unpack_array('i', n, buf, pos)
-        pos += n * 4
+    o.partitions = partitions_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
