@@ -331,9 +331,18 @@ class Fetcher:
             log.exception("unexpected error handling a fetch response from node %s", node)
             self._retry_at[node] = time.monotonic() + 1.0  # not again at once, in a loop
         finally:
-            self._done(node, wanted)
-        if not self._closed:
-            self.send_fetches()  # the next fetch at once (see _start)
+            self._done(node, wanted, wake=False)
+        if self._closed:
+            return
+        try:
+            # The next fetch at once (see _start). This pass is the one planning pass for
+            # this answer (a pass walks every assigned partition: with thousands, one
+            # is worth saving); run() is woken only for a retry timer it must set.
+            if self.send_fetches() is not None:
+                self._wake.set()
+        except BaseException:
+            self._wake.set()  # run() plans again
+            raise
 
     def _failed(self, node: int, wanted: dict[TopicPartition, PartitionFetchData],
                 tokens: dict[TopicPartition, int], exc: KafkaError) -> None:
@@ -371,10 +380,11 @@ class Fetcher:
                 if state is not None and state.token == tokens.get(tp, state.token):
                     state.preferred_read_replica = -1
 
-    def _done(self, node: int, wanted: dict[TopicPartition, PartitionFetchData]) -> None:
+    def _done(self, node: int, wanted: dict[TopicPartition, PartitionFetchData], *, wake: bool = True) -> None:
         self._in_flight_nodes.discard(node)
         self._in_flight.difference_update(wanted)
-        self._wake.set()
+        if wake:
+            self._wake.set()
 
     def _request(self, plan: FetchPlan, version: int) -> FetchRequest:
         topics: dict[str, FetchRequestFetchTopic] = {}
