@@ -180,3 +180,15 @@ def test_malformed_legacy_messages():
         next(iter_batches(truncated_inner)).records()
     with pytest.raises(CorruptRecordsError):
         list(iter_batches(struct.pack(">qi", 0, 5) + b"\x00" * 5))  # below the minimum size
+
+
+@pytest.mark.parametrize("wrapper_offset, inner_offsets", [(1, range(3)), (-(2**63), range(2)), (5, range(-1, 2))])
+def test_v1_wrapper_whose_inner_offsets_do_not_fit_it_is_corrupt(wrapper_offset, inner_offsets):
+    # 1 - 2 = -1 for the first record; -2**63 - 1 leaves int64 (tools/fuzz found the
+    # OverflowError from columns()); a negative relative offset is never written.
+    inner = b"".join(message(i, 1, None, b"v", timestamp=5) for i in inner_offsets)
+    wrapper = message(wrapper_offset, 1, None, compression.compress(1, inner), attributes=1, timestamp=9)
+    (batch,) = list(iter_batches(wrapper))
+    for read in (batch.records, batch.columns):
+        with pytest.raises(CorruptRecordsError, match=f"offset {wrapper_offset} has inner relative offsets"):
+            read()

@@ -281,6 +281,12 @@ def _decode_wrapper(msg: _Message, max_size: int) -> list[_Entry]:
     # v1: inner offsets are relative; the wrapper holds the absolute offset of the last.
     # A wrapper with log-append time gives every inner message its own timestamp.
     base = msg.offset - inner[-1].offset
+    if base < 0 or inner[0].offset < 0:
+        # Offsets are never negative; these would also leave int64 (found by tools/fuzz).
+        raise CorruptRecordsError(
+            f"compressed legacy message at offset {msg.offset} has inner relative offsets "
+            f"{inner[0].offset}..{inner[-1].offset} that do not fit it"
+        )
     log_append = msg.attributes & TIMESTAMP_TYPE_FLAG
     return [(base + m.offset, msg.timestamp if log_append else m.timestamp, m.key, m.value) for m in inner]
 
