@@ -22,7 +22,8 @@ def make_acc(batch_size: int = 200, linger_ms: int = 10, memory: int = 10_000, *
         compression_level=None, delivery_timeout_ms=kw.get("delivery_ms", 1000), pool=BufferPool(memory),
         signal=DoneSignal(), wakeup=lambda: wakeups.append(1),
     )
-    acc.update_topic("t", 3, [0, 1, 2])
+    partitions = kw.get("partitions", 3)
+    acc.update_topic("t", partitions, list(range(partitions)))
     return acc, wakeups
 
 
@@ -106,18 +107,19 @@ def test_pool_exhaustion_returns_none_and_completion_frees_memory() -> None:
 
 def test_a_batch_reserves_memory_as_it_grows_not_batch_size_up_front() -> None:
     # batch.size 1 MB, buffer.memory 100 kB: with Java's up-front reservation no batch
-    # could start; here each starts with 16 KiB of room and doubles it on demand.
+    # could start; here each starts with INITIAL_ROOM (1 KiB) and doubles it on demand.
+    assert INITIAL_ROOM == 1024
     acc, _ = make_acc(batch_size=1_000_000, memory=100_000)
     for p in range(3):
         assert append(acc, p, b"x" * 100) is not None
     assert acc.pool.available == 100_000 - 3 * INITIAL_ROOM
     batch = acc.topics["t"].queues[0].batches[0]
-    for _ in range(300):  # ~33 kB more into partition 0: its room doubles to 32 KiB, then 64 KiB
+    for _ in range(300):  # ~33 kB more into partition 0: its room doubles six times, to 64 KiB
         assert append(acc, 0, b"x" * 100) is not None
     assert len(acc.topics["t"].queues[0].batches) == 1 and not batch.closed
-    assert batch.builder.room == batch.reserved == 4 * INITIAL_ROOM
+    assert batch.builder.room == batch.reserved == 64 * INITIAL_ROOM
     assert batch.builder.uncompressed_size_in_bytes <= batch.builder.room
-    assert acc.pool.available == 100_000 - 6 * INITIAL_ROOM
+    assert acc.pool.available == 100_000 - 66 * INITIAL_ROOM
     # The pool cannot double the room again: it grows by what the next record needs,
     # and once not even that is left the batch is closed as full.
     results = [append(acc, 0, b"x" * 100) for _ in range(1000)]
@@ -129,6 +131,15 @@ def test_a_batch_reserves_memory_as_it_grows_not_batch_size_up_front() -> None:
     batch.complete(0, -1, None)
     acc.batch_done(batch)
     assert acc.pool.available == 100_000 - 2 * INITIAL_ROOM
+
+
+def test_ten_thousand_partitions_with_a_record_each_fit_the_default_buffer_memory() -> None:
+    # Issue 15: at 16 KiB per new batch, 10,000 partitions needed 160 MiB of the 32 MiB
+    # default, so a producer spreading records over them waited for memory at every send.
+    acc, _ = make_acc(batch_size=1_000_000, memory=32 * 1024 * 1024, partitions=10_000)
+    for p in range(10_000):
+        assert append(acc, p, b"x" * 100) is not None
+    assert acc.pool.available == 32 * 1024 * 1024 - 10_000 * INITIAL_ROOM
 
 
 def test_a_compressed_batch_reserves_its_uncompressed_records() -> None:
@@ -150,7 +161,7 @@ def test_a_send_waits_for_the_first_room_not_batch_size() -> None:
     assert acc.first_room(100) == INITIAL_ROOM
     assert acc.first_room(50_000) == 50_000  # one record larger than the first room
     small, _ = make_acc(batch_size=200)
-    assert small.first_room(10) == 200  # batch.size below 16 KiB: batch.size, as before
+    assert small.first_room(10) == 200  # batch.size below the first room: batch.size
 
 
 def test_futures_resolve_from_the_batch_base_offset_and_callbacks_run_in_order() -> None:

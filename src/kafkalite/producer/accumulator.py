@@ -12,7 +12,7 @@ encode call and one small future object.
 
 Memory: a batch reserves ``buffer.memory`` from the :class:`BufferPool` as it grows,
 not ``batch.size`` up front as Java's pool does: a new batch reserves
-``min(batch.size, 16 KiB)`` (or its first record's size), and when that room is used
+``min(batch.size, 1 KiB)`` (or its first record's size), and when that room is used
 the append doubles it, up to what the batch holds at ``batch.size``. So a large
 ``batch.size`` costs no memory on partitions that receive little, and the reservation
 counts the uncompressed records a compressed batch holds (they can be many times its
@@ -50,9 +50,12 @@ __all__ = ["BufferPool", "PartitionQueue", "ProducerBatch", "RecordAccumulator",
 F = TypeVar("F", bound=FutureBase)
 Headers = Sequence[tuple[str, "bytes | None"]]
 
-#: A new batch's first reservation of buffer.memory (Java's default batch.size: a batch
-#: of that size reserves what Java's BufferPool allocates for it); it doubles on demand.
-INITIAL_ROOM = 16384
+#: A new batch's first reservation of buffer.memory; it doubles on demand. Small, so
+#: that thousands of partitions with a record or two each fit the default 32 MiB
+#: (10,000 partitions take 10 MiB; at Java's 16 KiB per batch they would need 160 MiB
+#: and every send() would wait for memory). The doublings to a full 1 MB batch cost
+#: ten calls of the general append path per batch, nothing per record.
+INITIAL_ROOM = 1024
 
 # Java's CompressionRatioEstimator steps.
 _RATIO_WORSE_STEP = 0.05
