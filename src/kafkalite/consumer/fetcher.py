@@ -195,15 +195,26 @@ class Fetcher:
         buffer = self.buffer
         subs = self.subs
         validate = False
+        in_flight, in_flight_nodes, retry_at_of = self._in_flight, self._in_flight_nodes, self._retry_at
+        buffered, partition_max_bytes = buffer.buffered, self._partition_max_bytes
+        # Once per fetch answer over every assigned partition (10,000 at a time, issue 15):
+        # the metadata of a topic is looked up once per run of its partitions, and each
+        # partition's leader, epoch and topic id come from one PartitionMetadata.
+        topic_name: str | None = None
+        topic_meta = None
         with subs.lock:
             for tp, state in list(subs.assignment.items()):
-                if not _fetchable(state) or tp in self._in_flight:
+                if not _fetchable(state) or tp in in_flight:
                     continue
-                leader_epoch = meta.leader_epoch(tp.topic, tp.partition)
+                if tp.topic != topic_name:
+                    topic_name = tp.topic
+                    topic_meta = meta.topics.get(topic_name)
+                part = topic_meta.partitions.get(tp.partition) if topic_meta is not None else None
+                leader_epoch = part.leader_epoch if part is not None else -1
                 if state.leader_epoch != leader_epoch and subs.maybe_validate_for_leader(tp, leader_epoch):
                     validate = True  # a new leader: validate the position first (KIP-320)
                     continue
-                n = buffer.buffered(tp)
+                n = buffered(tp)
                 offset = state.position
                 last_epoch = state.position_epoch
                 if n:
@@ -225,25 +236,27 @@ class Fetcher:
                                   tp, state.preferred_read_replica)
                         state.preferred_read_replica = -1
                 if node < 0:
-                    leader = meta.leader_for(tp.topic, tp.partition)
-                    if leader is None:
+                    if part is None or part.leader < 0:
                         missing.add(tp.topic)
                         if self.stall is not None:
                             self.stall.no_leader(tp, now)
                         continue
-                    node = leader
-                if node in self._in_flight_nodes:
+                    node = part.leader
+                if node in in_flight_nodes:
                     continue
-                retry_at = self._retry_at.get(node, 0.0)
+                retry_at = retry_at_of.get(node, 0.0)
                 if retry_at > now:
                     delay = retry_at - now if delay is None else min(delay, retry_at - now)
                     continue
-                wanted, tokens = plans.setdefault(node, ({}, {}))
-                wanted[tp] = PartitionFetchData(
-                    meta.topic_id(tp.topic), offset, self._partition_max_bytes,
+                planned = plans.get(node)
+                if planned is None:
+                    planned = plans[node] = ({}, {})
+                assert topic_meta is not None  # a partition with a leader has its topic's metadata
+                planned[0][tp] = PartitionFetchData(
+                    topic_meta.topic_id, offset, partition_max_bytes,
                     state.leader_epoch if state.leader_epoch is not None else leader_epoch,
                     last_epoch if last_epoch is not None and last_epoch >= 0 else -1)
-                tokens[tp] = state.token
+                planned[1][tp] = state.token
         if missing:
             self._on_metadata_needed(missing)
         if validate and self._on_validation_needed is not None:

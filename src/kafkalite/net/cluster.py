@@ -36,7 +36,7 @@ class BrokerNode:
         return f"{self.host}:{self.port}"
 
 
-@dataclass
+@dataclass(slots=True)
 class PartitionMetadata:
     topic: str
     partition: int
@@ -108,9 +108,11 @@ class ClusterMetadata:
             old = self.topics.get(name)
             topic = TopicMetadata(name, t.topic_id or ZERO_UUID, t.is_internal)
             for p in t.partitions:
+                # The decoded lists are this answer's own (nothing else keeps it): no copies,
+                # which with 10,000 partitions were a fifth of applying it (issue 15).
                 new = PartitionMetadata(
-                    name, p.partition_index, p.leader_id, p.leader_epoch, list(p.replica_nodes),
-                    list(p.isr_nodes), list(p.offline_replicas), p.error_code,
+                    name, p.partition_index, p.leader_id, p.leader_epoch, p.replica_nodes,
+                    p.isr_nodes, p.offline_replicas, p.error_code,
                 )
                 if old is not None and old.topic_id == topic.topic_id:
                     prev = old.partitions.get(p.partition_index)
