@@ -251,9 +251,10 @@ class Fetcher:
                 planned = plans.get(node)
                 if planned is None:
                     planned = plans[node] = ({}, {})
-                assert topic_meta is not None  # a partition with a leader has its topic's metadata
+                # A preferred read replica (KIP-392) can outlive its topic's metadata.
+                topic_id = topic_meta.topic_id if topic_meta is not None else ZERO_UUID
                 planned[0][tp] = PartitionFetchData(
-                    topic_meta.topic_id, offset, partition_max_bytes,
+                    topic_id, offset, partition_max_bytes,
                     state.leader_epoch if state.leader_epoch is not None else leader_epoch,
                     last_epoch if last_epoch is not None and last_epoch >= 0 else -1)
                 planned[1][tp] = state.token
