@@ -3,6 +3,7 @@ bad input, timeouts."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import threading
@@ -157,6 +158,39 @@ def test_assign_then_seek_with_reset_none_never_reports_no_offset(kafka_broker, 
                 wait_until(lambda: c._core.errors, 30, what="the engine to find no committed offset")
             c.seek(tp, 2)
             assert consume_n(c, 1)[0].offset == 2
+
+
+def test_a_seek_while_the_committed_offset_lookup_runs_is_not_undone_by_the_reset(kafka_broker,
+                                                                                   topic_factory) -> None:
+    """assign() with a group.id starts a committed-offset lookup; a seek() before its
+    answer is handled gives the partition its position. The group has no committed
+    offset, and the auto.offset.reset (latest) that follows from that answer must not
+    replace the seek: it did (found by CI under load), and the consumer silently started
+    at the log end instead of the offset sought. The answer is held until after the seek."""
+    topic = topic_factory(partitions=1)
+    produce(kafka_broker.bootstrap, topic, count=5)
+    tp = TopicPartition(topic, 0)
+    with consumer(kafka_broker.bootstrap, auto_offset_reset="latest", group_id=f"g-{topic}") as c:
+        core = c._core
+        lookup = core.offsets.fetch_committed
+        answered, release = threading.Event(), threading.Event()
+
+        async def held(*args, **kwargs):
+            committed = await lookup(*args, **kwargs)
+            answered.set()
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+            return committed
+
+        core.offsets.fetch_committed = held
+        c.assign([tp])
+        assert answered.wait(30), "the committed-offset lookup did not finish"
+        c.seek(tp, 2)
+        release.set()
+        records = consume_n(c, 1, timeout=30)
+        assert [r.offset for r in records] == list(range(2, 2 + len(records)))
+        assert not core.subs.partitions_needing_reset()
+        assert c.position(tp) == records[-1].offset + 1
 
 
 def test_bad_input_is_a_typed_error_naming_the_problem(kafka_broker, topic_factory) -> None:

@@ -374,3 +374,19 @@ def test_close_outlasts_a_task_that_swallows_one_cancellation() -> None:
         assert time.monotonic() - started < 10 and task.done() and swallowed == [1]
 
     asyncio.run(main())
+
+
+def test_a_lookup_decides_only_for_partitions_not_sought_or_reset_since_it_started() -> None:
+    # The committed-offset lookup of assign() (or a rebalance) reads the tokens first; a
+    # partition sought, reset or reassigned before its answer is no longer its to reset.
+    subs = SubscriptionState()
+    tps = [TopicPartition("t", p) for p in range(4)]
+    subs.assign_from_user(tps)
+    with subs.lock:
+        tokens = {tp: subs.assignment[tp].token for tp in tps}
+    subs.seek(tps[0], 7)
+    subs.request_reset([tps[1]], "earliest")
+    subs.assign_from_user(tps[2:])  # tps[0], tps[1] no longer assigned either
+    assert subs.still_without_position(tps, tokens) == tps[2:]
+    subs.seek(tps[2], 1)
+    assert subs.still_without_position(tps, tokens) == [tps[3]]

@@ -403,7 +403,10 @@ class ConsumerCore:
                                                         validate=True)
                     else:
                         reset.append(tp)
-                self._request_default_reset(reset)
+                # Only what still waits for this lookup: a seek() while it was under way
+                # gave the partition its position (and a new token), which the reset must
+                # not replace (Java resets only partitions still initializing).
+                self._request_default_reset(self.subs.still_without_position(reset, tokens))
             else:
                 self._request_default_reset(need)
         resets = self.subs.partitions_needing_reset()

@@ -432,6 +432,15 @@ class SubscriptionState:
             self._changed()
             return True
 
+    def still_without_position(self, partitions: Iterable[TopicPartition], tokens: dict[TopicPartition, int]
+                               ) -> list[TopicPartition]:
+        """Those of ``partitions`` still assigned and without a position, and neither
+        sought nor reset since their ``tokens`` were read (a lookup's answer may only
+        decide for those)."""
+        with self.lock:
+            return [tp for tp in partitions if (state := self.assignment.get(tp)) is not None
+                    and state.token == tokens.get(tp) and state.position is None]
+
     def request_reset(self, partitions: Iterable[TopicPartition], strategy: str | None = None) -> None:
         """Look up a new position with ``strategy`` (default: auto.offset.reset)."""
         with self.lock:
