@@ -476,9 +476,10 @@ class ConsumerCore:
                 self.buffer.add(CompletedFetch(tp, token, fetch_offset, None, error=err))
                 self.notify_poll()
                 return
+            # Under the same hold of the lock as the check: a seek() in between must win.
+            self.subs.request_reset([tp])
         log.info("fetch offset %d is out of range for %s; resetting to %s", fetch_offset, tp,
                  self.subs.default_reset)
-        self.subs.request_reset([tp])
         self._positions_wake.set()
 
     def on_diverging(self, tp: TopicPartition, token: int, end_offset: int, end_epoch: int) -> None:
