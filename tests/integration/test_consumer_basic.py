@@ -193,6 +193,29 @@ def test_a_seek_while_the_committed_offset_lookup_runs_is_not_undone_by_the_rese
         assert c.position(tp) == records[-1].offset + 1
 
 
+def test_a_reset_whose_lookup_came_back_without_an_offset_is_tried_again(kafka_broker, topic_factory) -> None:
+    """The offset lookup of auto.offset.reset can come back without an offset for a
+    partition (a partition error; the network-fault tests corrupt such answers); the
+    reset must be tried again, as Java's poll() does, not left pending for good."""
+    topic = topic_factory(partitions=1)
+    produce(kafka_broker.bootstrap, topic, count=3)
+    tp = TopicPartition(topic, 0)
+    with consumer(kafka_broker.bootstrap) as c:
+        core = c._core
+        lookup = core.offsets.list_offsets
+        answers: list[object] = []
+
+        async def first_ones_without_offset(stamps, *args, **kwargs):
+            listed = await lookup(stamps, *args, **kwargs)
+            answers.append(listed)
+            return {p: None for p in listed} if len(answers) <= 5 else listed
+
+        core.offsets.list_offsets = first_ones_without_offset
+        c.assign([tp])
+        assert [r.offset for r in consume_n(c, 3, timeout=30)] == [0, 1, 2]
+        assert len(answers) >= 6
+
+
 def test_bad_input_is_a_typed_error_naming_the_problem(kafka_broker, topic_factory) -> None:
     topic = topic_factory(partitions=1)
     with consumer(kafka_broker.bootstrap) as c:

@@ -368,6 +368,11 @@ class ConsumerCore:
                 await self.update_positions(self._api_timeout)
                 await self.validator.validate()
                 attempt = 0
+                if self.subs.partitions_needing_reset():
+                    # A lookup answered without an offset for some (a partition error):
+                    # again after the backoff, as Java's poll() retries its resets.
+                    await asyncio.sleep(backoff)
+                    self._positions_wake.set()
             except KafkaError as exc:
                 attempt += 1
                 log.debug("initializing positions failed (attempt %d): %s", attempt, exc)
