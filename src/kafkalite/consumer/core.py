@@ -386,7 +386,7 @@ class ConsumerCore:
         need = self.subs.partitions_needing_position()
         if need:
             if self.group_id is not None:
-                tokens = self._tokens(need)
+                tokens = self.subs.tokens(need)
                 try:
                     committed = await self.offsets.fetch_committed(need, timeout_s, self._generation_for_fetch())
                 except KafkaError:
@@ -408,9 +408,8 @@ class ConsumerCore:
                                                         validate=True)
                     else:
                         reset.append(tp)
-                # Only what still waits for this lookup: a seek() while it was under way
-                # gave the partition its position (and a new token), which the reset must
-                # not replace (Java resets only partitions still initializing).
+                # Not what a seek() gave a position while the lookup ran (a new token):
+                # Java resets only partitions still initializing.
                 self._request_default_reset(self.subs.still_without_position(reset, tokens))
             else:
                 self._request_default_reset(need)
@@ -448,12 +447,8 @@ class ConsumerCore:
             f"no committed offset for {names} and auto.offset.reset is 'none'; "
             "seek() to a position first", partitions=partitions, group_id=self.group_id)
 
-    def _tokens(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        with self.subs.lock:
-            return {tp: self.subs.assignment[tp].token for tp in partitions if tp in self.subs.assignment}
-
     async def _reset_offsets(self, resets: dict[TopicPartition, str], timeout_s: float) -> None:
-        tokens = self._tokens(resets)
+        tokens = self.subs.tokens(resets)
         stamps = {tp: (EARLIEST_TIMESTAMP if s == "earliest" else LATEST_TIMESTAMP) for tp, s in resets.items()}
         listed = await self.offsets.list_offsets(stamps, timeout_s)
         for tp, found in listed.items():

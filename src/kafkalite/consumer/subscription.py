@@ -432,6 +432,11 @@ class SubscriptionState:
             self._changed()
             return True
 
+    def tokens(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The current token of each assigned one of ``partitions`` (for :meth:`still_without_position`)."""
+        with self.lock:
+            return {tp: self.assignment[tp].token for tp in partitions if tp in self.assignment}
+
     def still_without_position(self, partitions: Iterable[TopicPartition], tokens: dict[TopicPartition, int]
                                ) -> list[TopicPartition]:
         """Those of ``partitions`` still assigned and without a position, and neither
