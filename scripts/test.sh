@@ -24,12 +24,13 @@ done
 # Spark tests (JVMs that mostly wait on Spark's scheduling) beside everything else, so
 # the suite takes about as long as its longer half instead of both (docs/testing.md).
 spark_log=$(mktemp -t kafkalite-spark-tests.XXXXXX.log)
-.venv/bin/python -m pytest -p no:cacheprovider "$@" tests/spark tests/spark_cluster >"$spark_log" 2>&1 &
+.venv/bin/python -m pytest -p no:cacheprovider --durations=15 "$@" tests/spark tests/spark_cluster >"$spark_log" 2>&1 &
 spark_pid=$!
 trap 'kill "$spark_pid" 2>/dev/null || true' EXIT
 started=$SECONDS
 rest=0
-.venv/bin/python -m pytest "$@" tests/faults tests/integration tests/unit || rest=$?
+# --durations: the slowest tests, printed at the end, show where CI's time goes.
+.venv/bin/python -m pytest --durations=25 "$@" tests/faults tests/integration tests/unit || rest=$?
 echo "==> the rest of the suite took $((SECONDS - started)) s (exit $rest); waiting for the Spark tests"
 spark=0
 wait "$spark_pid" || spark=$?
