@@ -23,19 +23,23 @@ done
 # The whole suite runs as two pytest sessions at once, each with its own brokers: the
 # Spark tests (JVMs that mostly wait on Spark's scheduling) beside everything else, so
 # the suite takes about as long as its longer half instead of both (docs/testing.md).
+# The short benchmark runs (about 2 minutes, a broker of the session's) go with the Spark
+# half, the shorter one.
+beside_spark=tests/integration/test_benchmarks_short.py
 spark_log=$(mktemp -t kafkalite-spark-tests.XXXXXX.log)
-.venv/bin/python -m pytest -p no:cacheprovider --durations=15 "$@" tests/spark tests/spark_cluster >"$spark_log" 2>&1 &
+.venv/bin/python -m pytest -p no:cacheprovider --durations=15 "$@" tests/spark tests/spark_cluster "$beside_spark" \
+    >"$spark_log" 2>&1 &
 spark_pid=$!
 trap 'kill "$spark_pid" 2>/dev/null || true' EXIT
 started=$SECONDS
 rest=0
 # --durations: the slowest tests, printed at the end, show where CI's time goes.
-.venv/bin/python -m pytest --durations=25 "$@" tests/faults tests/integration tests/unit || rest=$?
+.venv/bin/python -m pytest --durations=25 "$@" --ignore="$beside_spark" tests/faults tests/integration tests/unit || rest=$?
 echo "==> the rest of the suite took $((SECONDS - started)) s (exit $rest); waiting for the Spark tests"
 spark=0
 wait "$spark_pid" || spark=$?
 trap - EXIT
-echo "==> Spark tests (tests/spark, tests/spark_cluster), $((SECONDS - started)) s since the start (exit $spark):"
+echo "==> Spark tests (tests/spark, tests/spark_cluster) and $beside_spark, $((SECONDS - started)) s since the start (exit $spark):"
 cat "$spark_log"
 rm -f "$spark_log"
 # Exit code 5: "no tests collected" (a -k that selects tests of one half only).
