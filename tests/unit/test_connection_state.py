@@ -219,3 +219,28 @@ def test_large_frames_grow_in_place_and_decode(chunks: list[int]) -> None:
     [(_, expected)] = fed.feed(data)
     [(_, got)] = _read_through_buffers(read, data, chunks)
     assert got == expected and got.brokers[0].host == "y" * 3_000_000
+
+
+def test_a_framing_error_leaves_the_requests_answered_before_it_in_the_same_data_to_fail_all() -> None:
+    # A corrupted size prefix cut a response short (its body fails to decode), and the
+    # rest of it then read as a frame size out of bounds, in one read: the connection
+    # closes, and the first request must fail with it rather than be forgotten (found
+    # as a consumer whose fetcher waited forever on a fetch from a closed connection).
+    conn = ConnectionState()
+    first, _ = conn.build_request(MetadataRequest(topics=None), 1)
+    second, _ = conn.build_request(MetadataRequest(topics=None), 1)
+    body = MetadataResponse(controller_id=5).encode(1)
+    cut_short = struct.pack(">ii", 6, 0) + body[:2]  # the size says 6 where the frame has more
+    with pytest.raises(ProtocolError, match="frame size"):
+        conn.feed(cut_short + b"\x7f\x7f\x7f\x7f" + b"\x00" * 8)
+    assert conn.fail_all() == [first, second]
+
+
+def test_a_wrong_correlation_id_leaves_the_earlier_answers_in_the_same_data_to_fail_all() -> None:
+    conn = ConnectionState()
+    first, _ = conn.build_request(MetadataRequest(topics=None), 1)
+    second, _ = conn.build_request(MetadataRequest(topics=None), 1)
+    body = MetadataResponse(controller_id=5).encode(1)
+    with pytest.raises(ProtocolError, match="correlation id"):
+        conn.feed(_frame(0, body, False) + _frame(9, body, False))
+    assert conn.fail_all() == [first, second]

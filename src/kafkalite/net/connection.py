@@ -141,8 +141,21 @@ class ConnectionState(Generic[C]):
         A response body that fails to decode is returned as the exception in place of
         the response (the frame boundary is intact, the connection can go on).
         Framing errors raise :class:`ProtocolError`: the connection must be closed.
+        Requests answered earlier in the same ``data`` are then pending again, first in
+        line, for :meth:`fail_all` to fail with the rest: raising must not lose them
+        (their callers would wait for good; a corrupted size prefix that cut a fetch
+        response short, then made the rest of it a frame size out of bounds, left a
+        consumer's fetcher waiting on that fetch forever).
         """
         done: list[Completed[C]] = []
+        try:
+            self._feed(data, done)
+        except ProtocolError:
+            self._pending.extendleft(pending for pending, _ in reversed(done))
+            raise
+        return done
+
+    def _feed(self, data: bytes | bytearray | memoryview, done: list[Completed[C]]) -> None:
         view = memoryview(data)
         pos, end = 0, len(view)
         while pos < end:
@@ -175,7 +188,6 @@ class ConnectionState(Generic[C]):
                 self._frame = None
                 self._frame_view = None
                 done.append(self._complete(frame))
-        return done
 
     def _grow(self) -> None:
         """Make room for more of the frame being received (it is full, not complete)."""
