@@ -191,3 +191,22 @@ async def test_closing_during_a_reauthentication_fails_the_held_requests_with_th
         await held
     assert conn.lifecycle.stage is Stage.CLOSED and conn.held == 0
     assert "Metadata" not in [name for name, _ in wire.transports[0].written]
+
+
+# A proxy that corrupts bytes towards the client (kafkalite.testing.netfaults) once made
+# an ApiVersions answer decode without Metadata: every metadata refresh through that
+# connection failed at once, for as long as it stayed open (tests/unit/test_api_versions.py
+# has the table's side).
+async def test_an_api_versions_answer_without_metadata_closes_the_connection_to_ask_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    damaged = ApiVersionsResponse(api_keys=[
+        k for k in ANSWERS[ApiVersionsRequest.API_KEY].api_keys if k.api_key != MetadataRequest.API_KEY])
+    monkeypatch.setitem(ANSWERS, ApiVersionsRequest.API_KEY, damaged)
+    wire = Wire()
+    wire.install()
+    conn = connection()
+    await conn.connect()
+    with pytest.raises(KafkaConnectionError, match="lists no Metadata.*closed to ask again"):
+        conn.api_version(MetadataRequest)
+    assert conn.lifecycle.stage is Stage.CLOSED and wire.transports[0].closed
+

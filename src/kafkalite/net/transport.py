@@ -484,10 +484,24 @@ class BrokerConnection:
     # ------------------------------------------------------------ requests
 
     def api_version(self, request_class: type[Message], min_version: int = 0) -> int:
+        """The version to send ``request_class`` in (raises when there is none).
+
+        An ApiVersions answer damaged on the way but still decodable can lack an API that
+        every broker serves (:data:`~kafkalite.net.versions.ALWAYS_SERVED`): the table is
+        this connection's for its whole life, so every Metadata refresh or fetch through
+        it would fail at once, forever (a consumer behind the corrupting proxy of
+        kafkalite.testing stayed without metadata). The connection closes and the caller
+        gets a retriable :class:`KafkaConnectionError`: the next connection asks again.
+        """
         if self.versions is None:
             # Only ApiVersions itself is sent before negotiation.
             return request_class.MAX_VERSION
-        return self.versions.version_for(request_class, min_version)
+        try:
+            return self.versions.version_for(request_class, min_version)
+        except ProtocolError as exc:
+            log.warning("closing %r: %s", self, exc)
+            self.close(exc)
+            raise KafkaConnectionError(f"{exc.message} (connection to {self.address} closed to ask again)") from exc
 
     @overload
     def send(self, request: Request[ResponseT], *, api_version: int | None = None, timeout_ms: float | None = None,

@@ -9,16 +9,28 @@ Example::
     table = ApiVersionTable.from_response(api_versions_response)
     table.version_for(FetchRequest)          # e.g. 18 against Kafka 4.3.1
     table.supports(ShareFetchRequest)        # False on a 3.9 broker
+
+An answer damaged on the way can still decode (the network-fault proxy of
+kafkalite.testing flips bytes of it): an API that every Kafka broker serves then seems
+missing, and :meth:`ApiVersionTable.version_for` says so with a :class:`ProtocolError`
+rather than :class:`UnsupportedVersionForClientError`, for the connection to close and the
+next one to ask again (:meth:`BrokerConnection.api_version
+<kafkalite.net.transport.BrokerConnection.api_version>`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkalite.errors import UnsupportedVersionForClientError
+from kafkalite.errors import ProtocolError, UnsupportedVersionForClientError
 from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages import API_NAMES
 from kafkalite.protocol.messages.api_versions import ApiVersionsResponse
+
+#: API keys every Kafka broker serves: Produce, Fetch, ListOffsets and Metadata (since
+#: 0.8; every ApiVersions answer, from 0.10.0 on, lists them). An answer without one of
+#: them, or with an empty range for it, was damaged on the way.
+ALWAYS_SERVED = frozenset({0, 1, 2, 3})
 
 
 @dataclass(frozen=True)
@@ -63,11 +75,18 @@ class ApiVersionTable:
         return version is not None and version >= min_version
 
     def version_for(self, request_class: type[Message], min_version: int = 0) -> int:
-        """Like :meth:`negotiate` but raises when the broker has no usable version."""
+        """Like :meth:`negotiate` but raises when the broker has no usable version:
+        :class:`UnsupportedVersionForClientError`, or :class:`ProtocolError` when the
+        answer cannot be a broker's (no range, or an empty one, for an API of
+        :data:`ALWAYS_SERVED`): a damaged ApiVersions answer, worth asking again."""
         version = self.negotiate(request_class)
         if version is None or version < min_version:
             name = API_NAMES.get(request_class.API_KEY, request_class.__name__)
             broker = self.broker_ranges.get(request_class.API_KEY)
+            if request_class.API_KEY in ALWAYS_SERVED and (broker is None or broker.min > broker.max):
+                said = f"lists no {name}" if broker is None else f"gives {name} the empty range {broker.min}-{broker.max}"
+                raise ProtocolError(f"the broker's ApiVersions answer {said}, an API every Kafka broker serves: "
+                                    "the answer was damaged")
             theirs = f"{broker.min}-{broker.max}" if broker else "none"
             need = f"{max(request_class.MIN_VERSION, min_version)}-{request_class.MAX_VERSION}"
             raise UnsupportedVersionForClientError(
