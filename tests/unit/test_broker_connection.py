@@ -210,3 +210,12 @@ async def test_an_api_versions_answer_without_metadata_closes_the_connection_to_
         conn.api_version(MetadataRequest)
     assert conn.lifecycle.stage is Stage.CLOSED and wire.transports[0].closed
 
+
+# The same proxy once made a Metadata answer name a broker at port 2811679: connecting
+# raised OverflowError, which ended the consumer's positions task and reached poll().
+async def test_an_address_no_socket_can_take_is_a_connection_error() -> None:
+    cfg = resolve("admin", {"bootstrap.servers": "127.0.0.1:9092"})
+    for host, port in (("127.0.0.1", 2811679), ("127.0.0.1", -1), ("127.0.\x000.1", 9092)):
+        conn = BrokerConnection(host, port, cfg)
+        with pytest.raises(KafkaConnectionError, match="cannot connect to"):
+            await conn.connect(5)

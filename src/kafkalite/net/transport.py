@@ -282,6 +282,12 @@ class BrokerConnection:
             if ssl_ctx is not None and isinstance(exc, ConnectionError):
                 text += " during the TLS handshake (is this port a TLS listener?)"
             raise KafkaConnectionError(f"cannot connect to {self.address}: {text}") from exc
+        except (OverflowError, ValueError) as exc:
+            # An address no socket can take (a port outside 0-65535, a NUL in the host):
+            # a broker address from a damaged Metadata answer. A connection failure like
+            # any other (retried, metadata refreshed), not an untyped error that ends the
+            # caller's task (the consumer's positions task died of an OverflowError).
+            raise KafkaConnectionError(f"cannot connect to {self.address}: {exc}") from exc
         if self.lifecycle.stage is Stage.CLOSED:  # close() was called while connecting
             if protocol.transport is not None:
                 protocol.transport.close()
