@@ -3,7 +3,10 @@
 Updated from Metadata responses by the network client; read by the producer's
 partitioner and sender, the consumer's fetcher and the admin client. Partition leader
 epochs only move forward: a response from a broker that lags behind (an older epoch for
-a partition) does not overwrite newer knowledge (KIP-320).
+a partition) does not overwrite newer knowledge (KIP-320), with two exceptions that keep
+a bad value from sticking for good: a partition whose leader was forgotten (after
+NOT_LEADER_OR_FOLLOWER) takes the next answer's leader, and a cached epoch that answers
+keep contradicting for a while gives way (see :meth:`ClusterMetadata.update`).
 
 Example::
 
@@ -15,13 +18,23 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 
 from kafkalite.protocol.messages.metadata import MetadataResponse
 from kafkalite.protocol.primitives import ZERO_UUID
 
+log = logging.getLogger("kafkalite.net")
+
 NO_LEADER = -1
+
+#: How long, and by how many Metadata answers, a cached leader epoch must have been
+#: contradicted (every answer naming an older epoch) before it gives way; see
+#: :meth:`ClusterMetadata.update`. A broker's metadata lags the controller's by moments,
+#: not by this long.
+STALE_EPOCH_GIVE_UP_S = 10.0
+STALE_EPOCH_GIVE_UP_ANSWERS = 5
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,10 @@ class PartitionMetadata:
     isr: list[int]
     offline_replicas: list[int]
     error_code: int = 0
+    # Answers with an older leader epoch that this entry outlived (KIP-320), and since
+    # when: bookkeeping of ClusterMetadata.update, not part of the metadata.
+    contradicted: int = field(default=0, compare=False, repr=False)
+    contradicted_since: float = field(default=0.0, compare=False, repr=False)
 
 
 @dataclass
@@ -116,7 +133,7 @@ class ClusterMetadata:
                 )
                 if old is not None and old.topic_id == topic.topic_id:
                     prev = old.partitions.get(p.partition_index)
-                    if prev is not None and prev.leader_epoch > new.leader_epoch >= 0:
+                    if prev is not None and prev.leader_epoch > new.leader_epoch >= 0 and _outlives(prev, new, now):
                         new = prev  # stale answer from a lagging broker (KIP-320)
                 topic.partitions[p.partition_index] = new
             if old is not None and old.topic_id != topic.topic_id:
@@ -145,19 +162,28 @@ class ClusterMetadata:
             self.names_by_id.pop(topic.topic_id, None)
 
     def forget_leader(self, topic: str, partition: int) -> None:
-        """Mark a leader as unknown after NOT_LEADER_OR_FOLLOWER until metadata says more."""
+        """Mark a leader as unknown after NOT_LEADER_OR_FOLLOWER until metadata says more.
+
+        The next Metadata answer's leader replaces it whatever its epoch (see
+        :meth:`update`): were it stale, that leader answers NOT_LEADER_OR_FOLLOWER or
+        FENCED_LEADER_EPOCH in turn and metadata is asked again."""
         meta = self.topics.get(topic)
         if meta is not None and partition in meta.partitions:
             meta.partitions[partition].leader = NO_LEADER
 
     def update_leader(self, topic: str, partition: int, leader: int, leader_epoch: int) -> bool:
-        """Apply a leader hint from a Produce/Fetch response (KIP-951); True if it was newer."""
+        """Apply a leader hint from a Produce/Fetch response (KIP-951); True if it was newer.
+
+        As Java's ``Metadata.updatePartitionLeadership``, a hint naming a broker that
+        neither the response's endpoints (added first by the caller) nor metadata know is
+        ignored."""
         meta = self.topics.get(topic)
-        if meta is None or partition not in meta.partitions or leader < 0:
+        if meta is None or partition not in meta.partitions or leader < 0 or leader not in self.brokers:
             return False
         p = meta.partitions[partition]
         if leader_epoch > p.leader_epoch:
             p.leader, p.leader_epoch = leader, leader_epoch
+            p.contradicted = 0
             self.version += 1
             return True
         return False
@@ -208,6 +234,40 @@ class ClusterMetadata:
         meta = self.topics.get(name)
         p = meta.partitions.get(partition) if meta else None
         return p.leader_epoch if p else -1
+
+
+def _outlives(prev: PartitionMetadata, new: PartitionMetadata, now: float) -> bool:
+    """Whether cached ``prev`` stays against ``new``, an answer with an older leader epoch.
+
+    KIP-320 keeps the cached entry: the answer comes from a broker whose metadata lags
+    (Java's ``Metadata.updateLatestMetadata`` keeps the cached partition, librdkafka's
+    ``rd_kafka_toppar_leader_update`` ignores the "outdated metadata update"). Neither
+    has a way back from a cached epoch that no broker will ever reach (one from a damaged
+    Metadata answer or KIP-951 leader hint, seen with the corrupting proxy of
+    kafkalite.testing): every later answer looks stale and the partition keeps a leader
+    that fences each request (UNKNOWN_LEADER_EPOCH) or none at all. Here:
+
+    * a leaderless entry (forgotten after NOT_LEADER_OR_FOLLOWER, see
+      :meth:`ClusterMetadata.forget_leader`) takes the answer: a leader beats none, and a
+      stale one says NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH and metadata is asked
+      again. Java does not forget the leader in the first place (it keeps the cached one
+      and requests an update).
+    * an epoch that answers have contradicted for :data:`STALE_EPOCH_GIVE_UP_S` and at
+      least :data:`STALE_EPOCH_GIVE_UP_ANSWERS` times in a row gives way: a lagging
+      broker catches up long before that.
+    """
+    if prev.leader < 0 <= new.leader:
+        return False
+    if prev.contradicted == 0:
+        prev.contradicted_since = now
+    prev.contradicted += 1
+    if prev.contradicted >= STALE_EPOCH_GIVE_UP_ANSWERS and now - prev.contradicted_since >= STALE_EPOCH_GIVE_UP_S:
+        log.warning("%s-%d: metadata answers have named leader epoch %d (leader %d), older than the cached %d "
+                    "(leader %d), %d times over %.1f s: taking the answer", new.topic, new.partition,
+                    new.leader_epoch, new.leader, prev.leader_epoch, prev.leader, prev.contradicted,
+                    now - prev.contradicted_since)
+        return False
+    return True
 
 
 # Topic errors that mean "ask again shortly" rather than "this topic is gone".
