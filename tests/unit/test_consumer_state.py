@@ -167,6 +167,21 @@ def test_fetch_session_errors_restart_the_session() -> None:
     assert h.is_full
 
 
+def test_a_damaged_negative_session_id_is_not_adopted() -> None:
+    # A corrupted Fetch response once handed the consumer session id -828244700: the
+    # full request closing it after the next error named it again, and Kafka failed every
+    # Fetch of ours with UNKNOWN_SERVER_ERROR from then on (its session cache indexes its
+    # shards with the id), so the consumer never fetched again.
+    h = FetchSessionHandler(1)
+    h.build({A0: _d(0)})
+    assert h.handle_response(0, -828244700)  # the data is fine
+    assert h.is_full and h.session_id == 0
+    plan = h.build({A0: _d(3)})
+    assert plan.full and plan.session_id == 0 and plan.epoch == 0
+    assert h.handle_response(0, 42)
+    assert (h.session_id, h.epoch) == (42, 1)
+
+
 def test_epochs_wrap_to_one() -> None:
     assert next_epoch(1) == 2 and next_epoch(2**31 - 1) == 1 and next_epoch(-1) == -1
 

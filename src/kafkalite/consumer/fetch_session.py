@@ -131,6 +131,15 @@ class FetchSessionHandler:
             # The broker did not create (or closed) the session: fetch in full next time.
             self._reset(close_existing=False)
             return True
+        if plan.full and session_id < 0:
+            # Brokers hand out positive session ids (Kafka's FetchSessionCacheShard draws
+            # them from its shard's range of 1..2^31-1): a negative one was damaged on the
+            # way. Adopting it would be for good: the full request that closes it after an
+            # error names it again, and Kafka then fails every Fetch of ours with
+            # UNKNOWN_SERVER_ERROR (FetchSessionCache.getCacheShard indexes its shards
+            # with the id). The data is fine; no session: fetch in full next time.
+            self._reset(close_existing=False)
+            return True
         if plan.full:
             self.session_id = session_id
             self.epoch = 1
