@@ -74,16 +74,18 @@ def test_a_sub_millisecond_timer_is_not_rounded_up_to_a_millisecond() -> None:
 @linux_only
 def test_timeouts_whose_milliseconds_epoll_would_round_up_are_not_late() -> None:
     # 9 * 1e-3 == 0.009000000000000001: handed to epoll as is, a 9.01 ms wait took 10.
-    # Medians of 5 waits each; late by a millisecond was the failure, so 0.5 is generous.
+    # The rounding made every wait a millisecond late, so the least late of 9 waits shows
+    # it, while a busy machine's scheduling delays (CI at load 20: a median of 1.2 ms) only
+    # make some waits late; 0.5 ms is generous.
     selector = timers.PreciseEpollSelector()
     try:
         for timeout in (0.00901, 0.01301, 0.01801):
             late: list[float] = []
-            for _ in range(5):
+            for _ in range(9):
                 start = time.monotonic()
                 assert selector.select(timeout) == []
                 late.append(time.monotonic() - start - timeout)
-            assert statistics.median(late) < 0.0005, (timeout, late)
+            assert min(late) < 0.0005, (timeout, late)
     finally:
         selector.close()
 
