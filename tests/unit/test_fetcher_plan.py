@@ -1,4 +1,4 @@
-"""The fetcher's planning pass (Fetcher._plan), without a broker.
+"""The fetcher's planning pass (Fetcher._plan) and its backoff after a failed fetch, without a broker.
 
 Once per fetch answer it walks every assigned partition (10,000 at a time in the
 many-partitions benchmark, issue 15): per partition the leader, leader epoch and topic
@@ -8,6 +8,7 @@ whose topic has no leader asks for metadata instead.
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from kafkalite.consumer._frontend import resolve_settings
@@ -15,6 +16,7 @@ from kafkalite.consumer.fetch_buffer import FetchBuffer
 from kafkalite.consumer.fetcher import Fetcher
 from kafkalite.consumer.subscription import SubscriptionState
 from kafkalite.net.cluster import ClusterMetadata
+from kafkalite.protocol.messages.fetch import FetchResponse
 from kafkalite.protocol.messages.metadata import (
     MetadataResponse,
     MetadataResponseBroker,
@@ -94,3 +96,37 @@ def test_a_preferred_read_replica_is_fetched_from_even_when_its_topic_metadata_i
     state.preferred_replica_expires = float("inf")
     plans, _ = fetcher._plan()
     assert plans[2][0][TopicPartition("gone", 0)].topic_id == ZERO_UUID
+
+
+def _fail_whole_fetch(fetcher: Fetcher, node: int, error_code: int) -> float | None:
+    """Hand the fetcher an answer whose top-level error failed the whole fetch; the time
+    it may fetch from the node again (None: at once)."""
+    answer = FetchResponse(throttle_time_ms=0, error_code=error_code, session_id=0, responses=[], node_endpoints=[])
+    fetcher._handle(node, fetcher._session(node), {}, {}, answer, 16, 0.0)
+    return fetcher._retry_at.get(node)
+
+
+def test_a_fetch_failed_as_a_whole_is_retried_after_a_backoff_that_grows() -> None:
+    # A top-level error asked again at once repeats as fast as the broker answers (seen:
+    # ~500 Fetches a second, each UNKNOWN_SERVER_ERROR); retry.backoff.ms .. .max.ms.
+    fetcher, _ = _fetcher(_metadata({"a": [1]}), [TopicPartition("a", 0)])
+    before = time.monotonic()
+    first = _fail_whole_fetch(fetcher, 1, -1)  # UNKNOWN_SERVER_ERROR
+    assert first is not None and first - before >= 0.1 * 0.8  # retry.backoff.ms 100, jitter 20 %
+    second = _fail_whole_fetch(fetcher, 1, -1)
+    assert second is not None and second - before >= 0.2 * 0.8
+    assert fetcher._top_level_failures[1] == 2
+
+
+def test_a_fetch_session_error_is_fetched_again_at_once_the_first_time_only() -> None:
+    # KIP-227: FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH are settled by the
+    # next request (a new session); the same again means something else is wrong.
+    fetcher, _ = _fetcher(_metadata({"a": [1]}), [TopicPartition("a", 0)])
+    assert _fail_whole_fetch(fetcher, 1, 70) is None
+    assert _fail_whole_fetch(fetcher, 1, 71) is not None
+    fetcher._retry_at.clear()
+    # A good answer ends the run of failures: the next session error is again asked at once.
+    ok = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[], node_endpoints=[])
+    fetcher._handle(1, fetcher._session(1), {}, {}, ok, 16, 0.0)
+    assert 1 not in fetcher._top_level_failures
+    assert _fail_whole_fetch(fetcher, 1, 70) is None

@@ -40,6 +40,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.backoff import ExponentialBackoff
 from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.config import Config
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
@@ -73,6 +74,9 @@ _OFFSET_OUT_OF_RANGE = 1
 _REFRESH = {3, 5, 6, 9, 56, 74, 75, 100, 103, 106}
 _UNKNOWN_LEADER_EPOCH = 76
 _FETCH_SESSION_TOPIC_ID_ERROR = 106
+# Top-level errors the next request settles by itself (KIP-227: the session is closed or
+# opened again): fetched again at once, the first time.
+_SESSION_ERRORS = {70, 71}  # FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
 
 
 class Fetcher:
@@ -129,6 +133,9 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._closed = False
         self._retry_at: dict[int, float] = {}
+        # Answers in a row whose top-level error failed the whole fetch, per node.
+        self._top_level_failures: dict[int, int] = {}
+        self._top_level_backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self._tasks: set[asyncio.Task[None]] = set()  # fetches connecting first
         self._responses: set[asyncio.Future[FetchResponse]] = set()  # fetches written, not answered
 
@@ -425,10 +432,16 @@ class Fetcher:
                 tokens: dict[TopicPartition, int], response: FetchResponse, version: int, started: float) -> None:
         if not session.handle_response(response.error_code, response.session_id):
             err = error_for_code(response.error_code, f"fetch from node {node} failed")
-            log.debug("fetch session error from node %s: %s", node, err)
+            failures = self._top_level_failures[node] = self._top_level_failures.get(node, 0) + 1
+            if response.error_code not in _SESSION_ERRORS or failures > 1:
+                # Asking again at once is right for a session error, once; any other error
+                # (or the same again) would otherwise repeat as fast as the broker answers.
+                self._retry_at[node] = time.monotonic() + self._top_level_backoff.delay_s(failures - 1)
+            log.debug("fetch from node %s failed as a whole (%d in a row): %s", node, failures, err)
             if response.error_code in _REFRESH:
                 self._on_metadata_needed({tp.topic for tp in wanted})
             return
+        self._top_level_failures.pop(node, None)
         meta = self.client.metadata
         for endpoint in response.node_endpoints or ():
             meta.add_broker(BrokerNode(endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack))
