@@ -16,6 +16,7 @@ import pyspark
 import pytest
 
 from kafkalite import AdminClient, Producer, TopicPartition
+from tests.spark.streams import started
 
 #: PySpark >= 4.2 gives Python sources admission control and Trigger.AvailableNow.
 ADMISSION_CONTROL = tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (4, 2)
@@ -38,13 +39,13 @@ def run_available_now(spark: Any, bootstrap: str, source: str, sink: str, checkp
               .option("maxOffsetsPerTrigger", "50")
               .option("kafka.group.id", group)
               .load())
-    query = (stream.selectExpr("key", "value")
-             .writeStream.format("kafkalite")
-             .option("kafka.bootstrap.servers", bootstrap)
-             .option("topic", sink)
-             .option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True)
-             .start())
+    query = started(lambda: stream.selectExpr("key", "value")
+                    .writeStream.format("kafkalite")
+                    .option("kafka.bootstrap.servers", bootstrap)
+                    .option("topic", sink)
+                    .option("checkpointLocation", str(checkpoint))
+                    .trigger(availableNow=True)
+                    .start())
     assert query.awaitTermination(300), "the AvailableNow query did not finish"
     assert query.exception() is None
     return query

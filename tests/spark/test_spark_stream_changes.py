@@ -21,6 +21,7 @@ from pyspark_kafkalite.progress import lag_summary, source_lag
 
 from kafkalite import AdminClient, NewPartitions, OffsetAndMetadata, Producer, TopicPartition
 from kafkalite.errors import UnknownTopicOrPartitionError
+from tests.spark.streams import started
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(240)]
 
@@ -57,14 +58,14 @@ def to_memory(df: Any, checkpoint: Path, *, available_now: bool = False) -> tupl
     writer = (df.selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
               .writeStream.format("memory").queryName(name).option("checkpointLocation", str(checkpoint)))
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="500 milliseconds")
-    return writer.start(), name
+    return started(writer.start), name
 
 
 def to_parquet(df: Any, path: Path) -> Any:
     """An AvailableNow query into a parquet sink at ``path`` (checkpoint beside it): restartable."""
-    return (df.selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
-            .writeStream.format("parquet").option("path", str(path))
-            .option("checkpointLocation", str(path) + "-ckpt").trigger(availableNow=True).start())
+    return started(lambda: df.selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
+                   .writeStream.format("parquet").option("path", str(path))
+                   .option("checkpointLocation", str(path) + "-ckpt").trigger(availableNow=True).start())
 
 
 def rows(spark: Any, name: str | Path) -> list[tuple[str, int, int]]:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from kafkalite import Consumer, Producer, TopicPartition
+from tests.spark.streams import started
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -89,12 +90,12 @@ def start_query(spark: Any, bootstrap: str, topic: str, sink: Path, checkpoint: 
               .option("startingOffsets", "earliest")
               .option("maxOffsetsPerTrigger", str(LIMIT))
               .load())
-    return (stream.selectExpr("CAST(value AS STRING) AS id", "partition", "offset")
-            .writeStream.format("parquet")
-            .option("path", str(sink))
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(processingTime="1 second")
-            .start())
+    return started(lambda: stream.selectExpr("CAST(value AS STRING) AS id", "partition", "offset")
+                   .writeStream.format("parquet")
+                   .option("path", str(sink))
+                   .option("checkpointLocation", str(checkpoint))
+                   .trigger(processingTime="1 second")
+                   .start())
 
 
 def offsets_of(end: Any) -> Any:

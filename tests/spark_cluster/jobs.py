@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# The checkout's root: the tests' helpers (tests.spark.streams) for this driver program.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 
 def session(master: str, app: str, conf: list[str]) -> Any:
     from pyspark.sql import SparkSession
@@ -76,10 +79,12 @@ def stream(args: argparse.Namespace) -> None:
     df = (spark.readStream.format("kafkalite").option("kafka.bootstrap.servers", args.bootstrap)
           .option("subscribe", args.source).option("startingOffsets", "earliest")
           .option("maxOffsetsPerTrigger", str(args.max_offsets)).load())
-    query = (df.selectExpr("CAST(value AS STRING) AS id", "partition", "offset")
-             .writeStream.format("parquet").option("path", args.output)
-             .option("checkpointLocation", args.checkpoint)
-             .trigger(processingTime="1 second").start())
+    from tests.spark.streams import started
+
+    query = started(lambda: df.selectExpr("CAST(value AS STRING) AS id", "partition", "offset")
+                    .writeStream.format("parquet").option("path", args.output)
+                    .option("checkpointLocation", args.checkpoint)
+                    .trigger(processingTime="1 second").start())
     stop_file = Path(args.stopfile)
     reported = -1
     while query.isActive:

@@ -128,15 +128,23 @@ def test_stream_keeps_every_record_exactly_once_through_executor_loss_and_driver
         t.start()
         return t
 
+    def batches_after(seen: int, log: Path) -> Any:
+        def enough() -> bool:
+            # A driver that exited is reported at once, with its log, not after the wait.
+            assert driver.poll() is None, f"the driver exited with {driver.returncode}: " \
+                f"{batches[seen:]}\n{log.read_text()[-4000:]}"
+            return len([b for b in batches[seen:] if b.get("rows")]) >= 3
+        return enough
+
     driver = start_job(spark_cluster, *args, log=tmp_path / "driver-1.log")
     try:
         follow(driver)
-        wait_until(lambda: len([b for b in batches if b.get("rows")]) >= 3, 240, what="three micro-batches")
+        wait_until(batches_after(0, tmp_path / "driver-1.log"), 240, what="three micro-batches")
         # Lose an executor while batches run: its tasks are retried on the other one
         # (and on the replacement the worker starts).
         victim = spark_cluster.kill_executor()
         seen = len(batches)
-        wait_until(lambda: len([b for b in batches[seen:] if b.get("rows")]) >= 3, 240,
+        wait_until(batches_after(seen, tmp_path / "driver-1.log"), 240,
                    what="three micro-batches after the executor was lost")
         assert victim not in spark_cluster.executor_pids()
         # Kill the driver mid-stream and start it again from the checkpoint.
@@ -145,7 +153,7 @@ def test_stream_keeps_every_record_exactly_once_through_executor_loss_and_driver
         driver = start_job(spark_cluster, *args, log=tmp_path / "driver-2.log")
         follow(driver)
         seen = len(batches)
-        wait_until(lambda: len([b for b in batches[seen:] if b.get("rows")]) >= 3, 240,
+        wait_until(batches_after(seen, tmp_path / "driver-2.log"), 240,
                    what="three micro-batches after the driver restarted")
         stop_producing.set()
         producer.join(60)
