@@ -228,3 +228,28 @@ def test_no_secret_or_key_in_logs(kafka_broker_kerberos, kerberos_kdc, caplog) -
     for record in caplog.records:
         text = record.getMessage()
         assert secret_bytes.hex() not in text and "\x05\x02" not in text
+
+
+def _kdc_connections_closed_by_clients_only(port: int) -> list[str]:
+    """The KDC's TCP connections in CLOSE_WAIT (the client closed, the KDC did not)."""
+    stuck = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                local, state = fields[1], fields[3]
+                if int(local.rsplit(":", 1)[1], 16) == port and state == "08":  # TCP_CLOSE_WAIT
+                    stuck.append(fields[2])
+    return stuck
+
+
+def test_the_kdc_closes_the_connections_clients_closed(kerberos_kdc, tmp_path) -> None:
+    """ApacheDS's KDC ignores a client's close; each such connection kept one of its I/O
+    threads reading end-of-stream in a loop (most of a 2-core CI machine after a few
+    sign-ins). The harness's launcher closes them (kafkalite.testing.kdc)."""
+    for i in range(3):
+        kerberos_kdc.kinit("alice", tmp_path / f"cc{i}")  # MIT kinit: TCP (udp_preference_limit 1)
+    deadline = time.monotonic() + 30
+    while (stuck := _kdc_connections_closed_by_clients_only(kerberos_kdc.port)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not stuck, f"{len(stuck)} KDC connections in CLOSE_WAIT (the clients closed them)"

@@ -13,6 +13,12 @@ own and writes the ``krb5.conf`` that clients (``KRB5_CONFIG``) and brokers
 ...     kdc.client_settings("alice")["sasl.jaas.config"]
 'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true ...'
 
+It is started through a small launcher (``java/MiniKdcLauncher.java``, compiled with
+the JDK's ``javac``) that closes the TCP connections clients closed: ApacheDS ignores
+that event, and each such connection otherwise kept one of its I/O threads spinning at
+100 % of a core for the rest of the KDC's life (three threads, most of a 2-core machine,
+after a few sign-ins).
+
 Two properties of this KDC shape the tests (ApacheDS's, not Kerberos's):
 
 - it never issues a TGT for less than 4 minutes (ApacheDS's
@@ -21,9 +27,8 @@ Two properties of this KDC shape the tests (ApacheDS's, not Kerberos's):
   "Requested effective lifetime is negative or too short"), and its ticket-granting
   service refuses a service ticket shorter than the allowable clock skew (5 minutes),
   so a service ticket needs a TGT with more than 5 minutes left. The default tickets are Kafka's (a day);
-  ``min_ticket_lifetime_ms`` starts MiniKdc through a small launcher
-  (``java/ShortTicketMiniKdc.java``, compiled with the JDK's ``javac``) that lowers the
-  running KDC's minimum and clock skew, so that a test can outlive tickets of a few seconds;
+  with ``min_ticket_lifetime_ms`` the launcher lowers the running KDC's minimum and
+  clock skew, so that a test can outlive tickets of a few seconds;
 - with MIT clients, TGS requests fail ("Message stream modified") when the session key
   is aes256, so the generated ``krb5.conf`` limits clients to
   aes128-cts-hmac-sha1-96, as MiniKdc's own ``krb5.conf`` does for Java.
@@ -50,8 +55,8 @@ DEFAULT_MINIKDC_VERSION = "4.3.1"
 KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 BROKER_SERVICE = "kafka"
 _RUNNING_AT = re.compile(r"Running at\s*:\s*(?P<host>[^\s:]+):(?P<port>\d+)")
-_MINIMUM_SET = "Minimum ticket lifetime: "
-LAUNCHER_SOURCE = Path(__file__).parent / "java" / "ShortTicketMiniKdc.java"
+_LAUNCHER_READY = "KDC ready; minimum ticket lifetime: "
+LAUNCHER_SOURCE = Path(__file__).parent / "java" / "MiniKdcLauncher.java"
 
 
 class MiniKdc(JavaService):
@@ -63,7 +68,7 @@ class MiniKdc(JavaService):
         max_ticket_lifetime_ms: the KDC's longest ticket (MiniKdc's default: a day;
             ApacheDS refuses anything under 4 minutes, see the module docstring).
         min_ticket_lifetime_ms: lower ApacheDS's 4-minute minimum and 5-minute clock
-            skew to this (needs a JDK's ``javac``); well below ``max_ticket_lifetime_ms``
+            skew to this; well below ``max_ticket_lifetime_ms``
             for short tickets (a service ticket needs a TGT with more than this left).
         run_dir / tied / java: as for :class:`~kafkalite.testing.services.JavaService`.
 
@@ -155,8 +160,6 @@ class MiniKdc(JavaService):
 
     def command(self) -> list[str]:
         command = super().command()
-        if self.min_ticket_lifetime_ms is None:
-            return command
         # The launcher's class directory joins the class path and replaces the main class.
         classes = self._compile_launcher()
         cp = command.index("-cp")
@@ -197,7 +200,7 @@ class MiniKdc(JavaService):
         found = _RUNNING_AT.search(text)
         if found is None or not self.all_keytab.exists():
             return False
-        if self.min_ticket_lifetime_ms is not None and _MINIMUM_SET not in text:
+        if _LAUNCHER_READY not in text:
             return False
         self.port = int(found["port"])
         return True
