@@ -442,7 +442,7 @@ def gen_decode_struct(em: Emitter, owner: str, st_name: str, fields: list[Field]
             lines.append("    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)")
         else:
             lines.append("    o.unknown_tagged_fields = None")
-            lines.append("    count, pos = read_uvarint(buf, pos)")
+            lines.append("    count, pos = read_tagged_count(buf, pos)")
             lines.append("    for _ in range(count):")
             lines.append("        tag, pos = read_uvarint(buf, pos)")
             lines.append("        size, pos = read_uvarint(buf, pos)")
@@ -703,6 +703,7 @@ def generate_module(specs: list[MessageSpec]) -> str:
         "    read_nullable_string,",
         "    read_records,",
         "    read_string,",
+        "    read_tagged_count,",
         "    read_uuid,",
         "    read_uvarint,",
         "    skip_tagged_fields,",

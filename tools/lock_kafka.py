@@ -40,6 +40,8 @@ LOCK_DIR = REPO_ROOT / "src" / "kafkalite" / "testing" / "locks"
 POM_DIR = REPO_ROOT / "tools"
 CENTRAL = "https://repo1.maven.org/maven2"
 SCALA = "2.13"
+# Kafka was first built for Scala 2.13 in 2.4.0; older releases are locked with 2.12.
+OLD_SCALA = "2.12"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
 # Top-level artifacts. The broker (kafka_2.13) already pulls most of the rest as
@@ -47,7 +49,7 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 # Artifacts a release does not publish (e.g. share-coordinator before 4.0) are
 # skipped after a HEAD request.
 TOP_LEVEL = [
-    f"kafka_{SCALA}",
+    "kafka_{scala}",
     "kafka-tools",
     "kafka-clients",
     "kafka-server",
@@ -87,6 +89,8 @@ TOOL_CANDIDATES: dict[str, list[str]] = {
         "kafka.tools.ConsumerPerformance",
     ],
     "kafka-features": ["org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"],
+    # ZooKeeper mode (releases before 4.0): the ZooKeeper server the release depends on.
+    "zookeeper-server-start": ["org.apache.zookeeper.server.quorum.QuorumPeerMain"],
     "kafka-metadata-quorum": ["org.apache.kafka.tools.MetadataQuorumCommand"],
     "kafka-broker-api-versions": [
         "org.apache.kafka.tools.BrokerApiVersionsCommand",
@@ -112,10 +116,10 @@ TOOL_CANDIDATES: dict[str, list[str]] = {
     "kafka-verifiable-producer": ["org.apache.kafka.tools.VerifiableProducer"],
     "kafka-verifiable-consumer": ["org.apache.kafka.tools.VerifiableConsumer"],
 }
-# Tools every pinned release must have; a lock without them is refused.
+# Tools every pinned release must have; a lock without them is refused. A release
+# needs kafka-storage (KRaft, 2.8+) or zookeeper-server-start (before 4.0), or both.
 REQUIRED_TOOLS = [
     "kafka-server-start",
-    "kafka-storage",
     "kafka-topics",
     "kafka-configs",
     "kafka-console-consumer",
@@ -228,15 +232,24 @@ def _find_tools(jars: list[Path]) -> dict[str, str]:
         if found:
             tools[script] = found
     missing = [t for t in REQUIRED_TOOLS if t not in tools]
+    if "kafka-storage" not in tools and "zookeeper-server-start" not in tools:
+        missing.append("kafka-storage or zookeeper-server-start")
     if missing:
         raise SystemExit(f"required tools not found in the jars: {missing}")
     return tools
 
 
+def scala_for(version: str) -> str:
+    """The Scala build a release is locked with: 2.13 from Kafka 2.4 on, 2.12 before."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return SCALA if (major, minor) >= (2, 4) else OLD_SCALA
+
+
 def lock(version: str, remote_check: bool) -> Path:
+    scala = scala_for(version)
     top = [
         ("org.apache.kafka", a, version)
-        for a in TOP_LEVEL
+        for a in (name.format(scala=scala) for name in TOP_LEVEL)
         if _exists(f"{CENTRAL}/org/apache/kafka/{a}/{version}/{a}-{version}.pom")
     ]
     with tempfile.TemporaryDirectory(prefix="kafkalite-lock-") as tmp:
@@ -279,7 +292,7 @@ def lock(version: str, remote_check: bool) -> Path:
     tools = _find_tools([Path(r["path"]) for r in rows])
     document = {
         "kafka_version": version,
-        "scala_version": SCALA,
+        "scala_version": scala,
         "generated_by": "tools/lock_kafka.py",
         "repository": CENTRAL,
         "tools": tools,

@@ -137,6 +137,11 @@ class ProtocolError(KafkaError):
     """Bytes from the network do not follow the Kafka protocol (truncated, malformed, too large)."""
 
 
+class ProtocolLimitError(ProtocolError):
+    """An answer claims more than Kafka allows in one message (an array of more than
+    1,000,000 items, or more than 10,000 tagged fields: Kafka 4.4's limits)."""
+
+
 class CorruptRecordsError(ProtocolError):
     """A record batch failed its CRC check or is malformed."""
 
@@ -147,6 +152,26 @@ class UnsupportedCodecError(ProtocolError):
 
 class UnsupportedVersionForClientError(KafkaError):
     """The broker supports no version of an API that this client can speak."""
+
+
+class UnsupportedFeatureError(UnsupportedVersionForClientError):
+    """The broker is too old (or configured without) a feature this call needs.
+
+    Raised at once, never waited on: the message names the feature, what the broker
+    lacks and the first Apache Kafka release that has it (``kafkalite.net.features``).
+
+    Attributes:
+        feature: the feature's name, e.g. ``"group.protocol=consumer"``.
+        minimum_release: the first Kafka release with it, e.g. ``"4.0"``.
+        broker: the broker asked (``"node 1 (127.0.0.1:9092)"``), when known.
+    """
+
+    def __init__(self, message: str | None = None, *, feature: str = "", minimum_release: str = "",
+                 broker: str | None = None, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.feature = feature
+        self.minimum_release = minimum_release
+        self.broker = broker
 
 
 class SerializationError(KafkaError, ValueError):

@@ -18,6 +18,7 @@ __all__ = [
     "BrokerNotAvailableError",
     "ClusterAuthorizationError",
     "ConcurrentTransactionsError",
+    "ControllerIdNotRegisteredError",
     "ControllerMovedError",
     "CoordinatorLoadInProgressError",
     "CoordinatorNotAvailableError",
@@ -41,6 +42,7 @@ __all__ = [
     "FetchSessionIdNotFoundError",
     "FetchSessionTopicIdError",
     "GroupAuthorizationError",
+    "GroupDeletionFailedError",
     "GroupIdNotFoundError",
     "GroupMaxSizeReachedError",
     "GroupNotEmptyError",
@@ -119,6 +121,7 @@ __all__ = [
     "StaleMemberEpochError",
     "StreamsInvalidTopologyEpochError",
     "StreamsInvalidTopologyError",
+    "StreamsTopologyDescriptionUpdateFailedError",
     "StreamsTopologyFencedError",
     "TelemetryTooLargeError",
     "ThrottlingQuotaExceededError",
@@ -1366,6 +1369,36 @@ class ShareSessionLimitReachedError(RetriableError):
     name = "SHARE_SESSION_LIMIT_REACHED"
 
 
+class GroupDeletionFailedError(ApiError):
+    """Group deletion failed.
+
+    Kafka error code 134 (Java: GroupDeletionFailedException).
+    """
+
+    code = 134
+    name = "GROUP_DELETION_FAILED"
+
+
+class StreamsTopologyDescriptionUpdateFailedError(ApiError):
+    """Streams topology description update failed.
+
+    Kafka error code 135 (Java: StreamsTopologyDescriptionUpdateFailedException).
+    """
+
+    code = 135
+    name = "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"
+
+
+class ControllerIdNotRegisteredError(ApiError):
+    """Controller id not registered.
+
+    Kafka error code 136 (Java: ControllerIdNotRegisteredException).
+    """
+
+    code = 136
+    name = "CONTROLLER_ID_NOT_REGISTERED"
+
+
 class AuthorizationError(InvalidConfigurationError):
     """The principal is not allowed to perform the operation on the resource."""
 
@@ -1640,4 +1673,7 @@ ERRORS_BY_CODE: dict[int, type[ApiError]] = {
     131: StreamsInvalidTopologyEpochError,
     132: StreamsTopologyFencedError,
     133: ShareSessionLimitReachedError,
+    134: GroupDeletionFailedError,
+    135: StreamsTopologyDescriptionUpdateFailedError,
+    136: ControllerIdNotRegisteredError,
 }

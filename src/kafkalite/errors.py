@@ -45,11 +45,13 @@ from kafkalite._errors_base import (
     KafkaError,
     KafkaTimeoutError,
     ProtocolError,
+    ProtocolLimitError,
     RefreshRetriableError,
     RetriableError,
     SerializationError,
     UnknownApiError,
     UnsupportedCodecError,
+    UnsupportedFeatureError,
     UnsupportedVersionForClientError,
     WakeupError,
 )
@@ -127,8 +129,8 @@ def raise_for_code(code: int, message: str | None = None, **resource: Any) -> No
 
 
 __all__ = [  # noqa: RUF022
-    "KafkaError", "ConfigError", "InvalidArgumentError", "InvalidArgumentTypeError", "IllegalStateError", "KafkaTimeoutError", "ProtocolError",
-    "CorruptRecordsError", "UnsupportedCodecError", "UnsupportedVersionForClientError",
+    "KafkaError", "ConfigError", "InvalidArgumentError", "InvalidArgumentTypeError", "IllegalStateError", "KafkaTimeoutError", "ProtocolError", "ProtocolLimitError",
+    "CorruptRecordsError", "UnsupportedCodecError", "UnsupportedVersionForClientError", "UnsupportedFeatureError",
     "SerializationError", "ClientClosedError", "WakeupError", "ApiError", "RetriableError",
     "RefreshRetriableError", "InvalidMetadataError", "ApplicationRecoverableError",
     "InvalidOffsetError", "UnknownApiError", "KafkaConnectionError", "ERRORS_BY_CODE",

@@ -7,7 +7,8 @@ knows the groups it coordinates.
 
 Describe tries ConsumerGroupDescribe (KIP-848 groups) first and falls back to
 DescribeGroups for classic groups (the broker answers GROUP_ID_NOT_FOUND for a group
-that is not a consumer-protocol group), as the Java client does; classic member
+that is not a consumer-protocol group, and a 3.7-3.9 broker without the consumer
+protocol enabled UNSUPPORTED_VERSION for every group), as the Java client does; classic member
 assignments are decoded from the consumer protocol's bytes.
 
 OffsetFetch / OffsetCommit v10 name topics by id only: the ids come from metadata (and
@@ -79,7 +80,12 @@ from kafkalite.protocol.messages.offset_fetch import (
 from kafkalite.protocol.primitives import ZERO_UUID
 from kafkalite.types import OffsetAndMetadata, TopicPartition
 
-_GROUP_ID_NOT_FOUND = GroupIdNotFoundError.code
+# Per-group answers of ConsumerGroupDescribe after which Java's DescribeConsumerGroupsHandler
+# asks DescribeGroups instead: GROUP_ID_NOT_FOUND (a classic group, or none) and
+# UNSUPPORTED_VERSION (a 3.7-3.9 broker serves the API, but its
+# group.coordinator.rebalance.protocols leaves out consumer, so it answers that for every
+# group, classic ones included).
+_ASK_DESCRIBE_GROUPS = frozenset({GroupIdNotFoundError.code, UnsupportedVersionError.code})
 # OffsetFetch / OffsetCommit v10 (KIP-848, Kafka 4.1+) name topics by id only.
 _TOPIC_ID_VERSION = 10
 
@@ -196,7 +202,7 @@ async def describe_consumer_groups(core: AdminCore, group_ids: Iterable[str], *,
             if response is not None:
                 classic = []
                 for g in response.groups:
-                    if g.error_code == _GROUP_ID_NOT_FOUND:
+                    if g.error_code in _ASK_DESCRIBE_GROUPS:
                         classic.append(g.group_id)  # maybe a classic group: ask DescribeGroups
                         continue
                     outcome = coordinator_outcome(core.client, g.error_code, g.error_message, g.group_id)
@@ -268,7 +274,7 @@ async def delete_groups(core: AdminCore, group_ids: Iterable[str], *,
 
     async def send(node: int, items: list[str], deadline: float) -> Mapping[str, Outcome[None]]:
         response, _ = await core.send(node, DeleteGroupsRequest(groups_names=items), deadline)
-        return {r.group_id: coordinator_outcome(core.client, r.error_code, None, r.group_id) for r in response.results}
+        return {r.group_id: coordinator_outcome(core.client, r.error_code, r.error_message, r.group_id) for r in response.results}
 
     return await core.run_batch("delete_groups", groups, core.route_coordinators(str), send, timeout,
                                 resource_of=_group_resource)

@@ -26,6 +26,7 @@ from kafkalite.admin.types import (
     decode_authorized_operations,
 )
 from kafkalite.errors import ConfigError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from kafkalite.net.features import CREATE_TOPIC_DEFAULTS, unsupported
 from kafkalite.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsRequestCreatePartitionsAssignment,
@@ -74,13 +75,25 @@ async def create_topics(core: AdminCore, new_topics: Iterable[NewTopic], *, vali
         by_name[t.name] = t
 
     async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome[CreateTopicResult]]:
+        out: dict[str, Outcome[CreateTopicResult]] = {}
+        conn = await core.client.connection(node)
+        # The broker's defaults (-1) need CreateTopics v4 (Kafka 2.4, KIP-464): before it,
+        # Java's admin client fails those topics at once; so does this one.
+        if conn.versions is not None and CREATE_TOPIC_DEFAULTS.missing(conn.versions):
+            why = CREATE_TOPIC_DEFAULTS.missing(conn.versions) or ""
+            for n in names:
+                t = by_name[n]
+                if not t.replica_assignment and (t.num_partitions == -1 or t.replication_factor == -1):
+                    out[n] = Fail(unsupported(CREATE_TOPIC_DEFAULTS, why, broker=conn.address, topic=n))
+            names = [n for n in names if n not in out]
+            if not names:
+                return out
         request = CreateTopicsRequest(
             topics=[_creatable(by_name[n]) for n in names],
             timeout_ms=core.remaining_ms(deadline),
             validate_only=validate_only,
         )
         response, _ = await core.send(node, request, deadline)
-        out: dict[str, Outcome[CreateTopicResult]] = {}
         for r in response.topics:
             outcome = outcome_for(r.error_code, r.error_message, topic=r.name)
             if outcome is not None:

@@ -538,6 +538,8 @@ class ConsumerCore:
             from kafkalite.errors import InvalidGroupIdError
 
             raise InvalidGroupIdError("committing offsets needs the setting 'group.id'")
+        if self.group is not None:
+            self.group.raise_fatal()  # a member that failed for good commits nothing
         if self.subs.has_auto_assignment:
             with self.subs.lock:
                 not_owned = sorted(tp for tp in offsets if tp not in self.subs.assignment)

@@ -36,8 +36,15 @@ from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.consumer._frontend import require_group
 from kafkalite.consumer.kip848_member import ConsumerMemberState, Next
 from kafkalite.consumer.offsets import Generation
-from kafkalite.errors import CommitFailedError, KafkaConnectionError, KafkaError, error_for_code
+from kafkalite.errors import (
+    CommitFailedError,
+    KafkaConnectionError,
+    KafkaError,
+    UnsupportedFeatureError,
+    error_for_code,
+)
 from kafkalite.net.client import COORDINATOR_CHANNEL
+from kafkalite.net.features import KIP848_GROUPS
 from kafkalite.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
@@ -169,6 +176,11 @@ class ConsumerGroupMember:
                 attempt = 0
             except asyncio.CancelledError:
                 raise
+            except UnsupportedFeatureError as exc:
+                log.error("group %s: %s", self.group_id, exc)
+                self._fatal = exc
+                self.core.notify_poll()
+                return
             except KafkaError as exc:
                 attempt += 1
                 log.debug("group %s: heartbeat failed: %s", self.group_id, exc)
@@ -198,6 +210,10 @@ class ConsumerGroupMember:
         except KafkaConnectionError:
             self.client.invalidate_coordinator(self.group_id)
             raise
+        # A broker without KIP-848 (before 4.0, or 3.7-3.9 without the consumer protocol
+        # enabled, whose answer is UNSUPPORTED_VERSION, below) fails the member at once,
+        # as Java's ConsumerGroupHeartbeatRequestManager does.
+        conn.require(KIP848_GROUPS, group_id=self.group_id)
         version = conn.api_version(ConsumerGroupHeartbeatRequest)
         regex = subs.pattern.pattern if subs.pattern is not None and version >= 1 else None
         names = tuple(sorted(subs.topics))

@@ -59,6 +59,7 @@ from kafkalite.errors import (
 )
 from kafkalite.metrics import Metrics, Sensor
 from kafkalite.net.connection import ConnectionState, PendingRequest
+from kafkalite.net.features import BrokerFeature, require
 from kafkalite.net.lifecycle import ConnectionLifecycle, Stage
 from kafkalite.net.sasl import SaslMechanism, mechanism_for
 from kafkalite.net.tls import describe_tls_failure
@@ -488,6 +489,13 @@ class BrokerConnection:
             self._on_close(self, reason)
 
     # ------------------------------------------------------------ requests
+
+    def require(self, feature: BrokerFeature, **context: object) -> None:
+        """Raise :class:`~kafkalite.errors.UnsupportedFeatureError` at once unless this
+        broker has ``feature`` (:mod:`kafkalite.net.features`); a no-op before the
+        versions are known (only ApiVersions is sent then)."""
+        if self.versions is not None:
+            require(self.versions, feature, broker=self.address, **context)
 
     def api_version(self, request_class: type[Message], min_version: int = 0) -> int:
         """The version to send ``request_class`` in (raises when there is none).

@@ -49,6 +49,7 @@ from kafkalite.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
+from kafkalite.protocol.primitives import ZERO_UUID
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger("kafkalite.producer")
@@ -374,21 +375,30 @@ class TransactionClient:
                     committed_leader_epoch=om.leader_epoch if om.leader_epoch is not None else -1,
                     committed_metadata=om.metadata,
                 ))
+            # v6 (Kafka 4.4, KIP-1319) names topics by id only; a topic whose id metadata
+            # does not give goes by name at v5, as OffsetCommit does at v9.
+            ids = {t: self.client.metadata.topic_id(t) for t in topics}
+            if version >= 6 and ZERO_UUID in ids.values():
+                version = 5
+            names = {topic_id: t for t, topic_id in ids.items()}
             response = await conn.request(
                 TxnOffsetCommitRequest(
                     transactional_id=self.transactional_id, group_id=group.group_id,
                     producer_id=self.idem.producer_id, producer_epoch=self.idem.epoch,
-                    generation_id=group.generation_id, member_id=group.member_id,
+                    # the member epoch for a KIP-848 group member (ConsumerGroupMetadata's)
+                    generation_id_or_member_epoch=group.generation_id, member_id=group.member_id,
                     group_instance_id=group.group_instance_id,
-                    topics=[TxnOffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in topics.items()],
+                    topics=[TxnOffsetCommitRequestTopic(name=t, topic_id=ids[t], partitions=ps)
+                            for t, ps in topics.items()],
                 ),
                 api_version=version, timeout_ms=self._remaining_ms(deadline),
             )
             retry: BaseException | None = None
             for t in response.topics:
+                name = names.get(t.topic_id, t.name) if version >= 6 else t.name
                 for p in t.partitions:
                     if not p.error_code:
-                        pending.pop(TopicPartition(t.name, p.partition_index), None)
+                        pending.pop(TopicPartition(name, p.partition_index), None)
                         continue
                     try:
                         self._check(p.error_code, None, "TxnOffsetCommit", group=group.group_id,
@@ -396,7 +406,7 @@ class TransactionClient:
                     except _Retry as exc:
                         retry = exc
                     except ApiError as exc:
-                        raise exc.with_context(topic=t.name, partition=p.partition_index) from None
+                        raise exc.with_context(topic=name, partition=p.partition_index) from None
             if pending and retry is not None:
                 raise retry
             if pending:

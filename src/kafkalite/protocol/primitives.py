@@ -19,7 +19,7 @@ import struct
 import uuid
 from typing import Any
 
-from kafkalite.errors import ProtocolError
+from kafkalite.errors import ProtocolError, ProtocolLimitError
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -218,6 +218,27 @@ def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
     return value, end
 
 
+#: The most items an array may claim, and the most tagged fields a section may: what
+#: Kafka 4.4's generated readers accept (more is refused before anything is allocated).
+MAX_ARRAY_ITEMS = 1_000_000
+MAX_TAGGED_FIELDS = 10_000
+
+
+def _too_many_items(n: int, start: int) -> ProtocolLimitError:
+    return ProtocolLimitError(f"array at byte {start} claims {n} items, more than the "
+                              f"{MAX_ARRAY_ITEMS:,} Kafka allows (4.4+ brokers refuse it too)")
+
+
+def read_tagged_count(buf: Any, pos: int) -> tuple[int, int]:
+    """The number of tagged fields of a section, refused past :data:`MAX_TAGGED_FIELDS`."""
+    start = pos
+    count, pos = read_uvarint(buf, pos)
+    if count > MAX_TAGGED_FIELDS:
+        raise ProtocolLimitError(f"tagged-field section at byte {start} claims {count} fields, more than the "
+                                 f"{MAX_TAGGED_FIELDS:,} Kafka allows (4.4+ brokers refuse it too)")
+    return count, pos
+
+
 def _short(buf: Any, pos: int, need: int, what: str) -> Any:
     raise truncated(what, pos, need, max(0, len(buf) - pos))
 
@@ -262,6 +283,8 @@ def read_fixed_array(buf: Any, pos: int, code: str, size: int, compact: bool) ->
         pos += 4
     if n < 0:
         return None, pos
+    if n > MAX_ARRAY_ITEMS:
+        raise _too_many_items(n, start)
     end = pos + n * size
     if end > len(buf):
         raise ProtocolError(f"array at byte {start} claims {n} items but only {len(buf) - pos} bytes remain")
@@ -274,6 +297,8 @@ def read_array_length(buf: Any, pos: int, min_item_size: int = 1) -> tuple[int, 
     """Read an int32 array length (-1 = null); reject counts the remaining bytes can't hold."""
     (n,) = INT32.unpack_from(buf, pos) if pos + 4 <= len(buf) else _short(buf, pos, 4, "array length")
     pos += 4
+    if n > MAX_ARRAY_ITEMS:
+        raise _too_many_items(n, pos - 4)
     if n > (len(buf) - pos) // max(min_item_size, 1):
         raise ProtocolError(f"array at byte {pos - 4} claims {n} items but only {len(buf) - pos} bytes remain")
     return n, pos
@@ -284,6 +309,8 @@ def read_compact_array_length(buf: Any, pos: int, min_item_size: int = 1) -> tup
     start = pos
     n, pos = read_uvarint(buf, pos)
     n -= 1
+    if n > MAX_ARRAY_ITEMS:
+        raise _too_many_items(n, start)
     if n > (len(buf) - pos) // max(min_item_size, 1):
         raise ProtocolError(f"array at byte {start} claims {n} items but only {len(buf) - pos} bytes remain")
     return n, pos
@@ -325,7 +352,7 @@ def write_compact_bytes(out: bytearray, value: Any) -> None:
 
 def skip_tagged_fields(buf: Any, pos: int) -> tuple[dict[int, bytes] | None, int]:
     """Read a tagged-field section we have no fields for; returns the raw values (or None)."""
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     if count == 0:
         return None, pos
     unknown: dict[int, bytes] = {}

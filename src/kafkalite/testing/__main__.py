@@ -75,6 +75,7 @@ from kafkalite.testing.registry import (
     registry_command,
     registry_versions,
 )
+from kafkalite.testing.releases import KEPT, KRAFT, ZOOKEEPER, modes_of
 from kafkalite.testing.signin import SignInServices, describe_state, detached_state
 from kafkalite.testing.wire import KafkaSocket, WireError
 
@@ -146,8 +147,13 @@ def cmd_up(args: argparse.Namespace) -> int:
             broker.kill()
         raise
     listeners = {name: target.bootstrap_for(name) for name in brokers[0].listeners}
+    zookeeper = target.zookeeper if brokers[0].mode == ZOOKEEPER else None
     state = {
         "version": args.version,
+        "mode": brokers[0].mode,
+        "zookeeper": None if zookeeper is None or zookeeper.process is None else {
+            "pid": zookeeper.process.pid, "start_time": processes.process_start_time(zookeeper.process.pid),
+            "connect": zookeeper.connect},
         "bootstrap": target.bootstrap,
         "auto_create_topics": args.auto_create_topics,
         "listeners": listeners,
@@ -176,9 +182,9 @@ def build_target(args: argparse.Namespace, run_dir: Path, port: int | None) -> L
     security = SECURE_PRESET if args.ssl else SASL_PRESET if args.sasl else None
     if args.nodes == 1:
         return LocalBroker(args.version, run_dir=run_dir, port=port, security=security, tied=False,
-                           auto_create_topics=args.auto_create_topics)
+                           auto_create_topics=args.auto_create_topics, mode=args.mode)
     return LocalCluster(args.nodes, args.version, run_dir=run_dir, first_port=port, security=security,
-                        tied=False, auto_create_topics=args.auto_create_topics)
+                        tied=False, auto_create_topics=args.auto_create_topics, mode=args.mode)
 
 
 def _stop(state: dict[str, Any], timeout: float = 30.0) -> None:
@@ -195,6 +201,10 @@ def _stop(state: dict[str, Any], timeout: float = 30.0) -> None:
         processes.terminate(node["pid"], node.get("start_time"), timeout=timeout)
     for service in (state.get("signin") or {}).values():  # the KDC / OIDC provider of --kerberos / --oauth
         processes.terminate(service["pid"], service.get("start_time"), timeout=5.0)
+    zookeeper = state.get("zookeeper")
+    if zookeeper:  # after the brokers, which deregister from it as they stop
+        processes.terminate(zookeeper["pid"], zookeeper.get("start_time"), timeout=5.0)
+        processes.unregister(zookeeper["pid"])
     for node in state["nodes"]:
         processes.unregister(node["pid"])
     if state.get("run_dir"):
@@ -223,7 +233,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     state = read_state()
     running = 0
     if state is not None:
-        print(f"Kafka {state['version']}, {len(state['nodes'])} node(s), bootstrap {state['bootstrap']}")
+        mode = "ZooKeeper" if state.get("mode") == ZOOKEEPER else "KRaft"
+        print(f"Kafka {state['version']} ({mode} mode), {len(state['nodes'])} node(s), "
+              f"bootstrap {state['bootstrap']}")
+        if state.get("zookeeper"):
+            print(f"  ZooKeeper: {state['zookeeper']['connect']} (pid {state['zookeeper']['pid']})")
         if "auto_create_topics" in state:
             print(f"  auto.create.topics.enable={str(state['auto_create_topics']).lower()}")
         for name, address in state.get("listeners", {}).items():
@@ -249,7 +263,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     """Download (or verify the cache of) the jars of the given releases."""
-    for version in args.versions or [DEFAULT_KAFKA_VERSION, COMPAT_KAFKA_VERSION]:
+    defaults = dict.fromkeys([DEFAULT_KAFKA_VERSION, COMPAT_KAFKA_VERSION, *(r.version for r in KEPT if r.in_ci)])
+    for version in args.versions or defaults:
         dist = KafkaDistribution(version)
         started = time.monotonic()
         cached = dist.is_complete()
@@ -301,7 +316,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start a broker (or cluster) in the background")
-    up.add_argument("--version", default=DEFAULT_KAFKA_VERSION, choices=available_versions())
+    up.add_argument("--version", default=DEFAULT_KAFKA_VERSION, choices=available_versions(), metavar="VERSION",
+                    help=f"the Kafka release (default {DEFAULT_KAFKA_VERSION}): " + "; ".join(
+                        f"{r.version} ({'ZooKeeper' if r.mode == ZOOKEEPER else 'KRaft'}"
+                        f"{' or KRaft' if r.mode == ZOOKEEPER and len(modes_of(r.version)) > 1 else ''}"
+                        f"{' or ZooKeeper' if r.mode == KRAFT and len(modes_of(r.version)) > 1 else ''})"
+                        for r in KEPT))
+    mode = up.add_mutually_exclusive_group()
+    mode.add_argument("--zookeeper", dest="mode", action="store_const", const=ZOOKEEPER,
+                      help="ZooKeeper mode (releases before 4.0; the default before 3.3 and for 3.6.2)")
+    mode.add_argument("--kraft", dest="mode", action="store_const", const=KRAFT,
+                      help="KRaft mode (3.3 and later; the default from 3.9 on)")
     up.add_argument("--port", type=int, default=9092, help="client port of node 1 (default 9092 if free)")
     up.add_argument("--nodes", type=int, default=1, choices=(1, 3))
     up.add_argument("--sasl", action="store_true", help="add the SASL_PLAINTEXT listener preset")
@@ -321,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=cmd_down)
     sub.add_parser("status", help="show what runs").set_defaults(func=cmd_status)
     fetch = sub.add_parser("fetch", help="download Kafka's jars into the cache (no broker)")
-    fetch.add_argument("versions", nargs="*", metavar="VERSION", help="default: the pinned releases")
+    fetch.add_argument("versions", nargs="*", metavar="VERSION", help="default: the releases the test suite runs (--all: every kept release)")
     fetch.set_defaults(func=cmd_fetch)
     registry = sub.add_parser("registry", help="a Schema Registry (Apicurio) in the background")
     registry.add_argument("action", choices=("up", "down", "status"))

@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 
 from kafkalite.testing import topics
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
-from kafkalite.testing.java import find_java
+from kafkalite.testing.java import find_java_for
 from kafkalite.testing.tools import JavaTools
 from kafkalite.testing.wire import KafkaSocket, WireError
 
@@ -118,7 +118,7 @@ class ToolsMixin:
     def tools(self) -> JavaTools:
         """Kafka's Java tools of this release."""
         if self._tools is None:
-            self._tools = JavaTools(KafkaDistribution(self.version).ensure(), find_java())
+            self._tools = JavaTools(KafkaDistribution(self.version).ensure(), find_java_for(self.version))
         return self._tools
 
     def run_tool(
@@ -148,8 +148,16 @@ class ToolsMixin:
         replication_factor: int = -1,
         configs: Mapping[str, str] | None = None,
     ) -> str:
-        """Create a topic and wait until it has leaders; return its name."""
+        """Create a topic and wait until it has leaders; return its name.
+
+        ``replication_factor=-1`` takes the handle's own default where it knows one (a
+        local broker or cluster): brokers before 2.4 cannot apply theirs (KIP-464)."""
+        if replication_factor == -1:
+            replication_factor = self._default_replication_factor()
         return topics.create_topic(self._topic_bootstrap(), name, partitions, replication_factor, configs)
+
+    def _default_replication_factor(self) -> int:
+        return -1  # the broker's own default.replication.factor
 
     def _topic_bootstrap(self) -> str:
         return self.bootstrap

@@ -1,4 +1,6 @@
-"""One Kafka node (broker + controller in one JVM) running from the cached jars.
+"""One Kafka node running from the cached jars: broker and controller in one JVM (KRaft),
+or a broker with a ZooKeeper server of its own (releases before 4.0, see
+:mod:`kafkalite.testing.releases`).
 
 :class:`LocalBroker` owns a run directory (config, data, logs) and one process. It
 can be formatted, started, stopped gracefully (SIGTERM), killed (SIGKILL), paused
@@ -11,8 +13,9 @@ fault tests need. :class:`~kafkalite.testing.cluster.LocalCluster` builds severa
 
 Layout of ``run_dir``::
 
-    server.properties  log4j2.properties (or log4j.properties for 3.x)
+    server.properties  log4j2.properties (or log4j.properties for 3.x and older)
     data/              Kafka's log.dirs (KRaft metadata + partitions)
+    zookeeper/         the ZooKeeper server's config, data and log (ZooKeeper mode)
     logs/server.log    the broker's log4j output
     logs/stdout.log    the JVM's stdout and stderr (crashes, GC warnings)
 """
@@ -37,7 +40,7 @@ from kafkalite.testing import processes
 from kafkalite.testing.backends import ToolsMixin
 from kafkalite.testing.certs import TestPki, make_test_pki
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
-from kafkalite.testing.java import JavaRuntime, find_java
+from kafkalite.testing.java import JavaRuntime, find_java_for
 from kafkalite.testing.netfaults import FaultyProxy, NetworkFaults
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.properties import (
@@ -51,8 +54,10 @@ from kafkalite.testing.properties import (
     render_properties,
     server_properties,
 )
+from kafkalite.testing.releases import ZOOKEEPER, mode_for
 from kafkalite.testing.tools import JavaTools, common_jvm_options, write_if_changed
 from kafkalite.testing.wire import KafkaSocket, WireError
+from kafkalite.testing.zookeeper import LocalZooKeeper
 
 
 class BrokerStartError(RuntimeError):
@@ -120,6 +125,11 @@ class LocalBroker(ToolsMixin):
         network_faults: add a ``PROXIED`` listener advertised at the port of a
             TCP proxy whose faults tests switch (:attr:`faults`, see
             :mod:`kafkalite.testing.netfaults`).
+        mode: ``"kraft"`` or ``"zookeeper"``; default the release's own
+            (:func:`kafkalite.testing.releases.mode_for`).
+        zookeeper: in ZooKeeper mode, the server to register with (a cluster's
+            shared one); default a server of this broker's own, started and stopped
+            with it.
     """
 
     def __init__(
@@ -145,8 +155,15 @@ class LocalBroker(ToolsMixin):
         network_faults: bool = False,
         distribution: KafkaDistribution | None = None,
         java: JavaRuntime | None = None,
+        mode: str | None = None,
+        zookeeper: LocalZooKeeper | None = None,
     ) -> None:
         self.version = version
+        self.mode = mode_for(version, mode)
+        if self.mode == ZOOKEEPER and security is not None:
+            raise ValueError(
+                f"the harness runs security presets in KRaft mode only (Kafka {version} in ZooKeeper mode "
+                "would need its SCRAM users and ACLs written to ZooKeeper); use Kafka 3.3+ in KRaft mode")
         self.node_id = node_id
         self.cluster_id = cluster_id or random_cluster_id()
         self.security = security
@@ -180,6 +197,8 @@ class LocalBroker(ToolsMixin):
         self._tools: JavaTools | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self._paused = False
+        self._zookeeper = zookeeper
+        self._owns_zookeeper = zookeeper is None and self.mode == ZOOKEEPER
 
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"
@@ -278,7 +297,7 @@ class LocalBroker(ToolsMixin):
     @property
     def java(self) -> JavaRuntime:
         if self._java is None:
-            self._java = find_java()
+            self._java = find_java_for(self.version)
         return self._java
 
     @property
@@ -306,7 +325,18 @@ class LocalBroker(ToolsMixin):
             tls=self.tls,
             signin=self.signin,
             advertised_ports={PROXIED_LISTENER: self.proxy_port} if self.proxy_port is not None else {},
+            zookeeper_connect=self.zookeeper.connect if self.mode == ZOOKEEPER else None,
         )
+
+    @property
+    def zookeeper(self) -> LocalZooKeeper:
+        """The ZooKeeper server this broker registers with (ZooKeeper mode only)."""
+        if self.mode != ZOOKEEPER:
+            raise RuntimeError(f"node {self.node_id} runs Kafka {self.version} in KRaft mode: no ZooKeeper")
+        if self._zookeeper is None:
+            self._zookeeper = LocalZooKeeper(self.distribution, self.java, self.run_dir / "zookeeper",
+                                             tied=self.tied)
+        return self._zookeeper
 
     def write_config(self) -> Path:
         """(Re)write ``server.properties`` and the log config; return the former."""
@@ -319,10 +349,11 @@ class LocalBroker(ToolsMixin):
 
     @property
     def is_formatted(self) -> bool:
-        return (self.data_dir / "meta.properties").exists()
+        return self.mode == ZOOKEEPER or (self.data_dir / "meta.properties").exists()
 
     def format(self) -> None:
-        """Format the KRaft storage (once; a formatted data dir is left as it is)."""
+        """Format the KRaft storage (once; a formatted data dir is left as it is). In
+        ZooKeeper mode there is nothing to format: the broker registers itself."""
         props = self.write_config()
         if self.is_formatted:
             return
@@ -389,9 +420,12 @@ class LocalBroker(ToolsMixin):
         return self
 
     def launch(self) -> None:
-        """Start the JVM without waiting (the node must be formatted)."""
+        """Start the JVM without waiting (the node must be formatted; in ZooKeeper
+        mode, its own ZooKeeper server is started first and waited for)."""
         if self.is_running:
             return
+        if self._owns_zookeeper:
+            self.zookeeper.start()
         self.write_config()
         self.process = processes.spawn(
             self.command(),
@@ -520,6 +554,8 @@ class LocalBroker(ToolsMixin):
             self._proxy.close()
             self._proxy = None
         self.stop(timeout=5.0)
+        if self._owns_zookeeper and self._zookeeper is not None:
+            self._zookeeper.stop()
         if remove if remove is not None else self._owns_run_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
@@ -534,6 +570,9 @@ class LocalBroker(ToolsMixin):
         self.close()
 
     # -- conveniences ------------------------------------------------------------
+
+    def _default_replication_factor(self) -> int:
+        return self.replication_factor  # what this harness set as default.replication.factor
 
     @property
     def major_version(self) -> int:

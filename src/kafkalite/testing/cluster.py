@@ -1,7 +1,9 @@
-"""Several :class:`LocalBroker` nodes forming one KRaft cluster, for fault tests.
+"""Several :class:`LocalBroker` nodes forming one cluster, for fault tests.
 
-Every node is broker and controller, and the quorum is all of them, so any single
-node can be killed, paused or restarted while the others keep a majority. Topic
+In KRaft mode every node is broker and controller, and the quorum is all of them, so
+any single node can be killed, paused or restarted while the others keep a majority.
+In ZooKeeper mode (releases before 4.0) the nodes share one ZooKeeper server that the
+cluster owns: killing a broker leaves it running, as a production ensemble would. Topic
 defaults follow production practice for three nodes: replication factor 3 and
 ``min.insync.replicas`` 2, so ``acks=all`` survives one node down.
 
@@ -25,12 +27,14 @@ from types import TracebackType
 from kafkalite.testing.backends import ToolsMixin
 from kafkalite.testing.broker import LocalBroker, random_cluster_id
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
-from kafkalite.testing.java import JavaRuntime, find_java
+from kafkalite.testing.java import JavaRuntime, find_java_for
 from kafkalite.testing.netfaults import NetworkFaults
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.properties import SecurityPreset
+from kafkalite.testing.releases import ZOOKEEPER, mode_for
 from kafkalite.testing.tools import JavaTools
 from kafkalite.testing.wire import KafkaSocket, WireError
+from kafkalite.testing.zookeeper import LocalZooKeeper
 
 
 class LocalCluster(ToolsMixin):
@@ -71,6 +75,7 @@ class LocalCluster(ToolsMixin):
         network_faults: bool = False,
         distribution: KafkaDistribution | None = None,
         java: JavaRuntime | None = None,
+        mode: str | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
@@ -87,6 +92,9 @@ class LocalCluster(ToolsMixin):
         if unknown:
             raise ValueError(f"node_properties names nodes {unknown}; ids are {ids}")
         voters = {node: free_port() for node in ids}
+        self.mode = mode_for(version, mode)
+        self._zookeeper = (LocalZooKeeper(self._distribution, java or find_java_for(version), self.run_dir / "zookeeper",
+                                          tied=tied) if self.mode == ZOOKEEPER else None)
         self.brokers: list[LocalBroker] = [
             LocalBroker(
                 version,
@@ -107,6 +115,8 @@ class LocalCluster(ToolsMixin):
                 network_faults=network_faults,
                 distribution=self._distribution,
                 java=java,
+                mode=self.mode,
+                zookeeper=self._zookeeper,
             )
             for node in ids
         ]
@@ -140,9 +150,16 @@ class LocalCluster(ToolsMixin):
         return ",".join(b.bootstrap_for(listener) for b in self.brokers)
 
     @property
+    def zookeeper(self) -> LocalZooKeeper:
+        """The ZooKeeper server the nodes share (ZooKeeper mode only)."""
+        if self._zookeeper is None:
+            raise RuntimeError(f"this cluster runs Kafka {self.version} in KRaft mode: no ZooKeeper")
+        return self._zookeeper
+
+    @property
     def java(self) -> JavaRuntime:
         if self._java is None:
-            self._java = find_java()
+            self._java = find_java_for(self.version)
             for broker in self.brokers:
                 broker._java = self._java
         return self._java
@@ -157,6 +174,8 @@ class LocalCluster(ToolsMixin):
         merely slow must not fail a test run (a quiet start takes ~10 s)."""
         self._distribution.ensure()
         self.java  # noqa: B018 -- resolve once, before the threads below
+        if self._zookeeper is not None:
+            self._zookeeper.start()
         with ThreadPoolExecutor(len(self.brokers)) as pool:
             list(pool.map(lambda b: b.format(), self.brokers))
         # Launch from this thread: tied processes die with the thread that forked them.
@@ -205,6 +224,8 @@ class LocalCluster(ToolsMixin):
                 broker._proxy.close()
                 broker._proxy = None
             broker.kill()
+        if self._zookeeper is not None:
+            self._zookeeper.stop()
         if remove if remove is not None else self._owns_run_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
@@ -244,6 +265,9 @@ class LocalCluster(ToolsMixin):
         return "\n".join(f"=== node {b.node_id} ===\n{b.log_tail(lines)}" for b in self.brokers)
 
     # -- conveniences ------------------------------------------------------------
+
+    def _default_replication_factor(self) -> int:
+        return self.brokers[0].replication_factor  # what this harness set as default.replication.factor
 
     @property
     def tools(self) -> JavaTools:

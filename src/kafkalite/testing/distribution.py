@@ -36,7 +36,7 @@ try:
 except ImportError:  # Windows: no advisory locks; concurrent first downloads may race
     fcntl = None  # type: ignore[assignment]  # the module or None: checked before each use
 
-DEFAULT_KAFKA_VERSION = "4.3.1"
+DEFAULT_KAFKA_VERSION = "4.4.0"
 """The release the harness runs unless told otherwise."""
 
 COMPAT_KAFKA_VERSION = "3.9.1"
@@ -181,7 +181,8 @@ def available_versions() -> list[str]:
     """Kafka versions with a lock shipped in this kafkalite."""
     folder = resources.files("kafkalite.testing").joinpath("locks")
     names = [p.name for p in folder.iterdir() if p.name.startswith("kafka-")]
-    return sorted(n[len("kafka-") : -len(".json")] for n in names)
+    versions = (n[len("kafka-") : -len(".json")] for n in names)
+    return sorted(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
 ProgressCallback = Callable[[Artifact], None]

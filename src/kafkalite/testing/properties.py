@@ -316,6 +316,8 @@ class NodeConfig:
     signin: BrokerSignIn | None = None
     #: listener name -> the port to advertise instead of the bound one (a proxy's)
     advertised_ports: Mapping[str, int] = field(default_factory=dict)
+    #: ZooKeeper mode: the ZooKeeper server's ``host:port`` (None: KRaft mode)
+    zookeeper_connect: str | None = None
 
 
 def server_properties(cfg: NodeConfig) -> dict[str, str]:
@@ -333,15 +335,32 @@ def server_properties(cfg: NodeConfig) -> dict[str, str]:
     protocols[CONTROLLER_LISTENER] = "PLAINTEXT"
     client = [f"{name}://{cfg.host}:{port}" for name, port in cfg.listeners.items()]
     advertised = [f"{name}://{cfg.host}:{cfg.advertised_ports.get(name, port)}" for name, port in cfg.listeners.items()]
+    if cfg.zookeeper_connect is not None:
+        del protocols[CONTROLLER_LISTENER]
+        mode = {
+            "broker.id": str(cfg.node_id),
+            "zookeeper.connect": cfg.zookeeper_connect,
+            # A killed broker leaves the cluster when its ZooKeeper session expires:
+            # seconds, not the 18 s default, for fault tests (6 s was the default up to 2.4).
+            "zookeeper.session.timeout.ms": "6000",
+            "listeners": ",".join(client),
+        }
+    else:
+        mode = {
+            "process.roles": "broker,controller",
+            "node.id": str(cfg.node_id),
+            "controller.quorum.voters": ",".join(
+                f"{node}@{cfg.host}:{port}" for node, port in sorted(cfg.voters.items())
+            ),
+            "listeners": ",".join([*client, f"{CONTROLLER_LISTENER}://{cfg.host}:{cfg.controller_port}"]),
+            "controller.listener.names": CONTROLLER_LISTENER,
+            # Fence a dead broker in seconds rather than the 9 s default.
+            "broker.heartbeat.interval.ms": "500",
+            "broker.session.timeout.ms": "4000",
+        }
     props = {
-        "process.roles": "broker,controller",
-        "node.id": str(cfg.node_id),
-        "controller.quorum.voters": ",".join(
-            f"{node}@{cfg.host}:{port}" for node, port in sorted(cfg.voters.items())
-        ),
-        "listeners": ",".join([*client, f"{CONTROLLER_LISTENER}://{cfg.host}:{cfg.controller_port}"]),
+        **mode,
         "advertised.listeners": ",".join(advertised),
-        "controller.listener.names": CONTROLLER_LISTENER,
         "inter.broker.listener.name": CLIENT_LISTENER,
         "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocols.items()),
         "log.dirs": str(cfg.data_dir),
@@ -358,9 +377,6 @@ def server_properties(cfg: NodeConfig) -> dict[str, str]:
         # The cleaner allocates this buffer up front; Kafka's 128 MiB default would
         # eat a quarter of a 512 MiB heap.
         "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
-        # Fence a dead broker in seconds rather than the 9 s default.
-        "broker.heartbeat.interval.ms": "500",
-        "broker.session.timeout.ms": "4000",
         "num.recovery.threads.per.data.dir": "2",
     }
     if kafka_major(cfg.version) >= 4:

@@ -1,7 +1,8 @@
 """pytest fixtures for real Kafka brokers (registered as the ``kafkalite`` plugin).
 
 Fixtures (every broker starts on first use only, once per session; the release is
-``$KAFKALITE_KAFKA_VERSION`` or the pinned one):
+``$KAFKALITE_KAFKA_VERSION`` or the pinned one, in its default mode or
+``$KAFKALITE_KAFKA_MODE``, ``kraft`` or ``zookeeper``, where it has both):
 
 ``kafka_broker``
     session-scoped single broker (pinned release); honours ``KAFKALITE_BOOTSTRAP``
@@ -20,6 +21,9 @@ Fixtures (every broker starts on first use only, once per session; the release i
     node; healed after each test.
 ``kafka_broker_39``
     a Kafka 3.9.x broker for compatibility tests.
+``kafka_broker_zk``
+    a broker of the oldest supported release (Kafka 2.1.1) in ZooKeeper mode, for
+    features an old broker lacks.
 ``kafka_broker_sasl``
     the session's secured broker (:data:`SECURE_PRESET`): ``bootstrap_for(name)``
     gives its ``SASL_PLAINTEXT`` (PLAIN, SCRAM, OAUTHBEARER), ``SSL``, ``MTLS``,
@@ -79,6 +83,7 @@ from kafkalite.testing.registry import (
     SchemaRegistryService,
     start_default_registry,
 )
+from kafkalite.testing.releases import OLDEST_KAFKA_VERSION, ZOOKEEPER
 from kafkalite.testing.secured import BrokerListener
 from kafkalite.testing.services import JavaService
 from kafkalite.testing.signin import SignInServices
@@ -150,6 +155,11 @@ def _version(env: Mapping[str, str]) -> str:
     return env.get("KAFKALITE_KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
 
 
+def _mode(env: Mapping[str, str]) -> str | None:
+    """``KAFKALITE_KAFKA_MODE`` (``kraft`` / ``zookeeper``), for releases that have both."""
+    return env.get("KAFKALITE_KAFKA_MODE") or None
+
+
 def start_default_broker(run_dir: Path, env: Mapping[str, str] | None = None) -> KafkaService:
     """The ``kafka_broker`` service for the selected backend, ready to use."""
     env = os.environ if env is None else env
@@ -162,7 +172,7 @@ def start_default_broker(run_dir: Path, env: Mapping[str, str] | None = None) ->
         from kafkalite.testing.containers import DockerKafka
 
         return DockerKafka(_version(env)).start()
-    return LocalBroker(_version(env), run_dir=run_dir).start()
+    return LocalBroker(_version(env), run_dir=run_dir, mode=_mode(env)).start()
 
 
 @pytest.fixture(scope="session")
@@ -183,7 +193,8 @@ def kafka_broker(kafkalite_session: KafkaTestSession) -> KafkaService:
 def _session_cluster(kafkalite_session: KafkaTestSession) -> LocalCluster:
     # Every node has a PROXIED listener (one more port, no cost until a proxy is used).
     cluster: LocalCluster = kafkalite_session.service(
-        "cluster", lambda d: LocalCluster(3, _version(os.environ), run_dir=d, network_faults=True).start()
+        "cluster", lambda d: LocalCluster(3, _version(os.environ), run_dir=d, network_faults=True,
+                               mode=_mode(os.environ)).start()
     )
     for broker in cluster:
         if broker._proxy is not None:
@@ -209,6 +220,15 @@ def network_faults(kafkalite_session: KafkaTestSession) -> Iterator[NetworkFault
         yield faults
     finally:
         faults.heal()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_zk(kafkalite_session: KafkaTestSession) -> LocalBroker:
+    """A broker of the oldest release kafkalite supports (Kafka 2.1.1), in ZooKeeper mode:
+    for the behaviour of features an old broker lacks."""
+    return kafkalite_session.service(
+        "broker-zk", lambda d: LocalBroker(OLDEST_KAFKA_VERSION, run_dir=d, mode=ZOOKEEPER).start()
+    )
 
 
 @pytest.fixture(scope="session")

@@ -101,6 +101,8 @@ APIS: dict[int, tuple[str, str, str]] = {
     90: ('describe_share_group_offsets', 'DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse'),
     91: ('alter_share_group_offsets', 'AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse'),
     92: ('delete_share_group_offsets', 'DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse'),
+    93: ('streams_group_topology_description_update', 'StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateResponse'),
+    94: ('unregister_controller', 'UnregisterControllerRequest', 'UnregisterControllerResponse'),
 }
 
 API_NAMES: dict[int, str] = {k: v[1][: -len('Request')] for k, v in APIS.items()}

@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -39,16 +40,18 @@ __all__ = ['ApiVersionsRequest', 'ApiVersionsResponse', 'ApiVersionsResponseApiV
 
 
 class ApiVersionsRequest(Request['ApiVersionsResponse']):
-    """Request ``ApiVersionsRequest`` (versions 0-4).
+    """Request ``ApiVersionsRequest`` (versions 0-5).
 
     client_software_name: The name of the client.
     client_software_version: The version of the client.
+    cluster_id: The cluster ID the client intends to connect to. Provide both ClusterId and NodeId, if known.
+    node_id: The node ID the client intends to connect to. Provide both ClusterId and NodeId, if known.
     """
 
-    __slots__ = ('client_software_name', 'client_software_version', 'unknown_tagged_fields',)
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id', 'unknown_tagged_fields',)
     API_KEY = 18
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FLEXIBLE_MIN_VERSION = 3
     LATEST_VERSION_UNSTABLE = False
 
@@ -57,9 +60,13 @@ class ApiVersionsRequest(Request['ApiVersionsResponse']):
         *,
         client_software_name: str = '',
         client_software_version: str = '',
+        cluster_id: str | None = None,
+        node_id: int = -1,
     ) -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 
@@ -133,7 +140,7 @@ class ApiVersionsResponseFinalizedFeatureKey(Struct):
 
 
 class ApiVersionsResponse(Message):
-    """Response ``ApiVersionsResponse`` (versions 0-4).
+    """Response ``ApiVersionsResponse`` (versions 0-5).
 
     error_code: The top-level error code.
     api_keys: The APIs supported by the broker.
@@ -147,7 +154,7 @@ class ApiVersionsResponse(Message):
     __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', 'unknown_tagged_fields',)
     API_KEY = 18
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FLEXIBLE_MIN_VERSION = 3
     LATEST_VERSION_UNSTABLE = False
 
@@ -191,6 +198,8 @@ def _dec_ApiVersionsRequest_v0(buf: memoryview, pos: int) -> tuple[ApiVersionsRe
     o = _new(ApiVersionsRequest)
     o.client_software_name = ''
     o.client_software_version = ''
+    o.cluster_id = None
+    o.node_id = -1
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -203,6 +212,25 @@ def _dec_ApiVersionsRequest_v3(buf: memoryview, pos: int) -> tuple[ApiVersionsRe
     o = _new(ApiVersionsRequest)
     o.client_software_name, pos = read_compact_string(buf, pos)
     o.client_software_version, pos = read_compact_string(buf, pos)
+    o.cluster_id = None
+    o.node_id = -1
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _enc_ApiVersionsRequest_v5(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.client_software_name)
+    write_compact_string(out, o.client_software_version)
+    write_compact_string(out, o.cluster_id)
+    out += _F_i.pack(o.node_id)
+    out.append(0)
+
+def _dec_ApiVersionsRequest_v5(buf: memoryview, pos: int) -> tuple[ApiVersionsRequest, int]:
+    o = _new(ApiVersionsRequest)
+    o.client_software_name, pos = read_compact_string(buf, pos)
+    o.client_software_version, pos = read_compact_string(buf, pos)
+    o.cluster_id, pos = read_compact_nullable_string(buf, pos)
+    o.node_id, = _F_i.unpack_from(buf, pos)
+    pos += 4
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -397,7 +425,7 @@ def _dec_ApiVersionsResponse_v3(buf: memoryview, pos: int) -> tuple[ApiVersionsR
     o.finalized_features = []
     o.zk_migration_ready = False
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -440,7 +468,7 @@ def _dec_ApiVersionsResponse_v3(buf: memoryview, pos: int) -> tuple[ApiVersionsR
     return o, pos
 
 
-ApiVersionsRequest._ENCODERS = {0: _enc_ApiVersionsRequest_v0, 1: _enc_ApiVersionsRequest_v0, 2: _enc_ApiVersionsRequest_v0, 3: _enc_ApiVersionsRequest_v3, 4: _enc_ApiVersionsRequest_v3}
-ApiVersionsRequest._DECODERS = {0: _dec_ApiVersionsRequest_v0, 1: _dec_ApiVersionsRequest_v0, 2: _dec_ApiVersionsRequest_v0, 3: _dec_ApiVersionsRequest_v3, 4: _dec_ApiVersionsRequest_v3}
-ApiVersionsResponse._ENCODERS = {0: _enc_ApiVersionsResponse_v0, 1: _enc_ApiVersionsResponse_v1, 2: _enc_ApiVersionsResponse_v1, 3: _enc_ApiVersionsResponse_v3, 4: _enc_ApiVersionsResponse_v3}
-ApiVersionsResponse._DECODERS = {0: _dec_ApiVersionsResponse_v0, 1: _dec_ApiVersionsResponse_v1, 2: _dec_ApiVersionsResponse_v1, 3: _dec_ApiVersionsResponse_v3, 4: _dec_ApiVersionsResponse_v3}
+ApiVersionsRequest._ENCODERS = {0: _enc_ApiVersionsRequest_v0, 1: _enc_ApiVersionsRequest_v0, 2: _enc_ApiVersionsRequest_v0, 3: _enc_ApiVersionsRequest_v3, 4: _enc_ApiVersionsRequest_v3, 5: _enc_ApiVersionsRequest_v5}
+ApiVersionsRequest._DECODERS = {0: _dec_ApiVersionsRequest_v0, 1: _dec_ApiVersionsRequest_v0, 2: _dec_ApiVersionsRequest_v0, 3: _dec_ApiVersionsRequest_v3, 4: _dec_ApiVersionsRequest_v3, 5: _dec_ApiVersionsRequest_v5}
+ApiVersionsResponse._ENCODERS = {0: _enc_ApiVersionsResponse_v0, 1: _enc_ApiVersionsResponse_v1, 2: _enc_ApiVersionsResponse_v1, 3: _enc_ApiVersionsResponse_v3, 4: _enc_ApiVersionsResponse_v3, 5: _enc_ApiVersionsResponse_v3}
+ApiVersionsResponse._DECODERS = {0: _dec_ApiVersionsResponse_v0, 1: _dec_ApiVersionsResponse_v1, 2: _dec_ApiVersionsResponse_v1, 3: _dec_ApiVersionsResponse_v3, 4: _dec_ApiVersionsResponse_v3, 5: _dec_ApiVersionsResponse_v3}

@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -169,7 +170,7 @@ def _dec_BrokerHeartbeatRequest_v1(buf: memoryview, pos: int) -> tuple[BrokerHea
     o.cordoned_log_dirs = None
     o.offline_log_dirs = []
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -233,7 +234,7 @@ def _dec_BrokerHeartbeatRequest_v2(buf: memoryview, pos: int) -> tuple[BrokerHea
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)

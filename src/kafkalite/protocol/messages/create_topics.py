@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -570,7 +571,7 @@ def _dec_CreateTopicsResponseCreatableTopicResult_v5(buf: memoryview, pos: int) 
     o.topic_id = ZERO_UUID
     o.topic_config_error_code = 0
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -660,7 +661,7 @@ def _dec_CreateTopicsResponseCreatableTopicResult_v7(buf: memoryview, pos: int) 
         o.configs = configs_items
     o.topic_config_error_code = 0
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)

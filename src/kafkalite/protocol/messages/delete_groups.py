@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -39,7 +40,7 @@ __all__ = ['DeleteGroupsRequest', 'DeleteGroupsResponse', 'DeleteGroupsResponseD
 
 
 class DeleteGroupsRequest(Request['DeleteGroupsResponse']):
-    """Request ``DeleteGroupsRequest`` (versions 0-2).
+    """Request ``DeleteGroupsRequest`` (versions 0-3).
 
     groups_names: The group names to delete.
     """
@@ -47,7 +48,7 @@ class DeleteGroupsRequest(Request['DeleteGroupsResponse']):
     __slots__ = ('groups_names', 'unknown_tagged_fields',)
     API_KEY = 42
     MIN_VERSION = 0
-    MAX_VERSION = 2
+    MAX_VERSION = 3
     FLEXIBLE_MIN_VERSION = 2
     LATEST_VERSION_UNSTABLE = False
 
@@ -65,23 +66,26 @@ class DeleteGroupsResponseDeletableGroupResult(Struct):
 
     group_id: The group id.
     error_code: The deletion error, or 0 if the deletion succeeded.
+    error_message: The error message, or null if there was no error.
     """
 
-    __slots__ = ('group_id', 'error_code', 'unknown_tagged_fields',)
+    __slots__ = ('group_id', 'error_code', 'error_message', 'unknown_tagged_fields',)
 
     def __init__(
         self,
         *,
         group_id: str = '',
         error_code: int = 0,
+        error_message: str | None = None,
     ) -> None:
         self.group_id = group_id
         self.error_code = error_code
+        self.error_message = error_message
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 
 class DeleteGroupsResponse(Message):
-    """Response ``DeleteGroupsResponse`` (versions 0-2).
+    """Response ``DeleteGroupsResponse`` (versions 0-3).
 
     throttle_time_ms: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     results: The deletion results.
@@ -90,7 +94,7 @@ class DeleteGroupsResponse(Message):
     __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields',)
     API_KEY = 42
     MIN_VERSION = 0
-    MAX_VERSION = 2
+    MAX_VERSION = 3
     FLEXIBLE_MIN_VERSION = 2
     LATEST_VERSION_UNSTABLE = False
 
@@ -181,6 +185,7 @@ def _dec_DeleteGroupsResponseDeletableGroupResult_v0(buf: memoryview, pos: int) 
     o.group_id, pos = read_string(buf, pos)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
+    o.error_message = None
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -222,6 +227,7 @@ def _dec_DeleteGroupsResponseDeletableGroupResult_v2(buf: memoryview, pos: int) 
     o.group_id, pos = read_compact_string(buf, pos)
     o.error_code, = _F_h.unpack_from(buf, pos)
     pos += 2
+    o.error_message = None
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -242,8 +248,51 @@ def _dec_DeleteGroupsResponse_v2(buf: memoryview, pos: int) -> tuple[DeleteGroup
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
+def _enc_DeleteGroupsResponseDeletableGroupResult_v3(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.group_id)
+    out += _F_h.pack(o.error_code)
+    write_compact_string(out, o.error_message)
+    out.append(0)
 
-DeleteGroupsRequest._ENCODERS = {0: _enc_DeleteGroupsRequest_v0, 1: _enc_DeleteGroupsRequest_v0, 2: _enc_DeleteGroupsRequest_v2}
-DeleteGroupsRequest._DECODERS = {0: _dec_DeleteGroupsRequest_v0, 1: _dec_DeleteGroupsRequest_v0, 2: _dec_DeleteGroupsRequest_v2}
-DeleteGroupsResponse._ENCODERS = {0: _enc_DeleteGroupsResponse_v0, 1: _enc_DeleteGroupsResponse_v0, 2: _enc_DeleteGroupsResponse_v2}
-DeleteGroupsResponse._DECODERS = {0: _dec_DeleteGroupsResponse_v0, 1: _dec_DeleteGroupsResponse_v0, 2: _dec_DeleteGroupsResponse_v2}
+def _enc_DeleteGroupsResponse_v3(o: Any, out: bytearray) -> None:
+    out += _F_i.pack(o.throttle_time_ms)
+    v = o.results
+    if v is None:
+        raise _null('DeleteGroupsResponse', 'results')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_DeleteGroupsResponseDeletableGroupResult_v3(item, out)
+    out.append(0)
+
+def _dec_DeleteGroupsResponseDeletableGroupResult_v3(buf: memoryview, pos: int) -> tuple[DeleteGroupsResponseDeletableGroupResult, int]:
+    o = _new(DeleteGroupsResponseDeletableGroupResult)
+    o.group_id, pos = read_compact_string(buf, pos)
+    o.error_code, = _F_h.unpack_from(buf, pos)
+    pos += 2
+    o.error_message, pos = read_compact_nullable_string(buf, pos)
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _dec_DeleteGroupsResponse_v3(buf: memoryview, pos: int) -> tuple[DeleteGroupsResponse, int]:
+    o = _new(DeleteGroupsResponse)
+    o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos, 5)
+    if n < 0:
+        raise _null('DeleteGroupsResponse', 'results')
+    else:
+        results_items: list[DeleteGroupsResponseDeletableGroupResult] = []
+        results_append = results_items.append
+        for _ in range(n):
+            results_item, pos = _dec_DeleteGroupsResponseDeletableGroupResult_v3(buf, pos)
+            results_append(results_item)
+        o.results = results_items
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+
+DeleteGroupsRequest._ENCODERS = {0: _enc_DeleteGroupsRequest_v0, 1: _enc_DeleteGroupsRequest_v0, 2: _enc_DeleteGroupsRequest_v2, 3: _enc_DeleteGroupsRequest_v2}
+DeleteGroupsRequest._DECODERS = {0: _dec_DeleteGroupsRequest_v0, 1: _dec_DeleteGroupsRequest_v0, 2: _dec_DeleteGroupsRequest_v2, 3: _dec_DeleteGroupsRequest_v2}
+DeleteGroupsResponse._ENCODERS = {0: _enc_DeleteGroupsResponse_v0, 1: _enc_DeleteGroupsResponse_v0, 2: _enc_DeleteGroupsResponse_v2, 3: _enc_DeleteGroupsResponse_v3}
+DeleteGroupsResponse._DECODERS = {0: _dec_DeleteGroupsResponse_v0, 1: _dec_DeleteGroupsResponse_v0, 2: _dec_DeleteGroupsResponse_v2, 3: _dec_DeleteGroupsResponse_v3}

@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,

@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -924,7 +925,7 @@ def _dec_FetchRequest_v12(buf: memoryview, pos: int) -> tuple[FetchRequest, int]
     o.replica_state = FetchRequestReplicaState()
     o.cluster_id = None
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -1048,7 +1049,7 @@ def _dec_FetchRequest_v13(buf: memoryview, pos: int) -> tuple[FetchRequest, int]
     o.replica_state = FetchRequestReplicaState()
     o.cluster_id = None
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -1142,7 +1143,7 @@ def _dec_FetchRequest_v15(buf: memoryview, pos: int) -> tuple[FetchRequest, int]
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -1229,7 +1230,7 @@ def _dec_FetchRequestFetchPartition_v17(buf: memoryview, pos: int) -> tuple[Fetc
     o.high_watermark = 9223372036854775807
     o.replica_directory_id = ZERO_UUID
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -1291,7 +1292,7 @@ def _dec_FetchRequest_v17(buf: memoryview, pos: int) -> tuple[FetchRequest, int]
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -1386,7 +1387,7 @@ def _dec_FetchRequestFetchPartition_v18(buf: memoryview, pos: int) -> tuple[Fetc
     o.replica_directory_id = ZERO_UUID
     o.high_watermark = 9223372036854775807
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -1451,7 +1452,7 @@ def _dec_FetchRequest_v18(buf: memoryview, pos: int) -> tuple[FetchRequest, int]
     o.cluster_id = None
     o.replica_state = FetchRequestReplicaState()
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -1939,7 +1940,7 @@ def _dec_FetchResponsePartitionData_v12(buf: memoryview, pos: int) -> tuple[Fetc
     o.current_leader = FetchResponseLeaderIdAndEpoch()
     o.snapshot_id = FetchResponseSnapshotId()
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -2113,7 +2114,7 @@ def _dec_FetchResponse_v16(buf: memoryview, pos: int) -> tuple[FetchResponse, in
         o.responses = responses_items
     o.node_endpoints = []
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)

@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -392,7 +393,7 @@ def _dec_FetchSnapshotRequest_v0(buf: memoryview, pos: int) -> tuple[FetchSnapsh
         o.topics = topics_items
     o.cluster_id = None
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -463,7 +464,7 @@ def _dec_FetchSnapshotRequestPartitionSnapshot_v1(buf: memoryview, pos: int) -> 
     pos += 8
     o.replica_directory_id = ZERO_UUID
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -511,7 +512,7 @@ def _dec_FetchSnapshotRequest_v1(buf: memoryview, pos: int) -> tuple[FetchSnapsh
         o.topics = topics_items
     o.cluster_id = None
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -595,7 +596,7 @@ def _dec_FetchSnapshotResponsePartitionSnapshot_v0(buf: memoryview, pos: int) ->
     o.unaligned_records, pos = read_compact_records(buf, pos)
     o.current_leader = FetchSnapshotResponseLeaderIdAndEpoch()
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -703,7 +704,7 @@ def _dec_FetchSnapshotResponse_v1(buf: memoryview, pos: int) -> tuple[FetchSnaps
         o.topics = topics_items
     o.node_endpoints = []
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)

@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -922,7 +923,7 @@ def _dec_ProduceResponsePartitionProduceResponse_v10(buf: memoryview, pos: int) 
     o.error_message, pos = read_compact_nullable_string(buf, pos)
     o.current_leader = ProduceResponseLeaderIdAndEpoch()
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -982,7 +983,7 @@ def _dec_ProduceResponse_v10(buf: memoryview, pos: int) -> tuple[ProduceResponse
     pos += 4
     o.node_endpoints = []
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
@@ -1077,7 +1078,7 @@ def _dec_ProduceResponse_v13(buf: memoryview, pos: int) -> tuple[ProduceResponse
     pos += 4
     o.node_endpoints = []
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)

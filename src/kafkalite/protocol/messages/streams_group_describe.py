@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -35,20 +36,21 @@ from kafkalite.protocol.primitives import (
     write_uvarint,
 )
 
-__all__ = ['StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', 'StreamsGroupDescribeResponseEndpoint', 'StreamsGroupDescribeResponseTaskOffset', 'StreamsGroupDescribeResponseAssignment', 'StreamsGroupDescribeResponseTaskIds', 'StreamsGroupDescribeResponseKeyValue', 'StreamsGroupDescribeResponseTopicInfo', 'StreamsGroupDescribeResponseDescribedGroup', 'StreamsGroupDescribeResponseTopology', 'StreamsGroupDescribeResponseSubtopology', 'StreamsGroupDescribeResponseMember']
+__all__ = ['StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', 'StreamsGroupDescribeResponseEndpoint', 'StreamsGroupDescribeResponseTaskOffset', 'StreamsGroupDescribeResponseAssignment', 'StreamsGroupDescribeResponseTaskIds', 'StreamsGroupDescribeResponseKeyValue', 'StreamsGroupDescribeResponseTopicInfo', 'StreamsGroupDescribeResponseTopologyDescription', 'StreamsGroupDescribeResponseTopologyDescriptionSubtopology', 'StreamsGroupDescribeResponseTopologyDescriptionNode', 'StreamsGroupDescribeResponseTopologyDescriptionGlobalStore', 'StreamsGroupDescribeResponseDescribedGroup', 'StreamsGroupDescribeResponseTopology', 'StreamsGroupDescribeResponseSubtopology', 'StreamsGroupDescribeResponseMember']
 
 
 class StreamsGroupDescribeRequest(Request['StreamsGroupDescribeResponse']):
-    """Request ``StreamsGroupDescribeRequest`` (versions 0-0).
+    """Request ``StreamsGroupDescribeRequest`` (versions 0-1).
 
     group_ids: The ids of the groups to describe
     include_authorized_operations: Whether to include authorized operations.
+    include_topology_description: Whether to include the full topology description from the topology description plugin in the response.
     """
 
-    __slots__ = ('group_ids', 'include_authorized_operations', 'unknown_tagged_fields',)
+    __slots__ = ('group_ids', 'include_authorized_operations', 'include_topology_description', 'unknown_tagged_fields',)
     API_KEY = 89
     MIN_VERSION = 0
-    MAX_VERSION = 0
+    MAX_VERSION = 1
     FLEXIBLE_MIN_VERSION = 0
     LATEST_VERSION_UNSTABLE = False
 
@@ -57,9 +59,11 @@ class StreamsGroupDescribeRequest(Request['StreamsGroupDescribeResponse']):
         *,
         group_ids: list[str] | None = None,
         include_authorized_operations: bool = False,
+        include_topology_description: bool = False,
     ) -> None:
         self.group_ids = [] if group_ids is None else group_ids
         self.include_authorized_operations = include_authorized_operations
+        self.include_topology_description = include_topology_description
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 
@@ -195,6 +199,98 @@ class StreamsGroupDescribeResponseTopicInfo(Struct):
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 
+class StreamsGroupDescribeResponseTopologyDescription(Struct):
+    """``TopologyDescription`` in StreamsGroupDescribeResponse.
+
+    subtopologies: The subtopologies that make up this topology.
+    global_stores: Global state stores used by this topology.
+    """
+
+    __slots__ = ('subtopologies', 'global_stores', 'unknown_tagged_fields',)
+
+    def __init__(
+        self,
+        *,
+        subtopologies: list[StreamsGroupDescribeResponseTopologyDescriptionSubtopology] | None = None,
+        global_stores: list[StreamsGroupDescribeResponseTopologyDescriptionGlobalStore] | None = None,
+    ) -> None:
+        self.subtopologies = [] if subtopologies is None else subtopologies
+        self.global_stores = [] if global_stores is None else global_stores
+        self.unknown_tagged_fields: dict[int, bytes] | None = None
+
+
+class StreamsGroupDescribeResponseTopologyDescriptionSubtopology(Struct):
+    """``TopologyDescriptionSubtopology`` in StreamsGroupDescribeResponse.
+
+    subtopology_id: The subtopology identifier, unique within the topology.
+    nodes: The processing nodes in this subtopology.
+    """
+
+    __slots__ = ('subtopology_id', 'nodes', 'unknown_tagged_fields',)
+
+    def __init__(
+        self,
+        *,
+        subtopology_id: str = '',
+        nodes: list[StreamsGroupDescribeResponseTopologyDescriptionNode] | None = None,
+    ) -> None:
+        self.subtopology_id = subtopology_id
+        self.nodes = [] if nodes is None else nodes
+        self.unknown_tagged_fields: dict[int, bytes] | None = None
+
+
+class StreamsGroupDescribeResponseTopologyDescriptionNode(Struct):
+    """``TopologyDescriptionNode`` in StreamsGroupDescribeResponse.
+
+    name: The name of this node (e.g., KSTREAM-SOURCE-0000000000).
+    node_type: The type of this node: 1=SOURCE, 2=PROCESSOR, 3=SINK.
+    source_topics: The source topics this node reads from. Defined only for source nodes, may be empty if source topics are dynamically determined.
+    sink_topic: The topic this node writes to. Defined only for sink nodes, may be null if sink topic is dynamically determined.
+    stores: The state store names accessed by this node. Defined only for processor nodes.
+    successors: The names of successor nodes in the processing graph. Predecessor relationships are reconstructed from this field.
+    """
+
+    __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors', 'unknown_tagged_fields',)
+
+    def __init__(
+        self,
+        *,
+        name: str = '',
+        node_type: int = 0,
+        source_topics: list[str] | None = None,
+        sink_topic: str | None = None,
+        stores: list[str] | None = None,
+        successors: list[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.node_type = node_type
+        self.source_topics = [] if source_topics is None else source_topics
+        self.sink_topic = sink_topic
+        self.stores = [] if stores is None else stores
+        self.successors = [] if successors is None else successors
+        self.unknown_tagged_fields: dict[int, bytes] | None = None
+
+
+class StreamsGroupDescribeResponseTopologyDescriptionGlobalStore(Struct):
+    """``TopologyDescriptionGlobalStore`` in StreamsGroupDescribeResponse.
+
+    source: The source node providing data to the global store.
+    processor: The processor node that populates the global store.
+    """
+
+    __slots__ = ('source', 'processor', 'unknown_tagged_fields',)
+
+    def __init__(
+        self,
+        *,
+        source: StreamsGroupDescribeResponseTopologyDescriptionNode | None = None,
+        processor: StreamsGroupDescribeResponseTopologyDescriptionNode | None = None,
+    ) -> None:
+        self.source = StreamsGroupDescribeResponseTopologyDescriptionNode() if source is None else source
+        self.processor = StreamsGroupDescribeResponseTopologyDescriptionNode() if processor is None else processor
+        self.unknown_tagged_fields: dict[int, bytes] | None = None
+
+
 class StreamsGroupDescribeResponseDescribedGroup(Struct):
     """``DescribedGroup`` in StreamsGroupDescribeResponse.
 
@@ -207,9 +303,12 @@ class StreamsGroupDescribeResponseDescribedGroup(Struct):
     topology: The topology metadata currently initialized for the streams application. Can be null in case of a describe error.
     members: The members.
     authorized_operations: 32-bit bitfield to represent authorized operations for this group.
+    topology_description: The full topology description for this group. Non-null if and only if TopologyDescriptionStatus is AVAILABLE (3); null otherwise.
+    topology_description_status: The status of the topology description for this group, paired with TopologyDescription: 0=NOT_REQUESTED (client did not set IncludeTopologyDescription; TopologyDescription is null); 1=NOT_STORED (no description recorded for this group; TopologyDescription is null); 2=ERROR (broker failed to fetch the description, see broker logs; TopologyDescription is null); 3=AVAILABLE (TopologyDescription is non-null and carries the description).
+    assignor_name: The task assignor that the group coordinator will use for the next assignment computation. This may differ from the assignor that computed the current assignment, because changing the assignor configuration does not trigger a rebalance. Null in case of a describe error.
     """
 
-    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'unknown_tagged_fields',)
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name', 'unknown_tagged_fields',)
 
     def __init__(
         self,
@@ -223,6 +322,9 @@ class StreamsGroupDescribeResponseDescribedGroup(Struct):
         topology: StreamsGroupDescribeResponseTopology | None = None,
         members: list[StreamsGroupDescribeResponseMember] | None = None,
         authorized_operations: int = -2147483648,
+        topology_description: StreamsGroupDescribeResponseTopologyDescription | None = None,
+        topology_description_status: int = 0,
+        assignor_name: str | None = None,
     ) -> None:
         self.error_code = error_code
         self.error_message = error_message
@@ -233,6 +335,9 @@ class StreamsGroupDescribeResponseDescribedGroup(Struct):
         self.topology = topology
         self.members = [] if members is None else members
         self.authorized_operations = authorized_operations
+        self.topology_description = topology_description
+        self.topology_description_status = topology_description_status
+        self.assignor_name = assignor_name
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
 
@@ -345,7 +450,7 @@ class StreamsGroupDescribeResponseMember(Struct):
 
 
 class StreamsGroupDescribeResponse(Message):
-    """Response ``StreamsGroupDescribeResponse`` (versions 0-0).
+    """Response ``StreamsGroupDescribeResponse`` (versions 0-1).
 
     throttle_time_ms: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     groups: Each described group.
@@ -354,7 +459,7 @@ class StreamsGroupDescribeResponse(Message):
     __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields',)
     API_KEY = 89
     MIN_VERSION = 0
-    MAX_VERSION = 0
+    MAX_VERSION = 1
     FLEXIBLE_MIN_VERSION = 0
     LATEST_VERSION_UNSTABLE = False
 
@@ -379,10 +484,13 @@ _F_ih = _s('>ih')
 _F_ii = _s('>ii')
 _F_iq = _s('>iq')
 _F_o = _s('>?')
+_F_oo = _s('>??')
 _F_q = _s('>q')
 
 
 def _enc_StreamsGroupDescribeRequest_v0(o: Any, out: bytearray) -> None:
+    if o.include_topology_description != False:
+        raise _unsupported('StreamsGroupDescribeRequest', 'include_topology_description')
     v = o.group_ids
     if v is None:
         raise _null('StreamsGroupDescribeRequest', 'group_ids')
@@ -406,6 +514,34 @@ def _dec_StreamsGroupDescribeRequest_v0(buf: memoryview, pos: int) -> tuple[Stre
         o.group_ids = group_ids_items
     o.include_authorized_operations, = _F_o.unpack_from(buf, pos)
     pos += 1
+    o.include_topology_description = False
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _enc_StreamsGroupDescribeRequest_v1(o: Any, out: bytearray) -> None:
+    v = o.group_ids
+    if v is None:
+        raise _null('StreamsGroupDescribeRequest', 'group_ids')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            write_compact_string(out, item)
+    out += _F_oo.pack(o.include_authorized_operations, o.include_topology_description)
+    out.append(0)
+
+def _dec_StreamsGroupDescribeRequest_v1(buf: memoryview, pos: int) -> tuple[StreamsGroupDescribeRequest, int]:
+    o = _new(StreamsGroupDescribeRequest)
+    n, pos = read_compact_array_length(buf, pos, 1)
+    if n < 0:
+        raise _null('StreamsGroupDescribeRequest', 'group_ids')
+    else:
+        group_ids_items: list[str] = []
+        for _ in range(n):
+            group_ids_item, pos = read_compact_string(buf, pos)
+            group_ids_items.append(group_ids_item)
+        o.group_ids = group_ids_items
+    o.include_authorized_operations, o.include_topology_description = _F_oo.unpack_from(buf, pos)
+    pos += 2
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -555,6 +691,10 @@ def _enc_StreamsGroupDescribeResponseMember_v0(o: Any, out: bytearray) -> None:
     out.append(0)
 
 def _enc_StreamsGroupDescribeResponseDescribedGroup_v0(o: Any, out: bytearray) -> None:
+    if o.topology_description != None:
+        raise _unsupported('StreamsGroupDescribeResponseDescribedGroup', 'topology_description')
+    if o.topology_description_status != 0:
+        raise _unsupported('StreamsGroupDescribeResponseDescribedGroup', 'topology_description_status')
     out += _F_h.pack(o.error_code)
     write_compact_string(out, o.error_message)
     write_compact_string(out, o.group_id)
@@ -813,6 +953,9 @@ def _dec_StreamsGroupDescribeResponseDescribedGroup_v0(buf: memoryview, pos: int
         o.members = members_items
     o.authorized_operations, = _F_i.unpack_from(buf, pos)
     pos += 4
+    o.topology_description = None
+    o.topology_description_status = 0
+    o.assignor_name = None
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -833,8 +976,245 @@ def _dec_StreamsGroupDescribeResponse_v0(buf: memoryview, pos: int) -> tuple[Str
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
+def _enc_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.name)
+    out += _F_b.pack(o.node_type)
+    v = o.source_topics
+    if v is None:
+        raise _null('StreamsGroupDescribeResponse', 'source_topics')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            write_compact_string(out, item)
+    write_compact_string(out, o.sink_topic)
+    v = o.stores
+    if v is None:
+        raise _null('StreamsGroupDescribeResponse', 'stores')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            write_compact_string(out, item)
+    v = o.successors
+    if v is None:
+        raise _null('StreamsGroupDescribeResponse', 'successors')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            write_compact_string(out, item)
+    out.append(0)
 
-StreamsGroupDescribeRequest._ENCODERS = {0: _enc_StreamsGroupDescribeRequest_v0}
-StreamsGroupDescribeRequest._DECODERS = {0: _dec_StreamsGroupDescribeRequest_v0}
-StreamsGroupDescribeResponse._ENCODERS = {0: _enc_StreamsGroupDescribeResponse_v0}
-StreamsGroupDescribeResponse._DECODERS = {0: _dec_StreamsGroupDescribeResponse_v0}
+def _enc_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.subtopology_id)
+    v = o.nodes
+    if v is None:
+        raise _null('StreamsGroupDescribeResponse', 'nodes')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(item, out)
+    out.append(0)
+
+def _enc_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(o: Any, out: bytearray) -> None:
+    _enc_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o.source, out)
+    _enc_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o.processor, out)
+    out.append(0)
+
+def _enc_StreamsGroupDescribeResponseTopologyDescription_v1(o: Any, out: bytearray) -> None:
+    v = o.subtopologies
+    if v is None:
+        raise _null('StreamsGroupDescribeResponse', 'subtopologies')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(item, out)
+    v = o.global_stores
+    if v is None:
+        raise _null('StreamsGroupDescribeResponse', 'global_stores')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(item, out)
+    out.append(0)
+
+def _enc_StreamsGroupDescribeResponseDescribedGroup_v1(o: Any, out: bytearray) -> None:
+    out += _F_h.pack(o.error_code)
+    write_compact_string(out, o.error_message)
+    write_compact_string(out, o.group_id)
+    write_compact_string(out, o.group_state)
+    out += _F_ii.pack(o.group_epoch, o.assignment_epoch)
+    if o.topology is None:
+        out.append(0xFF)
+    else:
+        out.append(1)
+        _enc_StreamsGroupDescribeResponseTopology_v0(o.topology, out)
+    v = o.members
+    if v is None:
+        raise _null('StreamsGroupDescribeResponse', 'members')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_StreamsGroupDescribeResponseMember_v0(item, out)
+    out += _F_i.pack(o.authorized_operations)
+    if o.topology_description is None:
+        out.append(0xFF)
+    else:
+        out.append(1)
+        _enc_StreamsGroupDescribeResponseTopologyDescription_v1(o.topology_description, out)
+    out += _F_b.pack(o.topology_description_status)
+    write_compact_string(out, o.assignor_name)
+    out.append(0)
+
+def _enc_StreamsGroupDescribeResponse_v1(o: Any, out: bytearray) -> None:
+    out += _F_i.pack(o.throttle_time_ms)
+    v = o.groups
+    if v is None:
+        raise _null('StreamsGroupDescribeResponse', 'groups')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_StreamsGroupDescribeResponseDescribedGroup_v1(item, out)
+    out.append(0)
+
+def _dec_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: memoryview, pos: int) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionNode, int]:
+    o = _new(StreamsGroupDescribeResponseTopologyDescriptionNode)
+    o.name, pos = read_compact_string(buf, pos)
+    o.node_type, = _F_b.unpack_from(buf, pos)
+    pos += 1
+    n, pos = read_compact_array_length(buf, pos, 1)
+    if n < 0:
+        raise _null('StreamsGroupDescribeResponse', 'source_topics')
+    else:
+        source_topics_items: list[str] = []
+        for _ in range(n):
+            source_topics_item, pos = read_compact_string(buf, pos)
+            source_topics_items.append(source_topics_item)
+        o.source_topics = source_topics_items
+    o.sink_topic, pos = read_compact_nullable_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos, 1)
+    if n < 0:
+        raise _null('StreamsGroupDescribeResponse', 'stores')
+    else:
+        stores_items: list[str] = []
+        for _ in range(n):
+            stores_item, pos = read_compact_string(buf, pos)
+            stores_items.append(stores_item)
+        o.stores = stores_items
+    n, pos = read_compact_array_length(buf, pos, 1)
+    if n < 0:
+        raise _null('StreamsGroupDescribeResponse', 'successors')
+    else:
+        successors_items: list[str] = []
+        for _ in range(n):
+            successors_item, pos = read_compact_string(buf, pos)
+            successors_items.append(successors_item)
+        o.successors = successors_items
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _dec_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: memoryview, pos: int) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionSubtopology, int]:
+    o = _new(StreamsGroupDescribeResponseTopologyDescriptionSubtopology)
+    o.subtopology_id, pos = read_compact_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos, 7)
+    if n < 0:
+        raise _null('StreamsGroupDescribeResponse', 'nodes')
+    else:
+        nodes_items: list[StreamsGroupDescribeResponseTopologyDescriptionNode] = []
+        nodes_append = nodes_items.append
+        for _ in range(n):
+            nodes_item, pos = _dec_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
+            nodes_append(nodes_item)
+        o.nodes = nodes_items
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _dec_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf: memoryview, pos: int) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionGlobalStore, int]:
+    o = _new(StreamsGroupDescribeResponseTopologyDescriptionGlobalStore)
+    o.source, pos = _dec_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
+    o.processor, pos = _dec_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _dec_StreamsGroupDescribeResponseTopologyDescription_v1(buf: memoryview, pos: int) -> tuple[StreamsGroupDescribeResponseTopologyDescription, int]:
+    o = _new(StreamsGroupDescribeResponseTopologyDescription)
+    n, pos = read_compact_array_length(buf, pos, 3)
+    if n < 0:
+        raise _null('StreamsGroupDescribeResponse', 'subtopologies')
+    else:
+        subtopologies_items: list[StreamsGroupDescribeResponseTopologyDescriptionSubtopology] = []
+        subtopologies_append = subtopologies_items.append
+        for _ in range(n):
+            subtopologies_item, pos = _dec_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf, pos)
+            subtopologies_append(subtopologies_item)
+        o.subtopologies = subtopologies_items
+    n, pos = read_compact_array_length(buf, pos, 15)
+    if n < 0:
+        raise _null('StreamsGroupDescribeResponse', 'global_stores')
+    else:
+        global_stores_items: list[StreamsGroupDescribeResponseTopologyDescriptionGlobalStore] = []
+        global_stores_append = global_stores_items.append
+        for _ in range(n):
+            global_stores_item, pos = _dec_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf, pos)
+            global_stores_append(global_stores_item)
+        o.global_stores = global_stores_items
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _dec_StreamsGroupDescribeResponseDescribedGroup_v1(buf: memoryview, pos: int) -> tuple[StreamsGroupDescribeResponseDescribedGroup, int]:
+    o = _new(StreamsGroupDescribeResponseDescribedGroup)
+    o.error_code, = _F_h.unpack_from(buf, pos)
+    pos += 2
+    o.error_message, pos = read_compact_nullable_string(buf, pos)
+    o.group_id, pos = read_compact_string(buf, pos)
+    o.group_state, pos = read_compact_string(buf, pos)
+    o.group_epoch, o.assignment_epoch = _F_ii.unpack_from(buf, pos)
+    pos += 8
+    if buf[pos] >= 0x80:  # presence byte -1: null struct
+        o.topology = None
+        pos += 1
+    else:
+        o.topology, pos = _dec_StreamsGroupDescribeResponseTopology_v0(buf, pos + 1)
+    n, pos = read_compact_array_length(buf, pos, 28)
+    if n < 0:
+        raise _null('StreamsGroupDescribeResponse', 'members')
+    else:
+        members_items: list[StreamsGroupDescribeResponseMember] = []
+        members_append = members_items.append
+        for _ in range(n):
+            members_item, pos = _dec_StreamsGroupDescribeResponseMember_v0(buf, pos)
+            members_append(members_item)
+        o.members = members_items
+    o.authorized_operations, = _F_i.unpack_from(buf, pos)
+    pos += 4
+    if buf[pos] >= 0x80:  # presence byte -1: null struct
+        o.topology_description = None
+        pos += 1
+    else:
+        o.topology_description, pos = _dec_StreamsGroupDescribeResponseTopologyDescription_v1(buf, pos + 1)
+    o.topology_description_status, = _F_b.unpack_from(buf, pos)
+    pos += 1
+    o.assignor_name, pos = read_compact_nullable_string(buf, pos)
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _dec_StreamsGroupDescribeResponse_v1(buf: memoryview, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
+    o = _new(StreamsGroupDescribeResponse)
+    o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos, 23)
+    if n < 0:
+        raise _null('StreamsGroupDescribeResponse', 'groups')
+    else:
+        groups_items: list[StreamsGroupDescribeResponseDescribedGroup] = []
+        groups_append = groups_items.append
+        for _ in range(n):
+            groups_item, pos = _dec_StreamsGroupDescribeResponseDescribedGroup_v1(buf, pos)
+            groups_append(groups_item)
+        o.groups = groups_items
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+
+StreamsGroupDescribeRequest._ENCODERS = {0: _enc_StreamsGroupDescribeRequest_v0, 1: _enc_StreamsGroupDescribeRequest_v1}
+StreamsGroupDescribeRequest._DECODERS = {0: _dec_StreamsGroupDescribeRequest_v0, 1: _dec_StreamsGroupDescribeRequest_v1}
+StreamsGroupDescribeResponse._ENCODERS = {0: _enc_StreamsGroupDescribeResponse_v0, 1: _enc_StreamsGroupDescribeResponse_v1}
+StreamsGroupDescribeResponse._DECODERS = {0: _dec_StreamsGroupDescribeResponse_v0, 1: _dec_StreamsGroupDescribeResponse_v1}

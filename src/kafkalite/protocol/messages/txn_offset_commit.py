@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -42,18 +43,21 @@ class TxnOffsetCommitRequestTopic(Struct):
     """``TxnOffsetCommitRequestTopic`` in TxnOffsetCommitRequest.
 
     name: The topic name.
+    topic_id: The topic ID.
     partitions: The partitions inside the topic that we want to commit offsets for.
     """
 
-    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
 
     def __init__(
         self,
         *,
         name: str = '',
+        topic_id: uuid.UUID = ZERO_UUID,
         partitions: list[TxnOffsetCommitRequestPartition] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
@@ -85,22 +89,22 @@ class TxnOffsetCommitRequestPartition(Struct):
 
 
 class TxnOffsetCommitRequest(Request['TxnOffsetCommitResponse']):
-    """Request ``TxnOffsetCommitRequest`` (versions 0-5).
+    """Request ``TxnOffsetCommitRequest`` (versions 0-6).
 
     transactional_id: The ID of the transaction.
     group_id: The ID of the group.
     producer_id: The current producer ID in use by the transactional ID.
     producer_epoch: The current epoch associated with the producer ID.
-    generation_id: The generation of the consumer.
+    generation_id_or_member_epoch: The generation of the group if using the classic group protocol or the member epoch if using the consumer protocol.
     member_id: The member ID assigned by the group coordinator.
     group_instance_id: The unique identifier of the consumer instance provided by end user.
     topics: Each topic that we want to commit offsets for.
     """
 
-    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics', 'unknown_tagged_fields',)
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'topics', 'unknown_tagged_fields',)
     API_KEY = 28
     MIN_VERSION = 0
-    MAX_VERSION = 5
+    MAX_VERSION = 6
     FLEXIBLE_MIN_VERSION = 3
     LATEST_VERSION_UNSTABLE = False
 
@@ -111,7 +115,7 @@ class TxnOffsetCommitRequest(Request['TxnOffsetCommitResponse']):
         group_id: str = '',
         producer_id: int = 0,
         producer_epoch: int = 0,
-        generation_id: int = -1,
+        generation_id_or_member_epoch: int = -1,
         member_id: str = '',
         group_instance_id: str | None = None,
         topics: list[TxnOffsetCommitRequestTopic] | None = None,
@@ -120,7 +124,7 @@ class TxnOffsetCommitRequest(Request['TxnOffsetCommitResponse']):
         self.group_id = group_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.generation_id = generation_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is None else topics
@@ -131,18 +135,21 @@ class TxnOffsetCommitResponseTopic(Struct):
     """``TxnOffsetCommitResponseTopic`` in TxnOffsetCommitResponse.
 
     name: The topic name.
+    topic_id: The topic ID.
     partitions: The responses for each partition in the topic.
     """
 
-    __slots__ = ('name', 'partitions', 'unknown_tagged_fields',)
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tagged_fields',)
 
     def __init__(
         self,
         *,
         name: str = '',
+        topic_id: uuid.UUID = ZERO_UUID,
         partitions: list[TxnOffsetCommitResponsePartition] | None = None,
     ) -> None:
         self.name = name
+        self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
         self.unknown_tagged_fields: dict[int, bytes] | None = None
 
@@ -168,7 +175,7 @@ class TxnOffsetCommitResponsePartition(Struct):
 
 
 class TxnOffsetCommitResponse(Message):
-    """Response ``TxnOffsetCommitResponse`` (versions 0-5).
+    """Response ``TxnOffsetCommitResponse`` (versions 0-6).
 
     throttle_time_ms: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     topics: The responses for each topic.
@@ -177,7 +184,7 @@ class TxnOffsetCommitResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields',)
     API_KEY = 28
     MIN_VERSION = 0
-    MAX_VERSION = 5
+    MAX_VERSION = 6
     FLEXIBLE_MIN_VERSION = 3
     LATEST_VERSION_UNSTABLE = False
 
@@ -222,8 +229,8 @@ def _enc_TxnOffsetCommitRequestTopic_v0(o: Any, out: bytearray) -> None:
             _enc_TxnOffsetCommitRequestPartition_v0(item, out)
 
 def _enc_TxnOffsetCommitRequest_v0(o: Any, out: bytearray) -> None:
-    if o.generation_id != -1:
-        raise _unsupported('TxnOffsetCommitRequest', 'generation_id')
+    if o.generation_id_or_member_epoch != -1:
+        raise _unsupported('TxnOffsetCommitRequest', 'generation_id_or_member_epoch')
     if o.member_id != '':
         raise _unsupported('TxnOffsetCommitRequest', 'member_id')
     if o.group_instance_id != None:
@@ -261,6 +268,7 @@ def _dec_TxnOffsetCommitRequestTopic_v0(buf: memoryview, pos: int) -> tuple[TxnO
             partitions_item, pos = _dec_TxnOffsetCommitRequestPartition_v0(buf, pos)
             partitions_append(partitions_item)
         o.partitions = partitions_items
+    o.topic_id = ZERO_UUID
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -280,7 +288,7 @@ def _dec_TxnOffsetCommitRequest_v0(buf: memoryview, pos: int) -> tuple[TxnOffset
             topics_item, pos = _dec_TxnOffsetCommitRequestTopic_v0(buf, pos)
             topics_append(topics_item)
         o.topics = topics_items
-    o.generation_id = -1
+    o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
     o.unknown_tagged_fields = None
@@ -301,8 +309,8 @@ def _enc_TxnOffsetCommitRequestTopic_v2(o: Any, out: bytearray) -> None:
             _enc_TxnOffsetCommitRequestPartition_v2(item, out)
 
 def _enc_TxnOffsetCommitRequest_v2(o: Any, out: bytearray) -> None:
-    if o.generation_id != -1:
-        raise _unsupported('TxnOffsetCommitRequest', 'generation_id')
+    if o.generation_id_or_member_epoch != -1:
+        raise _unsupported('TxnOffsetCommitRequest', 'generation_id_or_member_epoch')
     if o.member_id != '':
         raise _unsupported('TxnOffsetCommitRequest', 'member_id')
     if o.group_instance_id != None:
@@ -339,6 +347,7 @@ def _dec_TxnOffsetCommitRequestTopic_v2(buf: memoryview, pos: int) -> tuple[TxnO
             partitions_item, pos = _dec_TxnOffsetCommitRequestPartition_v2(buf, pos)
             partitions_append(partitions_item)
         o.partitions = partitions_items
+    o.topic_id = ZERO_UUID
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -358,7 +367,7 @@ def _dec_TxnOffsetCommitRequest_v2(buf: memoryview, pos: int) -> tuple[TxnOffset
             topics_item, pos = _dec_TxnOffsetCommitRequestTopic_v2(buf, pos)
             topics_append(topics_item)
         o.topics = topics_items
-    o.generation_id = -1
+    o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
     o.unknown_tagged_fields = None
@@ -383,7 +392,7 @@ def _enc_TxnOffsetCommitRequestTopic_v3(o: Any, out: bytearray) -> None:
 def _enc_TxnOffsetCommitRequest_v3(o: Any, out: bytearray) -> None:
     write_compact_string(out, o.transactional_id)
     write_compact_string(out, o.group_id)
-    out += _F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id)
+    out += _F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
     write_compact_string(out, o.member_id)
     write_compact_string(out, o.group_instance_id)
     v = o.topics
@@ -416,6 +425,7 @@ def _dec_TxnOffsetCommitRequestTopic_v3(buf: memoryview, pos: int) -> tuple[TxnO
             partitions_item, pos = _dec_TxnOffsetCommitRequestPartition_v3(buf, pos)
             partitions_append(partitions_item)
         o.partitions = partitions_items
+    o.topic_id = ZERO_UUID
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -423,7 +433,7 @@ def _dec_TxnOffsetCommitRequest_v3(buf: memoryview, pos: int) -> tuple[TxnOffset
     o = _new(TxnOffsetCommitRequest)
     o.transactional_id, pos = read_compact_string(buf, pos)
     o.group_id, pos = read_compact_string(buf, pos)
-    o.producer_id, o.producer_epoch, o.generation_id = _F_qhi.unpack_from(buf, pos)
+    o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch = _F_qhi.unpack_from(buf, pos)
     pos += 14
     o.member_id, pos = read_compact_string(buf, pos)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
@@ -435,6 +445,70 @@ def _dec_TxnOffsetCommitRequest_v3(buf: memoryview, pos: int) -> tuple[TxnOffset
         topics_append = topics_items.append
         for _ in range(n):
             topics_item, pos = _dec_TxnOffsetCommitRequestTopic_v3(buf, pos)
+            topics_append(topics_item)
+        o.topics = topics_items
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _enc_TxnOffsetCommitRequestTopic_v6(o: Any, out: bytearray) -> None:
+    out += o.topic_id.bytes
+    v = o.partitions
+    if v is None:
+        raise _null('TxnOffsetCommitRequest', 'partitions')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_TxnOffsetCommitRequestPartition_v3(item, out)
+    out.append(0)
+
+def _enc_TxnOffsetCommitRequest_v6(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.transactional_id)
+    write_compact_string(out, o.group_id)
+    out += _F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
+    write_compact_string(out, o.member_id)
+    write_compact_string(out, o.group_instance_id)
+    v = o.topics
+    if v is None:
+        raise _null('TxnOffsetCommitRequest', 'topics')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_TxnOffsetCommitRequestTopic_v6(item, out)
+    out.append(0)
+
+def _dec_TxnOffsetCommitRequestTopic_v6(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
+    o = _new(TxnOffsetCommitRequestTopic)
+    o.topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_compact_array_length(buf, pos, 18)
+    if n < 0:
+        raise _null('TxnOffsetCommitRequest', 'partitions')
+    else:
+        partitions_items: list[TxnOffsetCommitRequestPartition] = []
+        partitions_append = partitions_items.append
+        for _ in range(n):
+            partitions_item, pos = _dec_TxnOffsetCommitRequestPartition_v3(buf, pos)
+            partitions_append(partitions_item)
+        o.partitions = partitions_items
+    o.name = ''
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _dec_TxnOffsetCommitRequest_v6(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
+    o = _new(TxnOffsetCommitRequest)
+    o.transactional_id, pos = read_compact_string(buf, pos)
+    o.group_id, pos = read_compact_string(buf, pos)
+    o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch = _F_qhi.unpack_from(buf, pos)
+    pos += 14
+    o.member_id, pos = read_compact_string(buf, pos)
+    o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
+    n, pos = read_compact_array_length(buf, pos, 18)
+    if n < 0:
+        raise _null('TxnOffsetCommitRequest', 'topics')
+    else:
+        topics_items: list[TxnOffsetCommitRequestTopic] = []
+        topics_append = topics_items.append
+        for _ in range(n):
+            topics_item, pos = _dec_TxnOffsetCommitRequestTopic_v6(buf, pos)
             topics_append(topics_item)
         o.topics = topics_items
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
@@ -483,6 +557,7 @@ def _dec_TxnOffsetCommitResponseTopic_v0(buf: memoryview, pos: int) -> tuple[Txn
             partitions_item, pos = _dec_TxnOffsetCommitResponsePartition_v0(buf, pos)
             partitions_append(partitions_item)
         o.partitions = partitions_items
+    o.topic_id = ZERO_UUID
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -549,6 +624,7 @@ def _dec_TxnOffsetCommitResponseTopic_v3(buf: memoryview, pos: int) -> tuple[Txn
             partitions_item, pos = _dec_TxnOffsetCommitResponsePartition_v3(buf, pos)
             partitions_append(partitions_item)
         o.partitions = partitions_items
+    o.topic_id = ZERO_UUID
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
@@ -569,8 +645,64 @@ def _dec_TxnOffsetCommitResponse_v3(buf: memoryview, pos: int) -> tuple[TxnOffse
     o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
     return o, pos
 
+def _enc_TxnOffsetCommitResponseTopic_v6(o: Any, out: bytearray) -> None:
+    out += o.topic_id.bytes
+    v = o.partitions
+    if v is None:
+        raise _null('TxnOffsetCommitResponse', 'partitions')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_TxnOffsetCommitResponsePartition_v3(item, out)
+    out.append(0)
 
-TxnOffsetCommitRequest._ENCODERS = {0: _enc_TxnOffsetCommitRequest_v0, 1: _enc_TxnOffsetCommitRequest_v0, 2: _enc_TxnOffsetCommitRequest_v2, 3: _enc_TxnOffsetCommitRequest_v3, 4: _enc_TxnOffsetCommitRequest_v3, 5: _enc_TxnOffsetCommitRequest_v3}
-TxnOffsetCommitRequest._DECODERS = {0: _dec_TxnOffsetCommitRequest_v0, 1: _dec_TxnOffsetCommitRequest_v0, 2: _dec_TxnOffsetCommitRequest_v2, 3: _dec_TxnOffsetCommitRequest_v3, 4: _dec_TxnOffsetCommitRequest_v3, 5: _dec_TxnOffsetCommitRequest_v3}
-TxnOffsetCommitResponse._ENCODERS = {0: _enc_TxnOffsetCommitResponse_v0, 1: _enc_TxnOffsetCommitResponse_v0, 2: _enc_TxnOffsetCommitResponse_v0, 3: _enc_TxnOffsetCommitResponse_v3, 4: _enc_TxnOffsetCommitResponse_v3, 5: _enc_TxnOffsetCommitResponse_v3}
-TxnOffsetCommitResponse._DECODERS = {0: _dec_TxnOffsetCommitResponse_v0, 1: _dec_TxnOffsetCommitResponse_v0, 2: _dec_TxnOffsetCommitResponse_v0, 3: _dec_TxnOffsetCommitResponse_v3, 4: _dec_TxnOffsetCommitResponse_v3, 5: _dec_TxnOffsetCommitResponse_v3}
+def _enc_TxnOffsetCommitResponse_v6(o: Any, out: bytearray) -> None:
+    out += _F_i.pack(o.throttle_time_ms)
+    v = o.topics
+    if v is None:
+        raise _null('TxnOffsetCommitResponse', 'topics')
+    else:
+        write_uvarint(out, len(v) + 1)
+        for item in v:
+            _enc_TxnOffsetCommitResponseTopic_v6(item, out)
+    out.append(0)
+
+def _dec_TxnOffsetCommitResponseTopic_v6(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
+    o = _new(TxnOffsetCommitResponseTopic)
+    o.topic_id, pos = read_uuid(buf, pos)
+    n, pos = read_compact_array_length(buf, pos, 7)
+    if n < 0:
+        raise _null('TxnOffsetCommitResponse', 'partitions')
+    else:
+        partitions_items: list[TxnOffsetCommitResponsePartition] = []
+        partitions_append = partitions_items.append
+        for _ in range(n):
+            partitions_item, pos = _dec_TxnOffsetCommitResponsePartition_v3(buf, pos)
+            partitions_append(partitions_item)
+        o.partitions = partitions_items
+    o.name = ''
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+def _dec_TxnOffsetCommitResponse_v6(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
+    o = _new(TxnOffsetCommitResponse)
+    o.throttle_time_ms, = _F_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_length(buf, pos, 18)
+    if n < 0:
+        raise _null('TxnOffsetCommitResponse', 'topics')
+    else:
+        topics_items: list[TxnOffsetCommitResponseTopic] = []
+        topics_append = topics_items.append
+        for _ in range(n):
+            topics_item, pos = _dec_TxnOffsetCommitResponseTopic_v6(buf, pos)
+            topics_append(topics_item)
+        o.topics = topics_items
+    o.unknown_tagged_fields, pos = skip_tagged_fields(buf, pos)
+    return o, pos
+
+
+TxnOffsetCommitRequest._ENCODERS = {0: _enc_TxnOffsetCommitRequest_v0, 1: _enc_TxnOffsetCommitRequest_v0, 2: _enc_TxnOffsetCommitRequest_v2, 3: _enc_TxnOffsetCommitRequest_v3, 4: _enc_TxnOffsetCommitRequest_v3, 5: _enc_TxnOffsetCommitRequest_v3, 6: _enc_TxnOffsetCommitRequest_v6}
+TxnOffsetCommitRequest._DECODERS = {0: _dec_TxnOffsetCommitRequest_v0, 1: _dec_TxnOffsetCommitRequest_v0, 2: _dec_TxnOffsetCommitRequest_v2, 3: _dec_TxnOffsetCommitRequest_v3, 4: _dec_TxnOffsetCommitRequest_v3, 5: _dec_TxnOffsetCommitRequest_v3, 6: _dec_TxnOffsetCommitRequest_v6}
+TxnOffsetCommitResponse._ENCODERS = {0: _enc_TxnOffsetCommitResponse_v0, 1: _enc_TxnOffsetCommitResponse_v0, 2: _enc_TxnOffsetCommitResponse_v0, 3: _enc_TxnOffsetCommitResponse_v3, 4: _enc_TxnOffsetCommitResponse_v3, 5: _enc_TxnOffsetCommitResponse_v3, 6: _enc_TxnOffsetCommitResponse_v6}
+TxnOffsetCommitResponse._DECODERS = {0: _dec_TxnOffsetCommitResponse_v0, 1: _dec_TxnOffsetCommitResponse_v0, 2: _dec_TxnOffsetCommitResponse_v0, 3: _dec_TxnOffsetCommitResponse_v3, 4: _dec_TxnOffsetCommitResponse_v3, 5: _dec_TxnOffsetCommitResponse_v3, 6: _dec_TxnOffsetCommitResponse_v6}

@@ -25,6 +25,7 @@ from kafkalite.protocol.primitives import (
     read_nullable_string,
     read_records,
     read_string,
+    read_tagged_count,
     read_uuid,
     read_uvarint,
     skip_tagged_fields,
@@ -280,7 +281,7 @@ def _dec_UpdateRaftVoterResponse_v0(buf: memoryview, pos: int) -> tuple[UpdateRa
     pos += 6
     o.current_leader = UpdateRaftVoterResponseCurrentLeader()
     o.unknown_tagged_fields = None
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tagged_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)
