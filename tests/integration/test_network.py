@@ -1,4 +1,4 @@
-"""The network layer against real brokers (4.3.1 and 3.9.x) and a scripted bad peer."""
+"""The network layer against real brokers (the default release, 3.9.x and 2.1.1) and a scripted bad peer."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from kafkalite import Consumer, Producer, TopicPartition
-from kafkalite.testing import LocalBroker
+from kafkalite.testing import DEFAULT_KAFKA_VERSION, LocalBroker
 from kafkalite.testing.topics import create_topic
 from tests.integration.telemetry_support import (
     client_metrics_tool,
@@ -34,7 +34,7 @@ DELTA, CUMULATIVE = 1, 2
 
 @pytest.fixture(scope="module")
 def recording_broker(tmp_path_factory: pytest.TempPathFactory):
-    classes = compile_recorder(tmp_path_factory.mktemp("plugin"), "4.3.1")
+    classes = compile_recorder(tmp_path_factory.mktemp("plugin"), DEFAULT_KAFKA_VERSION)
     record = tmp_path_factory.mktemp("pushes") / "pushes.tsv"
     broker = LocalBroker(extra_properties={"metric.reporters": "TelemetryRecorder",
                                            "kafkalite.telemetry.file": str(record)},

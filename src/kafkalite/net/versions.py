@@ -7,7 +7,7 @@ uses ``min(client max, broker max)`` provided it is not below either minimum.
 Example::
 
     table = ApiVersionTable.from_response(api_versions_response)
-    table.version_for(FetchRequest)          # e.g. 18 against Kafka 4.3.1
+    table.version_for(FetchRequest)          # e.g. 18 against Kafka 4.4.0
     table.supports(ShareFetchRequest)        # False on a 3.9 broker
 
 An answer damaged on the way can still decode (the network-fault proxy of

@@ -13,10 +13,10 @@ Example::
     $ python -m kafkalite.testing up
     127.0.0.1:9092
     $ python -m kafkalite.testing status
-    Kafka 4.3.1, 1 node(s), bootstrap 127.0.0.1:9092
+    Kafka 4.4.0 (KRaft mode), 1 node(s), bootstrap 127.0.0.1:9092
       node 1: pid 12345, ready, logs in ~/.local/state/kafkalite/cli/run-.../logs
     $ python -m kafkalite.testing down
-    stopped Kafka 4.3.1 at 127.0.0.1:9092
+    stopped Kafka 4.4.0 at 127.0.0.1:9092
 
 ``up`` runs Kafka with its own default ``auto.create.topics.enable=true`` (a producer or
 consumer of any client creates a topic by using it), as a broker for people should;
