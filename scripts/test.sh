@@ -25,21 +25,36 @@ done
 # the suite takes about as long as its longer half instead of both (docs/testing.md).
 # The short benchmark runs (about 2 minutes, a broker of the session's) go with the Spark
 # half, the shorter one.
+# Then, in the same background job, the broker version matrix against the oldest
+# supported release (Kafka 2.1.1 in ZooKeeper mode; tests/matrix/README.md): the main
+# session runs it against the default release (4.4.0).
 beside_spark=tests/integration/test_benchmarks_short.py
 spark_log=$(mktemp -t kafkalite-spark-tests.XXXXXX.log)
-.venv/bin/python -m pytest -p no:cacheprovider --durations=15 "$@" tests/spark tests/spark_cluster "$beside_spark" \
-    >"$spark_log" 2>&1 &
+oldest=$(.venv/bin/python -c 'from kafkalite.testing.releases import OLDEST_KAFKA_VERSION as v; print(v)')
+beside() {
+    local status=0 t0=$SECONDS
+    .venv/bin/python -m pytest -p no:cacheprovider --durations=15 "$@" tests/spark tests/spark_cluster "$beside_spark" \
+        || status=$?
+    echo "==> Spark tests and the short benchmarks took $((SECONDS - t0)) s"
+    t0=$SECONDS
+    KAFKALITE_KAFKA_VERSION=$oldest .venv/bin/python -m pytest -p no:cacheprovider "$@" tests/matrix \
+        || { s=$?; [ "$s" -eq 5 ] || status=$s; }
+    echo "==> the version matrix on Kafka $oldest took $((SECONDS - t0)) s"
+    return "$status"
+}
+beside "$@" >"$spark_log" 2>&1 &
 spark_pid=$!
 trap 'kill "$spark_pid" 2>/dev/null || true' EXIT
 started=$SECONDS
 rest=0
 # --durations: the slowest tests, printed at the end, show where CI's time goes.
-.venv/bin/python -m pytest --durations=25 "$@" --ignore="$beside_spark" tests/faults tests/integration tests/unit || rest=$?
+.venv/bin/python -m pytest --durations=25 "$@" --ignore="$beside_spark" tests/faults tests/integration tests/matrix tests/unit \
+    || rest=$?
 echo "==> the rest of the suite took $((SECONDS - started)) s (exit $rest); waiting for the Spark tests"
 spark=0
 wait "$spark_pid" || spark=$?
 trap - EXIT
-echo "==> Spark tests (tests/spark, tests/spark_cluster) and $beside_spark, $((SECONDS - started)) s since the start (exit $spark):"
+echo "==> Spark tests (tests/spark, tests/spark_cluster), $beside_spark and the matrix on Kafka $oldest, $((SECONDS - started)) s since the start (exit $spark):"
 cat "$spark_log"
 rm -f "$spark_log"
 # Exit code 5: "no tests collected" (a -k that selects tests of one half only).

@@ -15,7 +15,9 @@ from kafkalite.admin.types import (
     decode_authorized_operations,
 )
 from kafkalite.errors import ConfigError
+from kafkalite.net.features import DESCRIBE_CLUSTER
 from kafkalite.protocol.messages.describe_cluster import DescribeClusterRequest
+from kafkalite.protocol.messages.metadata import MetadataRequest
 from kafkalite.protocol.messages.update_features import (
     UpdateFeaturesRequest,
     UpdateFeaturesRequestFeatureUpdateKey,
@@ -31,6 +33,11 @@ async def describe_cluster(core: AdminCore, *, include_authorized_operations: bo
     reports, which Kafka 4 clients use only for display; requests go to any broker)."""
 
     async def send(node: int, deadline: float) -> ClusterDescription:
+        conn = await core.client.connection(node)
+        if conn.versions is not None and not conn.versions.supports(DescribeClusterRequest):
+            if include_fenced_brokers:  # only DescribeCluster v2 (Kafka 3.7+) lists them
+                conn.require(DESCRIBE_CLUSTER)
+            return await _cluster_from_metadata(core, node, deadline, include_authorized_operations)
         request = DescribeClusterRequest(
             include_cluster_authorized_operations=include_authorized_operations,
             include_fenced_brokers=include_fenced_brokers,
@@ -47,6 +54,21 @@ async def describe_cluster(core: AdminCore, *, include_authorized_operations: bo
         )
 
     return await core.run_single("describe_cluster", core.route_any, send, timeout)
+
+
+async def _cluster_from_metadata(core: AdminCore, node: int, deadline: float,
+                                 include_authorized_operations: bool) -> ClusterDescription:
+    """Before Kafka 2.8 (KIP-700) the cluster is described by Metadata, as Java's admin
+    client does when the broker lacks DescribeCluster."""
+    request = MetadataRequest(topics=[], allow_auto_topic_creation=False,
+                              include_cluster_authorized_operations=include_authorized_operations)
+    response, _ = await core.send(node, request, deadline, min_version=8 if include_authorized_operations else 0)
+    nodes = [Node(b.node_id, b.host, b.port, b.rack) for b in sorted(response.brokers, key=lambda b: b.node_id)]
+    controller = next((n for n in nodes if n.id == response.controller_id), None)
+    return ClusterDescription(
+        response.cluster_id, controller, nodes,
+        decode_authorized_operations(response.cluster_authorized_operations) if include_authorized_operations else None,
+    )
 
 
 async def describe_features(core: AdminCore, *, timeout: float | None = None) -> FeatureMetadata:

@@ -66,9 +66,11 @@ from kafkalite.errors import (
     KafkaError,
     KafkaTimeoutError,
     RebalanceInProgressError,
+    UnsupportedFeatureError,
     error_for_code,
 )
 from kafkalite.net.client import COORDINATOR_CHANNEL
+from kafkalite.net.features import STATIC_MEMBERSHIP
 from kafkalite.protocol.message import Request, ResponseT
 from kafkalite.protocol.messages.heartbeat import HeartbeatRequest
 from kafkalite.protocol.messages.join_group import (
@@ -260,7 +262,8 @@ class ClassicGroupMember:
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:
-                if isinstance(exc, ApiError) and self.member.is_fatal(exc.code):
+                if isinstance(exc, UnsupportedFeatureError) or (
+                        isinstance(exc, ApiError) and self.member.is_fatal(exc.code)):
                     self._set_fatal(exc)
                     continue
                 self.member.rebalance_failed()
@@ -358,6 +361,13 @@ class ClassicGroupMember:
             topics = sorted(subs.topics)
             member.joining(topics)
             owned = sorted(subs.assigned_partitions())
+            if self.instance_id is not None:
+                # JoinGroup before v5 has no group.instance.id: Java's JoinGroupRequest.Builder
+                # refuses to drop it, and so does this (a static member that silently became
+                # a dynamic one would rebalance on every restart).
+                node = await self._coordinator()
+                conn = await self.client.connection(node, COORDINATOR_CHANNEL)
+                conn.require(STATIC_MEMBERSHIP, group_id=self.group_id)
             request = JoinGroupRequest(
                 group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
                 rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=member.member_id,

@@ -31,6 +31,10 @@ from kafkalite.errors import UnsupportedFeatureError
 from kafkalite.net.versions import ApiVersionTable
 from kafkalite.protocol.message import Message
 from kafkalite.protocol.messages import API_NAMES
+from kafkalite.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
+from kafkalite.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+)
 from kafkalite.protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
 )
@@ -42,6 +46,9 @@ from kafkalite.protocol.messages.describe_cluster import DescribeClusterRequest
 from kafkalite.protocol.messages.describe_producers import DescribeProducersRequest
 from kafkalite.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kafkalite.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from kafkalite.protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+)
 from kafkalite.protocol.messages.fetch import FetchRequest
 from kafkalite.protocol.messages.get_telemetry_subscriptions import GetTelemetrySubscriptionsRequest
 from kafkalite.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
@@ -69,6 +76,8 @@ class BrokerFeature:
             unless ``note`` says otherwise).
         fallback: what kafkalite does on an older broker, when it does not fail.
         note: more the user should know (preview releases, broker settings).
+        related: other requests that came with the same release and are part of the
+            feature (DescribeUserScramCredentials beside AlterUserScramCredentials).
     """
 
     name: str
@@ -80,6 +89,7 @@ class BrokerFeature:
     feature_level: int = 0
     fallback: str | None = None
     note: str = ""
+    related: tuple[type[Message], ...] = ()
 
     @property
     def needs(self) -> str:
@@ -127,9 +137,10 @@ DESCRIBE_TOPIC_PARTITIONS = BrokerFeature(
     "describe_topics() by DescribeTopicPartitions", "KIP-966", DescribeTopicPartitionsRequest, "3.8",
     fallback="Metadata, as the Java admin client does (no eligible leader replicas)")
 ELR = BrokerFeature(
-    "eligible leader replicas in describe_topics()", "KIP-966", DescribeTopicPartitionsRequest, "4.0",
+    "eligible leader replicas in describe_topics()", "KIP-966", DescribeTopicPartitionsRequest, "4.1",
     feature_flag="eligible.leader.replicas.version", feature_level=1,
-    fallback="the description has no eligible leader replicas")
+    fallback="the description has no eligible leader replicas",
+    note="on by default for clusters made with 4.1 or later; 4.0 with eligible.leader.replicas.version=1")
 CONSUMER_GROUP_DESCRIBE = BrokerFeature(
     "describe_consumer_groups() of KIP-848 groups", "KIP-848", ConsumerGroupDescribeRequest, "4.0",
     fallback="DescribeGroups, as the Java admin client does (classic groups)")
@@ -149,11 +160,14 @@ INCREMENTAL_ALTER_CONFIGS = BrokerFeature(
 OFFSET_DELETE = BrokerFeature(
     "delete_consumer_group_offsets()", "KIP-496", OffsetDeleteRequest, "2.4")
 PARTITION_REASSIGNMENTS = BrokerFeature(
-    "alter/list_partition_reassignments()", "KIP-455", ListPartitionReassignmentsRequest, "2.4")
+    "alter/list_partition_reassignments()", "KIP-455", ListPartitionReassignmentsRequest, "2.4",
+    related=(AlterPartitionReassignmentsRequest,))
 CLIENT_QUOTAS = BrokerFeature(
-    "describe/alter_client_quotas()", "KIP-546", DescribeClientQuotasRequest, "2.6")
+    "describe/alter_client_quotas()", "KIP-546", DescribeClientQuotasRequest, "2.6",
+    related=(AlterClientQuotasRequest,))
 SCRAM_CREDENTIALS = BrokerFeature(
-    "describe/alter_user_scram_credentials()", "KIP-554", AlterUserScramCredentialsRequest, "2.7")
+    "describe/alter_user_scram_credentials()", "KIP-554", AlterUserScramCredentialsRequest, "2.7",
+    related=(DescribeUserScramCredentialsRequest,))
 PRODUCER_STATE = BrokerFeature(
     "describe_producers()", "KIP-664", DescribeProducersRequest, "3.0")
 TRANSACTION_ADMIN = BrokerFeature(
@@ -188,6 +202,17 @@ def require(versions: ApiVersionTable, feature: BrokerFeature, *, broker: str | 
     why = feature.missing(versions)
     if why is not None:
         raise unsupported(feature, why, broker=broker, **context)
+
+
+def feature_of(request_class: type[Message], min_version: int = 0) -> BrokerFeature | None:
+    """The feature that a request (at ``min_version`` or later) is the whole of, if any: a
+    broker without it then gets the feature's error rather than a bare version one."""
+    for feature in FEATURES:
+        if feature.feature_flag is not None:
+            continue
+        if (feature.api is request_class and feature.min_version <= min_version) or request_class in feature.related:
+            return feature
+    return None
 
 
 def missing_features(versions: ApiVersionTable) -> Iterator[tuple[BrokerFeature, str]]:

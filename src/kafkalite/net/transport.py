@@ -55,11 +55,12 @@ from kafkalite.errors import (
     SslAuthenticationError,
     UnsupportedSaslMechanismError,
     UnsupportedVersionError,
+    UnsupportedVersionForClientError,
     error_for_code,
 )
 from kafkalite.metrics import Metrics, Sensor
 from kafkalite.net.connection import ConnectionState, PendingRequest
-from kafkalite.net.features import BrokerFeature, require
+from kafkalite.net.features import BrokerFeature, feature_of, require, unsupported
 from kafkalite.net.lifecycle import ConnectionLifecycle, Stage
 from kafkalite.net.sasl import SaslMechanism, mechanism_for
 from kafkalite.net.tls import describe_tls_failure
@@ -512,6 +513,11 @@ class BrokerConnection:
             return request_class.MAX_VERSION
         try:
             return self.versions.version_for(request_class, min_version)
+        except UnsupportedVersionForClientError as exc:
+            feature = feature_of(request_class, min_version)
+            if feature is None:
+                raise
+            raise unsupported(feature, feature.missing(self.versions) or exc.message, broker=self.address) from exc
         except ProtocolError as exc:
             log.warning("closing %r: %s", self, exc)
             self.close(exc)

@@ -29,11 +29,12 @@ from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.errors import (
     KafkaConnectionError,
     KafkaError,
-    UnsupportedVersionForClientError,
+    UnsupportedFeatureError,
     error_for_code,
 )
 from kafkalite.net.client import COORDINATOR_CHANNEL, COORDINATOR_GROUP
 from kafkalite.net.engine import cancel_and_wait
+from kafkalite.net.features import SHARE_GROUPS
 from kafkalite.protocol.messages.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
@@ -107,11 +108,9 @@ class ShareGroupMember:
                 response = await self._heartbeat(member.member_epoch)
             except asyncio.CancelledError:
                 raise
-            except UnsupportedVersionForClientError as exc:
+            except UnsupportedFeatureError as exc:
                 # A broker without share groups (before Kafka 4.1, or share.version=0).
-                self.fatal = UnsupportedVersionForClientError(
-                    f"the broker does not support share groups (KIP-932 needs Kafka 4.1+ with the share.version "
-                    f"feature enabled): {exc.message}", group_id=self.group_id)
+                self.fatal = exc
                 log.error("share group %s: %s", self.group_id, self.fatal)
                 self.core.notify_poll()
                 return
@@ -139,6 +138,7 @@ class ShareGroupMember:
         except KafkaConnectionError:
             self.client.invalidate_coordinator(self.group_id, COORDINATOR_GROUP)
             raise
+        conn.require(SHARE_GROUPS, group_id=self.group_id)
         full, send_topics = member.fields(subscription) if epoch >= 0 else (False, False)
         request = ShareGroupHeartbeatRequest(group_id=self.group_id, member_id=member.member_id,
                                              member_epoch=epoch)

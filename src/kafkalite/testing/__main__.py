@@ -264,7 +264,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_fetch(args: argparse.Namespace) -> int:
     """Download (or verify the cache of) the jars of the given releases."""
     defaults = dict.fromkeys([DEFAULT_KAFKA_VERSION, COMPAT_KAFKA_VERSION, *(r.version for r in KEPT if r.in_ci)])
-    for version in args.versions or defaults:
+    for version in args.versions or ([r.version for r in KEPT] if args.all else defaults):
         dist = KafkaDistribution(version)
         started = time.monotonic()
         cached = dist.is_complete()
@@ -347,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("status", help="show what runs").set_defaults(func=cmd_status)
     fetch = sub.add_parser("fetch", help="download Kafka's jars into the cache (no broker)")
     fetch.add_argument("versions", nargs="*", metavar="VERSION", help="default: the releases the test suite runs (--all: every kept release)")
+    fetch.add_argument("--all", action="store_true", help="every kept release (the full version matrix)")
     fetch.set_defaults(func=cmd_fetch)
     registry = sub.add_parser("registry", help="a Schema Registry (Apicurio) in the background")
     registry.add_argument("action", choices=("up", "down", "status"))
