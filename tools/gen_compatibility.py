@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from kafkalite.net.features import FEATURES, BrokerFeature
+from kafkalite.net.features import FEATURE_LEVELS, FEATURES, BrokerFeature
 from kafkalite.testing.java import needs_java11
 from kafkalite.testing.releases import KEPT, ZOOKEEPER, modes_of
 
@@ -89,6 +89,15 @@ def render() -> str:
         if f.note:
             older += f"; {f.note}"
         out.append(f"| {f.name} | {f.kip} | {f.needs} | {f.since} | {cells} | {older} |")
+    out += [
+        "",
+        "Finalized feature levels (KIP-584) that `AdminClient.update_features()` sets: a level",
+        "the broker's release cannot take fails at once, naming the release it needs.",
+        "",
+        "| feature level | KIP | since |",
+        "|---|---|---|",
+        *(f"| {name}={level} | {kip} | {since} |" for (name, level), (kip, since) in FEATURE_LEVELS.items()),
+    ]
     out += [
         "",
         "Everything not listed (produce with every codec, idempotence, transactions v1,",

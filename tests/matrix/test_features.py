@@ -186,3 +186,12 @@ def test_transactions_v2_follow_the_cluster(kafka_broker, topic) -> None:
         producer.begin_transaction()
         producer.send(topic, b"tv", partition=0)
         producer.commit_transaction(60)
+
+
+@pytest.mark.timeout(60)
+def test_finalizing_transactions_v2(kafka_broker, admin) -> None:
+    """``update_features({"transaction.version": 2})`` (KIP-890) works from 4.0; older
+    releases refuse it at once, naming the release it needs (before 2.7: the API)."""
+    feature = f.UPDATE_FEATURES if not has(kafka_broker, f.UPDATE_FEATURES) else f.feature_level("transaction.version", 2)
+    check(kafka_broker, feature,
+          lambda: admin.update_features({"transaction.version": 2}, validate_only=True)["transaction.version"].result())

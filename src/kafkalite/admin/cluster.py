@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafkalite.admin.core import AdminCore, Outcome, outcome_for, raise_response_error
+from kafkalite.admin.core import AdminCore, Fail, Outcome, outcome_for, raise_response_error
 from kafkalite.admin.results import AdminResult
 from kafkalite.admin.types import (
     ClusterDescription,
@@ -15,7 +15,13 @@ from kafkalite.admin.types import (
     decode_authorized_operations,
 )
 from kafkalite.errors import ConfigError
-from kafkalite.net.features import DESCRIBE_CLUSTER
+from kafkalite.net.features import (
+    DESCRIBE_CLUSTER,
+    UPDATE_FEATURES,
+    feature_level,
+    feature_level_missing,
+    unsupported,
+)
 from kafkalite.protocol.messages.describe_cluster import DescribeClusterRequest
 from kafkalite.protocol.messages.metadata import MetadataRequest
 from kafkalite.protocol.messages.update_features import (
@@ -96,6 +102,16 @@ async def update_features(core: AdminCore, updates: Mapping[str, FeatureUpdate |
             raise ConfigError(f"feature {name!r}: upgrade_type must be one of {', '.join(_UPGRADE_TYPES)}")
 
     async def send(node: int, names: list[str], deadline: float) -> Mapping[str, Outcome[None]]:
+        out: dict[str, Any] = {}
+        conn = await core.client.connection(node)
+        conn.require(UPDATE_FEATURES)
+        for n in names:  # a level the broker's release cannot have fails at once, naming the release
+            why = feature_level_missing(conn.versions, n, wanted[n].max_version_level) if conn.versions else None
+            if why is not None and wanted[n].max_version_level > 0:
+                out[n] = Fail(unsupported(feature_level(n, wanted[n].max_version_level), why, broker=conn.address))
+        names = [n for n in names if n not in out]
+        if not names:
+            return out
         request = UpdateFeaturesRequest(
             timeout_ms=core.remaining_ms(deadline),
             feature_updates=[
@@ -109,7 +125,6 @@ async def update_features(core: AdminCore, updates: Mapping[str, FeatureUpdate |
         )
         response, _ = await core.send(node, request, deadline, min_version=1)
         top = outcome_for(response.error_code, response.error_message)
-        out: dict[str, Any] = {}
         for r in response.results:
             out[r.feature] = top if top is not None else outcome_for(
                 r.error_code, r.error_message, resource=f"feature '{r.feature}'")

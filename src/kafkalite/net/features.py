@@ -59,6 +59,7 @@ from kafkalite.protocol.messages.list_partition_reassignments import (
 from kafkalite.protocol.messages.list_transactions import ListTransactionsRequest
 from kafkalite.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafkalite.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkalite.protocol.messages.update_features import UpdateFeaturesRequest
 
 
 @dataclass(frozen=True)
@@ -175,12 +176,43 @@ TRANSACTION_ADMIN = BrokerFeature(
 LIST_TRANSACTIONS = BrokerFeature(
     "list_transactions()", "KIP-664", ListTransactionsRequest, "3.0")
 
+UPDATE_FEATURES = BrokerFeature(
+    "update_features()", "KIP-584", UpdateFeaturesRequest, "2.7")
+
+#: Finalized feature levels (KIP-584) and the first release that can take each:
+#: ``update_features({"transaction.version": 2})`` on an older broker names it.
+FEATURE_LEVELS: dict[tuple[str, int], tuple[str, str]] = {
+    ("transaction.version", 2): ("KIP-890", "4.0"),
+    ("group.version", 1): ("KIP-848", "4.0"),
+    ("eligible.leader.replicas.version", 1): ("KIP-966", "4.0"),
+    ("share.version", 1): ("KIP-932", "4.1"),
+    ("streams.version", 1): ("KIP-1071", "4.1"),
+}
+
+
+def feature_level(name: str, level: int) -> BrokerFeature:
+    """The feature of finalizing ``name`` at ``level`` (for its error)."""
+    kip, since = FEATURE_LEVELS.get((name, level), ("KIP-584", "?"))
+    return BrokerFeature(f"{name}={level}", kip, None, since, feature_flag=name, feature_level=level)
+
+
+def feature_level_missing(versions: ApiVersionTable, name: str, level: int) -> str | None:
+    """Why the broker cannot finalize ``name`` at ``level`` (the range its release
+    supports, from ApiVersions), or None if it can."""
+    supported = versions.supported_features.get(name)
+    if supported is None:
+        return f"it knows no feature {name}"
+    if not supported.min <= level <= supported.max:
+        return f"it supports {name} levels {supported.min}-{supported.max}"
+    return None
+
+
 FEATURES: tuple[BrokerFeature, ...] = (
     KIP848_GROUPS, SHARE_GROUPS, TRANSACTIONS_V2, FETCH_TOPIC_IDS, DESCRIBE_TOPIC_PARTITIONS, ELR,
     CONSUMER_GROUP_DESCRIBE, DESCRIBE_CLUSTER, TELEMETRY_PUSH, STATIC_MEMBERSHIP, CREATE_TOPIC_DEFAULTS,
     INCREMENTAL_ALTER_CONFIGS,
     OFFSET_DELETE, PARTITION_REASSIGNMENTS, CLIENT_QUOTAS, SCRAM_CREDENTIALS, PRODUCER_STATE,
-    TRANSACTION_ADMIN, LIST_TRANSACTIONS,
+    TRANSACTION_ADMIN, LIST_TRANSACTIONS, UPDATE_FEATURES,
 )
 """Every feature that needs more than Kafka 2.1 offers, in the order the docs list them."""
 

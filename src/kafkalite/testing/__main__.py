@@ -305,7 +305,9 @@ def cmd_registry(args: argparse.Namespace) -> int:
 def _pids(state: dict[str, Any] | None) -> set[int]:
     if not state:
         return set()
-    return {n["pid"] for n in state["nodes"]} | {s["pid"] for s in (state.get("signin") or {}).values()}
+    zookeeper = [state["zookeeper"]["pid"]] if state.get("zookeeper") else []
+    return ({n["pid"] for n in state["nodes"]} | {s["pid"] for s in (state.get("signin") or {}).values()}
+            | set(zookeeper))
 
 
 def build_parser() -> argparse.ArgumentParser:

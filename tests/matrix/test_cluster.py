@@ -1,0 +1,49 @@
+"""A 3-node LocalCluster of the session's release (ZooKeeper or KRaft): a node killed,
+another paused, both back, and an acks=all producer and a consumer losing nothing."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kafkalite import Consumer, Producer, TopicPartition
+from kafkalite.testing.cluster import LocalCluster
+from kafkalite.testing.topics import unique_topic_name
+from tests.matrix.support import wait_until
+
+pytestmark = [pytest.mark.broker, pytest.mark.cluster]
+
+
+@pytest.mark.timeout(600)
+def test_a_three_node_cluster_survives_a_kill_and_a_pause(kafka_broker) -> None:
+    with LocalCluster(3, kafka_broker.version, mode=os.environ.get("KAFKALITE_KAFKA_MODE") or None) as cluster:
+        topic = cluster.create_topic(unique_topic_name("cluster"), partitions=1, replication_factor=3,
+                                     configs={"min.insync.replicas": "2"})
+        sent = 0
+        with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                       "delivery.timeout.ms": 120_000}) as producer:
+            def send(n: int) -> None:
+                nonlocal sent
+                futures = [producer.send(topic, b"%d" % (sent + i)) for i in range(n)]
+                for f in futures:
+                    f.result(150)
+                sent += n
+
+            send(50)
+            victim = cluster.leader(topic, 0)
+            victim.kill()
+            send(50)  # the new leader takes over (ZooKeeper: after the session expires)
+            paused = next(b for b in cluster if b is not victim)
+            paused.pause()
+            victim.restart()
+            paused.resume()
+            cluster.wait_ready()
+            send(50)
+        tp = TopicPartition(topic, 0)
+        with Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": unique_topic_name("cluster")}) as c:
+            c.assign([tp])
+            c.seek(tp, 0)
+            seen: list = []
+            wait_until(lambda: seen.extend(c.poll(0.5)) or len(seen) >= sent, 120, f"{sent} records")
+        assert [int(r.value) for r in seen] == list(range(sent))
