@@ -26,12 +26,12 @@ from kafkalite.protocol.messages.share_fetch import (
     ShareFetchResponseShareFetchableTopicResponse,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
-from kafkalite.settings import resolve
 from kafkalite.share.acks import Acknowledgements
 from kafkalite.share.fetcher import ShareFetcher
 from kafkalite.share.metrics import ShareConsumerMetrics
 from kafkalite.share.types import AcknowledgeType
 from kafkalite.types import TopicPartition
+from tests.helpers.settings import resolve
 
 TID = uuid.uuid4()
 TP = TopicPartition("jobs", 0)

@@ -44,7 +44,7 @@ from kafkalite.producer import exit_guard
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture
-from kafkalite.settings import resolve
+from kafkalite.producer.settings import PRODUCER_RULES
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import RecordMetadata
 
@@ -85,7 +85,7 @@ class AsyncProducerFront:
     """``kafkalite.aio.Producer``'s way: the engine runs on the caller's event loop."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
-        cfg = resolve("producer", config, **settings)
+        cfg = PRODUCER_RULES.resolve(config, **settings)
         self._core = core = ProducerCore(cfg, blocking=False)
         self._appender = core.appender
         # (topic, key, value, partition, timestamp, callback) -> the future, or None: the
@@ -152,7 +152,7 @@ class BlockingProducerFront:
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
-        cfg = resolve("producer", config, **settings)
+        cfg = PRODUCER_RULES.resolve(config, **settings)
         tracing = tracing_for(cfg, producer=True)  # settings errors before any thread starts
         self._core = core = ProducerCore(cfg, blocking=True)
         self._appender = core.appender
