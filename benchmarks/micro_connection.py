@@ -86,9 +86,15 @@ async def _round(requests: int, window: int) -> float:
     from kafkalite.net.transport import BrokerConnection
 
     try:
-        from kafkalite.settings import resolve
-    except ImportError:  # before issue 14 resolve lived in kafkalite.config
-        from kafkalite.config import resolve  # type: ignore[attr-defined,no-redef]
+        from kafkalite.producer.settings import PRODUCER_RULES
+
+        def resolve(kind: str, settings: dict[str, Any]) -> Any:
+            return PRODUCER_RULES.resolve(settings)
+    except ImportError:  # before issue 28 every kind resolved through kafkalite.settings
+        try:
+            from kafkalite.settings import resolve  # type: ignore[attr-defined,no-redef]
+        except ImportError:  # before issue 14 resolve lived in kafkalite.config
+            from kafkalite.config import resolve  # type: ignore[attr-defined,no-redef]
 
     loop = asyncio.get_running_loop()
 

@@ -41,11 +41,11 @@ CASES = ("unkeyed", "keyed", "callback", "header", "send_many")
 def measure(records: int, cases: tuple[str, ...] = CASES, rounds: int = 3) -> dict[str, float]:
     from kafkalite.producer.core import ProducerCore
     from kafkalite.producer.producer import Producer
-    from kafkalite.settings import resolve
+    from kafkalite.producer.settings import PRODUCER_RULES
 
     def make(partitions: int) -> Producer:
-        cfg = resolve("producer", {"bootstrap.servers": "127.0.0.1:1", "buffer.memory": 1 << 31,
-                                   "linger.ms": 5, "acks": "all"})
+        cfg = PRODUCER_RULES.resolve({"bootstrap.servers": "127.0.0.1:1", "buffer.memory": 1 << 31,
+                                      "linger.ms": 5, "acks": "all"})
         core = ProducerCore(cfg, blocking=True)
         core.acc.update_topic("t", partitions, list(range(partitions)))
         p = Producer.__new__(Producer)  # no engine: nothing is sent

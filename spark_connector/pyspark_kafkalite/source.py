@@ -3,7 +3,7 @@
 ``spark.read.format("kafkalite")`` with Spark's Kafka options; see ``docs/spark.md``.
 Options are checked when the DataFrame is defined (``load()`` asks for the schema), the
 partitions and offsets when the query is planned (on the driver), and each task reads
-one offset range in :func:`pyspark_kafkalite.reading.read_range`.
+one offset range (:mod:`pyspark_kafkalite.partitions`).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from pyspark.sql.types import (
 
 from kafkalite.errors import ConfigError
 from pyspark_kafkalite.options import ReadOptions, WriteOptions
-from pyspark_kafkalite.planning import OffsetRange, Planner, PushedFilters
-from pyspark_kafkalite.reading import read_range
+from pyspark_kafkalite.partitions import KafkaInputPartition, read_partition
+from pyspark_kafkalite.planning import Planner, PushedFilters
 from pyspark_kafkalite.shipping import ShippedToTasks
 
 #: The error of ``mode("overwrite")`` (Spark's own error for the default mode points there).
@@ -70,30 +70,6 @@ def check_schema(schema: StructType, opts: ReadOptions) -> None:
         raise ConfigError(
             f"the kafkalite source has a fixed schema ({expected.simpleString()}); do not pass "
             f".schema(...), got {schema.simpleString()}")
-
-
-class KafkaInputPartition(InputPartition):
-    """One task's input: ``(topic, partition, start, end)``, ``end`` exclusive (picklable)."""
-
-    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
-        super().__init__((topic, partition, start, end))
-        self.topic = topic
-        self.partition = partition
-        self.start = start
-        self.end = end
-
-    @classmethod
-    def of(cls, r: OffsetRange) -> KafkaInputPartition:
-        return cls(r.topic, r.partition, r.start, r.end)
-
-
-def read_partition(opts: ReadOptions, part: InputPartition) -> Iterator[pa.RecordBatch]:
-    """What a task runs for one :class:`KafkaInputPartition` (batch or micro-batch)."""
-    if not isinstance(part, KafkaInputPartition):
-        return iter(())
-    return read_range(opts.consumer_settings(), part.topic, part.partition, part.start, part.end,
-                      include_headers=opts.include_headers, fail_on_data_loss=opts.fail_on_data_loss,
-                      poll_timeout_ms=opts.poll_timeout_ms)
 
 
 # ---------------------------------------------------------------- filter pushdown

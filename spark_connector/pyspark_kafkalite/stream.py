@@ -45,6 +45,7 @@ from kafkalite.errors import ConfigError, OffsetOutOfRangeError
 from pyspark_kafkalite.admission import byte_limit, bytes_per_offset, lowest, rate_limit
 from pyspark_kafkalite.ledger import MicroBatchLedger
 from pyspark_kafkalite.options import ReadOptions
+from pyspark_kafkalite.partitions import KafkaInputPartition, read_partition
 from pyspark_kafkalite.planning import (
     TP,
     OffsetRange,
@@ -54,7 +55,6 @@ from pyspark_kafkalite.planning import (
     split_ranges,
 )
 from pyspark_kafkalite.shipping import ShippedToTasks
-from pyspark_kafkalite.source import KafkaInputPartition, read_partition
 
 log = logging.getLogger("pyspark_kafkalite")
 

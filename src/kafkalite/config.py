@@ -7,15 +7,15 @@ read naturally. Defaults follow the Java client 4.x.
 This module is declarative: names, types, ranges, defaults, which client kinds take a
 setting (and why another kind refuses it), what a kind cannot run without. It imports
 nothing of ``net/`` or the clients. :func:`parse` applies the schema alone; clients get
-their settings from :func:`kafkalite.settings.resolve`, which adds every check that
-relates several settings or loads something (TLS stores, SASL logins), registered in
-one table there. Everything is validated at construction: an unknown key fails and
+their settings from their own rules (:class:`kafkalite.settings.ClientRules`), which
+add the checks that relate several settings or load something (TLS stores, SASL
+logins). Everything is validated at construction: an unknown key fails and
 suggests the nearest known one, a wrong type or range names the key and the value.
 
 Example::
 
-    from kafkalite.settings import resolve
-    cfg = resolve("producer", {"bootstrap.servers": "127.0.0.1:9092"}, linger_ms=10)
+    from kafkalite.producer.settings import PRODUCER_RULES
+    cfg = PRODUCER_RULES.resolve({"bootstrap.servers": "127.0.0.1:9092"}, linger_ms=10)
     cfg["linger.ms"]      # 10
     cfg.linger_ms         # 10
     cfg.is_set("acks")    # False: acks is at its default ("all")
@@ -557,8 +557,8 @@ def parse(client: str, settings: Mapping[str, Any] | None = None, **kwargs: Any)
 
     ``settings`` is a dict with Java names or aliases; keyword arguments use aliases.
     Raises :class:`ConfigError` naming the key for anything unknown or invalid. Checks
-    between settings are not run here: clients call :func:`kafkalite.settings.resolve`,
-    which runs this first.
+    between settings are not run here: clients resolve their settings with
+    :meth:`kafkalite.settings.ClientRules.resolve`, which runs this first.
     """
     if client not in ALL:
         raise InvalidArgumentError(f"unknown client kind {client!r} (one of {', '.join(sorted(ALL))})")

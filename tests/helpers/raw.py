@@ -23,7 +23,7 @@ from kafkalite.protocol.messages.produce import (
     ProduceRequestTopicProduceData,
 )
 from kafkalite.protocol.records import iter_batches
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 
 async def _with_client(bootstrap: str, fn: Any) -> Any:

@@ -20,7 +20,7 @@ from kafkalite.protocol.messages.produce import (
     ProduceRequestTopicProduceData,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 
 async def _produce(bootstrap: str, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes, int]],

@@ -21,7 +21,7 @@ from kafkalite.protocol.messages.produce import (
     ProduceRequestTopicProduceData,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 Record = tuple[Any, Any]  # (key, value) or (key, value, headers)
 

@@ -26,7 +26,7 @@ from kafkalite.protocol.messages.list_offsets import (
     ListOffsetsRequestListOffsetsTopic,
 )
 from kafkalite.protocol.records import RecordBatch, iter_batches
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 
 @dataclass

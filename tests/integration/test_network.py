@@ -26,7 +26,7 @@ from kafkalite.protocol.messages.fetch import (
 )
 from kafkalite.protocol.messages.metadata import MetadataRequest
 from kafkalite.protocol.messages.produce import ProduceRequest
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 
 def _cfg(bootstrap: str, **kw: object):

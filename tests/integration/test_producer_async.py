@@ -18,8 +18,7 @@ from kafkalite.errors import (
     SerializationError,
     UnknownTopicOrPartitionError,
 )
-from kafkalite.producer.fronts import AsyncSendManyResult
-from kafkalite.producer.futures import AsyncRecordFuture
+from kafkalite.producer.futures import AsyncRecordFuture, AsyncSendManyResult
 from kafkalite.producer.partitioner import partition_for_key
 from tests.integration.producer_support import read_back_async, throttled_client_id
 

@@ -24,9 +24,9 @@ from kafkalite.errors import (
 from kafkalite.net.sasl import unsecured_jwt
 from kafkalite.net.transport import BrokerConnection
 from kafkalite.protocol.messages.metadata import MetadataRequest
-from kafkalite.settings import resolve
 from kafkalite.testing.properties import REAUTH_MS, SECURE_PRESET
 from kafkalite.testing.topics import unique_topic_name
+from tests.helpers.settings import resolve
 from tests.integration.security_support import consume, grant, round_trip, stats
 
 pytestmark = pytest.mark.broker

@@ -14,8 +14,8 @@ import pytest
 from kafkalite import AdminClient, Consumer, Producer, TopicPartition
 from kafkalite.errors import ConfigError, KafkaConnectionError, SslAuthenticationError
 from kafkalite.net.transport import BrokerConnection
-from kafkalite.settings import resolve
 from kafkalite.testing.certs import MISMATCHED_HOST
+from tests.helpers.settings import resolve
 from tests.integration.security_support import SCRAM_ADMIN, round_trip, stats
 
 pytestmark = pytest.mark.broker

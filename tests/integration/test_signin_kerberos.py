@@ -156,7 +156,7 @@ def test_run_outlives_two_ticket_lifetimes(tmp_path, monkeypatch, caplog) -> Non
 
 
 def _resolved(cfg):
-    from kafkalite.settings import resolve
+    from tests.helpers.settings import resolve
 
     return resolve("producer", cfg)
 

@@ -18,10 +18,10 @@ import pytest
 from kafkalite import AdminClient, Consumer, Producer
 from kafkalite.errors import ConfigError, SaslAuthenticationError
 from kafkalite.net import oauth
-from kafkalite.settings import resolve
 from kafkalite.testing.oidc import REJECTED_CLIENT
 from kafkalite.testing.ports import free_port
 from kafkalite.testing.topics import unique_topic_name
+from tests.helpers.settings import resolve
 from tests.integration.security_support import round_trip, stats
 
 pytestmark = pytest.mark.broker

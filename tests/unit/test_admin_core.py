@@ -21,7 +21,7 @@ from kafkalite.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 
 def make_core(**settings: Any) -> AdminCore:

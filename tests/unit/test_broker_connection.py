@@ -26,7 +26,7 @@ from kafkalite.protocol.messages.sasl_authenticate import (
     SaslAuthenticateResponse,
 )
 from kafkalite.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 _HEADER = struct.Struct(">ihhi")  # size, api_key, api_version, correlation id
 APIS = (ApiVersionsRequest, MetadataRequest, SaslHandshakeRequest, SaslAuthenticateRequest)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import threading
 
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:9"}
 

@@ -10,7 +10,7 @@ import pytest
 
 from kafkalite.config import SETTINGS, parse_host_port
 from kafkalite.errors import ConfigError
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:9092"}
 

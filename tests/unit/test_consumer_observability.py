@@ -17,8 +17,8 @@ from kafkalite.consumer.observability import ConsumerObservability, group_is_sta
 from kafkalite.consumer.offsets import Generation
 from kafkalite.consumer.subscription import SubscriptionState
 from kafkalite.metrics import Metrics
-from kafkalite.settings import resolve
 from kafkalite.types import TopicPartition
+from tests.helpers.settings import resolve
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 

@@ -13,7 +13,7 @@ from kafkalite.consumer.fetch_session import (
     PartitionFetchData,
     next_epoch,
 )
-from kafkalite.consumer.records import ConsumerRecords
+from kafkalite.consumer.records import ConsumerRecords, add_range
 from kafkalite.consumer.subscription import SubscriptionState
 from kafkalite.errors import (
     ConfigError,
@@ -227,9 +227,9 @@ def test_parse_subscription_forms() -> None:
 def test_consumer_records_grouping() -> None:
     recs = ConsumerRecords()
     recs.extend([ConsumerRecord("a", 0, i, 0, 0, None, b"x") for i in range(3)])
-    recs._add_range(A0, 0, 3)
+    add_range(recs, A0, 0, 3)
     recs.append(ConsumerRecord("b", 0, 9, 0, 0, None, b"y"))
-    recs._add_range(B0, 3, 4)
+    add_range(recs, B0, 3, 4)
     assert recs.partitions() == {A0, B0}
     assert [r.offset for r in recs.records(A0)] == [0, 1, 2]
     assert len(recs) == 4 and recs.by_partition()[B0][0].value == b"y"

@@ -166,10 +166,13 @@ def test_clients_do_not_import_each_other(client: str) -> None:
 
 
 def test_settings_rules_import_only_the_schema() -> None:
-    """A client's rules module (registered in settings.py) must not import the client it
-    belongs to, or settings.py would load every client to resolve any settings."""
-    allowed = ("kafkalite.config", "kafkalite.errors", "kafkalite.consumer.assignors")
-    assert not _violations(("kafkalite.producer.settings", "kafkalite.consumer.settings"), allowed=allowed)
+    """A client's rules module must not import the client it belongs to, so that its
+    rules load without the client's engine; the shared settings module imports no client
+    at all (each client hands it its own rules)."""
+    allowed = ("kafkalite.config", "kafkalite.errors", "kafkalite.settings", "kafkalite.consumer.assignors")
+    assert not _violations(("kafkalite.producer.settings", "kafkalite.consumer.settings",
+                            "kafkalite.admin.settings"), allowed=allowed)
+    assert not _violations(("kafkalite.settings",), forbidden=(*CLIENTS, *FACES, "kafkalite.cli"))
 
 
 def test_the_library_never_imports_its_test_harness() -> None:
@@ -259,3 +262,177 @@ def test_the_console_tool_check_catches_what_it_should(tmp_path: Path) -> None:
                      "imports kafkalite._LAZY (a private name)"):
         assert expected in text, expected
     assert "imports kafkalite.Producer" not in text
+
+
+# ------------------------------------------------------------------ import cycles
+
+#: Generated modules (tools/generate.py, tools/gen_errors.py, tools/gen_config_keys.py):
+#: their imports are the generator's, so the cycle check leaves them out.
+GENERATED = ("kafkalite.protocol.messages", "kafkalite._errors_gen", "kafkalite._config_keys")
+
+
+def _modules(trees: tuple[tuple[Path, Path], ...]) -> set[str]:
+    return {_module_name(p, base) for base, top in trees for p in top.rglob("*.py")}
+
+
+def _import_graph(edges: list[Edge], modules: set[str]) -> dict[str, dict[str, Edge]]:
+    """importer -> {imported module: the first edge}, between ``modules`` (generated ones
+    left out). ``from package import name`` counts as importing the package, or the
+    module ``name`` when it is one."""
+    graph: dict[str, dict[str, Edge]] = {}
+    for e in edges:
+        target = f"{e.target}.{e.name}" if e.name and f"{e.target}.{e.name}" in modules else e.target
+        if target not in modules or target == e.importer or _in(target, *GENERATED) or _in(e.importer, *GENERATED):
+            continue
+        graph.setdefault(e.importer, {}).setdefault(target, e)
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, Edge]]) -> list[list[str]]:
+    """The import cycles: each group of modules that import each other, directly or not
+    (a strongly connected component of more than one module), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for nxt in sorted(graph.get(module, {})):
+            if nxt not in index:
+                visit(nxt)
+                low[module] = min(low[module], low[nxt])
+            elif nxt in on_stack:
+                low[module] = min(low[module], index[nxt])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def _describe(cycle: list[str], graph: dict[str, dict[str, Edge]]) -> str:
+    inside = set(cycle)
+    ties = [f"    {e.where()}: {a} imports {b}" for a in cycle for b, e in sorted(graph.get(a, {}).items())
+            if b in inside]
+    return f"{len(cycle)} modules import each other: {', '.join(cycle)}\n" + "\n".join(ties)
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import cycle in the library or the Spark connector: every import counts, lazy
+    ones and those under ``if TYPE_CHECKING:`` too, since a collaborator that names its
+    owner's type still knows its owner; a collaborator takes what it uses as arguments
+    or small protocols instead (docs/architecture.md, "Layers")."""
+    trees = ((SRC, PACKAGE), (CONNECTOR.parent, CONNECTOR))
+    edges = [e for base, top in trees for p in sorted(top.rglob("*.py")) for e in _edges_of(p, base)]
+    graph = _import_graph(edges, _modules(trees))
+    assert len(graph) > 150
+    cycles = _cycles(graph)
+    assert not cycles, "\n".join(_describe(c, graph) for c in cycles)
+
+
+def test_the_cycle_check_catches_what_it_should(tmp_path: Path) -> None:
+    """A cycle through a lazy import and a TYPE_CHECKING one is reported with the lines
+    that tie it; one through ``from package import module``, too; generated modules and
+    a one-way chain are not."""
+    files = {
+        "kafkalite/__init__.py": "",
+        "kafkalite/a.py": "from kafkalite.b import thing\n",
+        "kafkalite/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kafkalite import c\n",
+        "kafkalite/c.py": "def f():\n    import kafkalite.a\n",
+        "kafkalite/pkg/__init__.py": "",
+        "kafkalite/pkg/x.py": "from kafkalite.pkg import y\n",
+        "kafkalite/pkg/y.py": "from . import x\n",
+        "kafkalite/protocol/__init__.py": "",
+        "kafkalite/protocol/messages/__init__.py": "",
+        "kafkalite/protocol/messages/m.py": "from kafkalite.protocol import helper\n",
+        "kafkalite/protocol/helper.py": "from kafkalite.protocol.messages.m import M\n",
+        "kafkalite/d.py": "from kafkalite.a import thing\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    edges = [e for p in sorted(tmp_path.rglob("*.py")) for e in _edges_of(p, tmp_path)]
+    graph = _import_graph(edges, _modules(((tmp_path, tmp_path / "kafkalite"),)))
+    cycles = _cycles(graph)
+    assert cycles == [["kafkalite.a", "kafkalite.b", "kafkalite.c"], ["kafkalite.pkg.x", "kafkalite.pkg.y"]]
+    text = _describe(cycles[0], graph)
+    assert "b.py:3: kafkalite.b imports kafkalite.c" in text and "c.py:2: kafkalite.c imports kafkalite.a" in text
+
+
+# ------------------------------------------------------------------ private names across modules
+
+#: The public methods of named tuples, underscored so as not to clash with field names.
+NAMEDTUPLE_API = frozenset({"_make", "_replace", "_asdict", "_fields", "_field_defaults"})
+
+
+def _defined_here(tree: ast.Module) -> set[str]:
+    """The names a module defines: functions, classes, their attributes (class-level,
+    ``self.x = ...``, ``__slots__``). Setting ``other._x`` defines nothing."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("_"):
+            names.add(node.value)  # __slots__ entries
+    return names
+
+
+def _private_reach(path: Path, base: Path) -> list[str]:
+    """Each use of another module's private name: ``from m import _x``, or ``obj._x``
+    where this module does not define ``_x`` (``self._x`` is always the module's own)."""
+    tree = ast.parse(path.read_text(), str(path))
+    own = _defined_here(tree)
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.relative_to(base)
+    found = [f"{where}:{e.line}: imports {e.name} from {e.target}" for e in _edges_of(path, base)
+             if e.name is not None and e.name.startswith("_") and not e.name.startswith("__")]
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and node.attr not in NAMEDTUPLE_API and node.attr not in own
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+            found.append(f"{where}:{node.lineno}: uses {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("package", ["kafkalite.consumer", "kafkalite.share"])
+def test_consumer_modules_use_no_private_name_of_another_module(package: str) -> None:
+    """The consumer's and the share consumer's parts talk through public names: a
+    collaborator is handed what it uses, and reads nothing underscored of another module
+    (the producer's own check is tests/unit/test_producer_layering.py)."""
+    top = PACKAGE.joinpath(*package.split(".")[1:])
+    found = [f for p in sorted(top.rglob("*.py")) for f in _private_reach(p, SRC)]
+    assert not found, "\n".join(found)
+
+
+def test_the_private_name_check_catches_what_it_should(tmp_path: Path) -> None:
+    probe = tmp_path / "kafkalite" / "consumer" / "probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("from kafkalite.consumer.core import _helper\n"
+                     "class P:\n    __slots__ = ('_mine',)\n"
+                     "    def f(self, core, rec):\n"
+                     "        self._x = core._api_timeout\n"
+                     "        rec._ranges = []\n"
+                     "        return self._mine, rec._replace(offset=1), other._mine, self.core._after_metadata()\n")
+    found = sorted(f.split(": ", 1)[1] for f in _private_reach(probe, tmp_path))
+    assert found == ["imports _helper from kafkalite.consumer.core", "uses core._api_timeout", "uses rec._ranges",
+                     "uses self.core._after_metadata"]

@@ -13,7 +13,7 @@ import pytest
 
 from kafkalite.errors import KafkaConnectionError
 from kafkalite.net.client import NetworkClient
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 
 async def test_a_cancelled_starter_leaves_the_sharers_a_connection_error() -> None:

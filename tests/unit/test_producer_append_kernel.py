@@ -25,7 +25,7 @@ from kafkalite.producer.core import ProducerCore
 from kafkalite.producer.futures import RecordFuture
 from kafkalite.producer.producer import Producer
 from kafkalite.protocol.records import RecordBatch
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 needs_c = pytest.mark.skipif(append_kernel.c_impl is None, reason="kafkalite._speedups is not built")
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ from kafkalite.serialization.base import (
     StringSerializer,
     resolve_serializer,
 )
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 BS = {"bootstrap.servers": "127.0.0.1:9"}
 

@@ -35,7 +35,7 @@ from kafkalite.protocol.messages.produce import (
     ProduceResponseTopicProduceResponse,
 )
 from kafkalite.protocol.records import RecordBatch
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 TOPIC = "orders"
 

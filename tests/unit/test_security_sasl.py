@@ -19,7 +19,7 @@ from kafkalite.net.sasl import (
     mechanism_for,
     unsecured_jwt,
 )
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:1"}
 

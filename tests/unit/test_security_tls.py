@@ -9,9 +9,9 @@ import pytest
 
 from kafkalite.errors import ConfigError
 from kafkalite.net.tls import describe_tls_failure, ssl_context
-from kafkalite.settings import resolve
 from kafkalite.testing.certs import CLIENT_CN, make_test_pki
 from kafkalite.testing.properties import REAUTH_MS, SECURE_PRESET, NodeConfig, server_properties
+from tests.helpers.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SSL"}
 

@@ -1,7 +1,8 @@
-"""Every check between settings is registered in one place (``kafkalite/settings.py``), so
-``resolve(kind, ...)`` runs the same checks whatever the process imported: before issue
-14 a client package registered its ``@cross_check`` rules when imported, and a bare
-``resolve("producer", ...)`` let contradictions through."""
+"""Each client's settings rules (a ``ClientRules`` in its own settings module) run the same
+checks whatever the process imported: before issue 14 a client package registered its
+``@cross_check`` rules when imported, and a bare ``resolve("producer", ...)`` let
+contradictions through. Since issue 28 no module imports every client's rules: a
+client's rules hold its checks themselves, and the security checks are shared."""
 
 from __future__ import annotations
 
@@ -11,13 +12,19 @@ import sys
 import textwrap
 
 from kafkalite.config import ALL
-from kafkalite.settings import CHECKS, SECURITY
+from kafkalite.settings import SECURITY
+from tests.helpers.settings import RULES
 
 # (kind, settings): one case per registered check, plus the schema's own refusals and a
 # producer whose defaulted idempotence is adjusted rather than refused.
 _SCRIPT = textwrap.dedent('''
     import json, sys
-    from kafkalite.settings import resolve
+    from kafkalite.admin.settings import ADMIN_RULES
+    from kafkalite.consumer.settings import CONSUMER_RULES
+    from kafkalite.producer.settings import PRODUCER_RULES
+    from kafkalite.share.settings import SHARE_CONSUMER_RULES
+
+    RULES = {r.kind: r for r in (PRODUCER_RULES, CONSUMER_RULES, SHARE_CONSUMER_RULES, ADMIN_RULES)}
 
     B = {"bootstrap.servers": "127.0.0.1:9092"}
     CASES = [
@@ -44,7 +51,7 @@ _SCRIPT = textwrap.dedent('''
         out = []
         for kind, settings in CASES:
             try:
-                cfg = resolve(kind, settings)
+                cfg = RULES[kind].resolve(settings)
             except Exception as exc:
                 out.append([type(exc).__name__, str(exc)])
             else:
@@ -98,8 +105,26 @@ def test_resolve_runs_the_same_checks_in_a_fresh_interpreter_as_after_importing_
     assert fresh[1] == {"enable.idempotence": False, "delivery.timeout.ms": 120000}
 
 
-def test_every_client_kind_has_its_checks_security_first() -> None:
-    assert set(CHECKS) == set(ALL)
-    for kind, checks in CHECKS.items():
-        assert checks[: len(SECURITY)] == SECURITY, kind
-        assert len(set(checks)) == len(checks), f"a check registered twice for {kind}"
+def test_every_client_kind_has_its_rules_and_no_check_twice() -> None:
+    """One ``ClientRules`` per client kind, each declared by its client; the security
+    checks run for every kind (``ClientRules.resolve`` runs them first), so no client
+    lists them again."""
+    assert set(RULES) == set(ALL)
+    for kind, rules in RULES.items():
+        assert rules.kind == kind
+        assert not set(rules.checks) & set(SECURITY), kind
+        assert len(set(rules.checks)) == len(rules.checks), f"a check listed twice for {kind}"
+    assert {r.__module__ for r in map(type, RULES.values())} == {"kafkalite.settings"}
+
+
+def test_settings_import_no_client() -> None:
+    """The shared settings module loads no client's rules: resolving an admin client's
+    settings does not import the producer's or the consumer's."""
+    script = ("import json, sys\nfrom kafkalite.admin.settings import ADMIN_RULES\n"
+              "ADMIN_RULES.resolve({'bootstrap.servers': '127.0.0.1:9092'})\n"
+              "print(json.dumps(sorted(m for m in sys.modules if m.startswith('kafkalite.'))))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    assert "kafkalite.settings" in loaded
+    assert not [m for m in loaded if m.split(".")[1] in ("producer", "consumer", "share")], loaded

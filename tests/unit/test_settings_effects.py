@@ -23,7 +23,7 @@ from kafkalite.net import client as client_module
 from kafkalite.net.client import NetworkClient
 from kafkalite.producer.accumulator import BufferPool, RecordAccumulator
 from kafkalite.producer.futures import DoneSignal, RecordFuture
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:9"}
 

@@ -20,7 +20,7 @@ import pytest
 
 from kafkalite.config import ADMIN, CONSUMER, PRODUCER, SETTINGS, SHARE_CONSUMER, lookup
 from kafkalite.errors import ConfigError
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "kafkalite"

@@ -7,7 +7,6 @@ import asyncio
 import time
 import uuid
 from collections import deque
-from types import SimpleNamespace
 from typing import Any
 
 from kafkalite.errors import InvalidRecordStateError, ShareSessionNotFoundError
@@ -26,12 +25,12 @@ from kafkalite.protocol.messages.share_fetch import (
     ShareFetchResponseShareFetchableTopicResponse,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
-from kafkalite.settings import resolve
 from kafkalite.share.acks import Acknowledgements
 from kafkalite.share.fetcher import ShareFetcher
 from kafkalite.share.metrics import ShareConsumerMetrics
 from kafkalite.share.types import AcknowledgeType
 from kafkalite.types import TopicPartition
+from tests.helpers.settings import resolve
 
 TID = uuid.uuid4()
 TP = TopicPartition("jobs", 0)
@@ -82,6 +81,7 @@ class FakeClient:
 class FakeMember:
     member_id = "m-1"
     active = True
+    assignment = frozenset({TP})
 
 
 class FakeCore:
@@ -96,10 +96,6 @@ class FakeCore:
         self.api_timeout_s = 5.0
         self.acks: list[Any] = []
         self.errors: list[BaseException] = []
-        self.tasks = SimpleNamespace(task_done=lambda task: None)  # BackgroundTasks' callback, unused here
-
-    def assignment(self) -> frozenset[TopicPartition]:
-        return frozenset({TP})
 
     def notify_poll(self) -> None:
         pass
@@ -151,7 +147,8 @@ async def fetch_once(fetcher: ShareFetcher, with_acks: Any = None) -> None:
 
 async def scenario() -> None:
     core = FakeCore()
-    fetcher = ShareFetcher(core)
+    fetcher = ShareFetcher(core.cfg, core.group_id, core.client, core.loop, core.member, core.buffer, core.metrics,
+                           reports=core, task_done=lambda task: None)
     client = core.client
     # 1. A new session: epoch 0, the partition listed, no acknowledgements allowed.
     client.answers.append(fetch_answer(0, 2))

@@ -19,7 +19,6 @@ from kafkalite.errors import (
     InvalidGroupIdError,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder, build_end_txn_marker
-from kafkalite.settings import resolve
 from kafkalite.share.acks import AckBatch, Acknowledgements
 from kafkalite.share.completed_fetch import ShareCompletedFetch
 from kafkalite.share.in_flight import InFlight, merge_acks
@@ -28,6 +27,7 @@ from kafkalite.share.session import FINAL_EPOCH, ShareSession, next_epoch
 from kafkalite.share.settings import resolve_settings, topics_arg
 from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
 from kafkalite.types import TopicPartition
+from tests.helpers.settings import resolve
 
 A, R, J, G = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT, AcknowledgeType.GAP
 TP = TopicPartition("jobs", 0)

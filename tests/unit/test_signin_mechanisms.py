@@ -11,7 +11,7 @@ from kafkalite.errors import ConfigError, SaslAuthenticationError
 from kafkalite.net.jaas import parse_jaas
 from kafkalite.net.refresh import kerberos_refresh_at, oauth_refresh_at, retry_delays
 from kafkalite.net.sasl import GssapiMechanism
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 BOOT = {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT"}
 KRB5 = "com.sun.security.auth.module.Krb5LoginModule"

@@ -14,7 +14,7 @@ from kafkalite.errors import ConfigError, SaslAuthenticationError
 from kafkalite.net.oauth import OAuthLogin, TokenEndpoint, oauth_settings, parse_token
 from kafkalite.net.oauth_assertion import make_assertion
 from kafkalite.net.sasl import mechanism_for
-from kafkalite.settings import resolve
+from tests.helpers.settings import resolve
 
 URL = "https://idp.example.com/oauth2/token"
 SECRET = "not-to-be-seen"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from pyspark_kafkalite.options import ReadOptions
+from pyspark_kafkalite.partitions import KafkaInputPartition
 from pyspark_kafkalite.planning import TP, Planner
-from pyspark_kafkalite.source import KafkaInputPartition
 from pyspark_kafkalite.stream import ADMISSION_CONTROL, KafkaLiteStreamReader, ReadMaxRows
 
 from kafkalite.errors import ConfigError, OffsetOutOfRangeError

@@ -13,9 +13,9 @@ import pytest
 from kafkalite.config import PRODUCER
 from kafkalite.errors import ConfigError
 from kafkalite.metrics import Metrics, MetricsSnapshot
-from kafkalite.settings import resolve
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.telemetry.reporters import call_reporters, close_reporters, load_reporters
+from tests.helpers.settings import resolve
 
 HERE = __name__
 

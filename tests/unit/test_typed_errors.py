@@ -18,6 +18,7 @@ import pytest
 
 from kafkalite import Producer
 from kafkalite.admin.core import AdminCore
+from kafkalite.config import parse
 from kafkalite.consumer.assignors.sticky import decode_sticky_user_data
 from kafkalite.errors import (
     ConfigError,
@@ -29,8 +30,9 @@ from kafkalite.errors import (
     SerializationError,
 )
 from kafkalite.protocol.record_builder import RecordBatchBuilder
-from kafkalite.settings import resolve
+from kafkalite.settings import ClientRules
 from kafkalite.share.types import AcknowledgeType
+from tests.helpers.settings import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = (ROOT / "src" / "kafkalite", ROOT / "spark_connector" / "pyspark_kafkalite")
@@ -211,7 +213,9 @@ def test_send_many_with_keys_and_values_of_different_lengths() -> None:
 
 def test_unknown_client_kind_names_the_known_ones() -> None:
     with pytest.raises(InvalidArgumentError, match="unknown client kind 'brokerr' \\(one of admin, consumer"):
-        resolve("brokerr", {"bootstrap.servers": "h:1"})
+        parse("brokerr", {"bootstrap.servers": "h:1"})
+    with pytest.raises(InvalidArgumentError, match="unknown client kind 'brokerr' \\(one of admin, consumer"):
+        ClientRules("brokerr")
 
 
 def test_negative_admin_timeout() -> None:

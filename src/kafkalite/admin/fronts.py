@@ -24,10 +24,10 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from kafkalite.admin.core import AdminCore
+from kafkalite.admin.settings import ADMIN_RULES
 from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError
 from kafkalite.net.engine import EngineThread
-from kafkalite.settings import resolve
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ _GRACE_S = 5.0
 
 
 def _settings(config: Mapping[str, Any] | Config | None, kwargs: dict[str, Any]) -> Config:
-    return config if isinstance(config, Config) and not kwargs else resolve("admin", config, **kwargs)
+    return config if isinstance(config, Config) and not kwargs else ADMIN_RULES.resolve(config, **kwargs)
 
 
 class AsyncAdminFront:

@@ -6,16 +6,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkalite.config import CONSUMER, Config
+from kafkalite.config import Config
+from kafkalite.consumer.settings import CONSUMER_RULES
 from kafkalite.consumer.subscription import SubscriptionState
 from kafkalite.errors import IllegalStateError, InvalidGroupIdError
-from kafkalite.settings import resolve
 from kafkalite.types import OffsetAndMetadata, TopicPartition
 
 
 def resolve_settings(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Config:
     """The consumer's settings (checks in :mod:`kafkalite.consumer.settings`)."""
-    return resolve(CONSUMER, config, **kwargs)
+    return CONSUMER_RULES.resolve(config, **kwargs)
 
 
 def require_group(cfg: Config, what: str) -> str:

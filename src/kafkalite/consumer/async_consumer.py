@@ -279,7 +279,7 @@ class AsyncConsumer(AsyncConsumerFront):
         fe.require_group(self.config, "committed()")
         tps = fe.partitions_arg(partitions)
         t = self._timeout(timeout)
-        return await self._run(core.offsets.fetch_committed(tps, t, core._generation_for_fetch()), t, "committed()")
+        return await self._run(core.offsets.fetch_committed(tps, t, core.generation_for_fetch()), t, "committed()")
 
     async def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                                 ) -> dict[TopicPartition, int]:

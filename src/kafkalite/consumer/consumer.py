@@ -271,7 +271,7 @@ class Consumer(BlockingConsumerFront):
         fe.require_group(self.config, "committed()")
         tps = fe.partitions_arg(partitions)
         t = self._timeout(timeout)
-        return self._run(core.offsets.fetch_committed(tps, t, core._generation_for_fetch()), t, "committed()")
+        return self._run(core.offsets.fetch_committed(tps, t, core.generation_for_fetch()), t, "committed()")
 
     def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                           ) -> dict[TopicPartition, int]:

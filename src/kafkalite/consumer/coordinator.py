@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.consumer._frontend import require_group
@@ -57,6 +56,7 @@ from kafkalite.consumer.classic_member import (
     MemberState,
     Next,
 )
+from kafkalite.consumer.group_member import GroupMemberContext
 from kafkalite.consumer.offsets import Generation
 from kafkalite.errors import (
     ApiError,
@@ -85,9 +85,6 @@ from kafkalite.protocol.messages.leave_group import (
 from kafkalite.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from kafkalite.types import TopicPartition
 
-if TYPE_CHECKING:
-    from kafkalite.consumer.core import ConsumerCore  # the core builds this collaborator
-
 log = logging.getLogger("kafkalite.consumer.group")
 
 __all__ = ["ClassicGroupMember", "MemberState"]
@@ -109,11 +106,14 @@ class ClassicGroupMember:
     feeds every answer back to it.
     """
 
-    def __init__(self, core: ConsumerCore) -> None:
-        self.core = core
-        cfg = core.cfg
+    def __init__(self, context: GroupMemberContext) -> None:
+        self.context = context
+        cfg = context.cfg
         self.cfg = cfg
-        self.client = core.client
+        self.client = context.client
+        self.subs = context.subs
+        self.metrics = context.metrics
+        self.partitions = context.partitions
         self.group_id = require_group(cfg, "joining a group")  # subscribe() checked it already
         self.instance_id: str | None = cfg["group.instance.id"]
         self.assignors = assignors_from_config(cfg["partition.assignment.strategy"])
@@ -148,10 +148,10 @@ class ClassicGroupMember:
     def start(self) -> None:
         if self._tasks:
             return
-        loop = self.core.loop
+        loop = self.context.loop
         for coro, name in ((self._run(), "join"), (self._heartbeat_loop(), "heartbeat")):
             task = loop.create_task(coro, name=f"kafkalite-group-{name}")
-            task.add_done_callback(self.core.tasks.task_done)
+            task.add_done_callback(self.context.task_done)
             self._tasks.append(task)
 
     def stop(self) -> list[asyncio.Task[None]]:
@@ -171,7 +171,7 @@ class ClassicGroupMember:
         """Refuse a commit that could not carry a stable generation (see
         :meth:`ClassicMemberState.commit_gate`): retry after poll() while rejoining,
         CommitFailedError when the membership is gone."""
-        if not self.core.subs.has_auto_assignment:
+        if not self.subs.has_auto_assignment:
             return
         gate = self.member.commit_gate()
         if gate is CommitGate.REBALANCING:
@@ -220,7 +220,7 @@ class ClassicGroupMember:
     def on_poll(self, now: float) -> None:
         """Poll side: the application is polling, joining is allowed again."""
         if not self.member.rejoin_allowed:
-            self.core.call_soon(self._allow_rejoin)
+            self.context.call_soon(self._allow_rejoin)
 
     def _allow_rejoin(self) -> None:
         self.member.allow_rejoin()
@@ -232,7 +232,7 @@ class ClassicGroupMember:
         self._wake.set()
 
     def on_subscription_change(self) -> None:
-        subs = self.core.subs
+        subs = self.subs
         if subs.has_auto_assignment and self.member.on_subscription_change(subs.topics):
             log.info("group %s: rejoining (the subscription changed)", self.group_id)
         self._wake.set()
@@ -246,8 +246,8 @@ class ClassicGroupMember:
 
     def _lose(self, lost: bool) -> None:
         """The membership is gone: stop fetching what we owned (reported lost later)."""
-        if lost and self.core.subs.assignment:
-            self.core.subs.mark_pending_revocation(self.core.subs.assigned_partitions())
+        if lost and self.subs.assignment:
+            self.subs.mark_pending_revocation(self.subs.assigned_partitions())
         self._wake.set()
 
     # ------------------------------------------------------------ the join loop
@@ -270,7 +270,7 @@ class ClassicGroupMember:
                 attempt += 1
                 delay = self._backoff.delay_s(attempt - 1)
                 log.info("group %s: rebalance attempt failed (%s); retrying in %.2fs", self.group_id, exc, delay)
-                self.core.metrics.failed_rebalance.record()
+                self.metrics.failed_rebalance.record()
                 await asyncio.sleep(delay)
 
     def _set_fatal(self, exc: KafkaError) -> None:
@@ -285,16 +285,16 @@ class ClassicGroupMember:
         log.error("group %s: fatal error: %s", self.group_id, exc)
         self._fatal = exc
         self._lose(self.member.set_fatal(code if isinstance(code, int) else -1))
-        self.core.notify_poll()
+        self.context.notify_poll()
 
     async def _wait_for_work(self) -> None:
-        subs = self.core.subs
+        subs = self.subs
         while not self.member.should_join(subs.has_auto_assignment):
             self._wake.clear()
             await self._wake.wait()
 
     async def _coordinator(self) -> int:
-        return await self.client.find_coordinator(self.group_id, timeout_s=self.core._api_timeout)
+        return await self.client.find_coordinator(self.group_id, timeout_s=self.context.api_timeout_s)
 
     async def _send(self, request: Request[ResponseT], timeout_ms: float | None = None) -> ResponseT:
         node = await self._coordinator()
@@ -309,25 +309,24 @@ class ClassicGroupMember:
             self.client.invalidate_coordinator(self.group_id)
 
     async def _rebalance(self) -> None:
-        core = self.core
-        subs = core.subs
+        subs = self.subs
         await self._refresh_subscription_metadata()
         revocation = self.member.prepare(subs.assigned_partitions(), subs.topics)
         if revocation.lost:
-            await core.revoke(set(revocation.partitions), lost=True)
+            await self.partitions.revoke(set(revocation.partitions), lost=True)
         elif revocation.partitions or revocation.always:
-            await core.revoke(set(revocation.partitions), always=revocation.always)
+            await self.partitions.revoke(set(revocation.partitions), always=revocation.always)
         started = time.monotonic()
         while True:
             lost = self.member.take_lost(subs.assigned_partitions())
             if lost is not None:
-                await core.revoke(set(lost), lost=True)
+                await self.partitions.revoke(set(lost), lost=True)
             try:
                 join = await self._join()
-                core.metrics.join_latency.record((time.monotonic() - started) * 1000.0)
+                self.metrics.join_latency.record((time.monotonic() - started) * 1000.0)
                 sync_started = time.monotonic()
                 assignment_bytes = await self._sync(join)
-                core.metrics.sync_latency.record((time.monotonic() - sync_started) * 1000.0)
+                self.metrics.sync_latency.record((time.monotonic() - sync_started) * 1000.0)
                 break
             except _Rejoin as why:
                 log.debug("group %s: %s; joining again", self.group_id, why)
@@ -335,13 +334,13 @@ class ClassicGroupMember:
         await self._complete(join, assignment_bytes)
 
     async def _refresh_subscription_metadata(self) -> None:
-        subs = self.core.subs
+        subs = self.subs
         try:
             if subs.pattern is not None:
-                await self.client.refresh_metadata(all_topics=True, timeout_s=self.core._api_timeout)
-                self.core._after_metadata()
+                await self.client.refresh_metadata(all_topics=True, timeout_s=self.context.api_timeout_s)
+                self.context.after_metadata()
             elif subs.topics:
-                await self.client.refresh_metadata(subs.topics, timeout_s=self.core._api_timeout)
+                await self.client.refresh_metadata(subs.topics, timeout_s=self.context.api_timeout_s)
         except KafkaTimeoutError as exc:
             log.debug("metadata before joining: %s", exc)
 
@@ -355,7 +354,7 @@ class ClassicGroupMember:
         return out
 
     async def _join(self) -> JoinGroupResponse:
-        subs = self.core.subs
+        subs = self.subs
         member = self.member
         while True:
             topics = sorted(subs.topics)
@@ -416,11 +415,11 @@ class ClassicGroupMember:
             sub.group_instance_id = m.group_instance_id
             subscriptions[m.member_id] = sub
         all_topics = sorted({t for s in subscriptions.values() for t in s.topics})
-        self.core.subs.group_topics = frozenset(all_topics)
+        self.subs.group_topics = frozenset(all_topics)
         self.client.track_topics(all_topics)
         if all_topics:
             try:
-                await self.client.refresh_metadata(all_topics, timeout_s=self.core._api_timeout)
+                await self.client.refresh_metadata(all_topics, timeout_s=self.context.api_timeout_s)
             except KafkaTimeoutError as exc:
                 log.warning("group %s: leader could not refresh metadata: %s", self.group_id, exc)
         meta = self.client.metadata
@@ -448,21 +447,20 @@ class ClassicGroupMember:
                 for m in subscriptions]
 
     async def _complete(self, join: JoinGroupResponse, assignment_bytes: bytes) -> None:
-        core = self.core
         assignment = decode_assignment(assignment_bytes)
         assignor = next((a for a in self.assignors if a.name == join.protocol_name), None)
         if assignor is not None:
             assignor.on_assignment(assignment, join.generation_id)
-        change = self.member.complete(assignment.partitions, core.subs.assigned_partitions(), core.subs.topics)
+        change = self.member.complete(assignment.partitions, self.subs.assigned_partitions(), self.subs.topics)
         self._last_heartbeat_ok = time.monotonic()
         self._hb_wake.set()
         log.info("group %s: generation %d, member %s, assigned %s", self.group_id, join.generation_id,
                  join.member_id, sorted(change.assigned))
         if change.revoked:
-            await core.revoke(set(change.revoked))
-        await core.assign(set(change.assigned), set(change.added))
-        core.metrics.rebalance.record()
-        core.metrics.last_rebalance = time.monotonic()
+            await self.partitions.revoke(set(change.revoked))
+        await self.partitions.assign(set(change.assigned), set(change.added))
+        self.metrics.rebalance.record()
+        self.metrics.last_rebalance = time.monotonic()
         if change.rejoin_reason:
             log.info("group %s: rejoining (%s)", self.group_id, change.rejoin_reason)
             self._wake.set()
@@ -480,7 +478,7 @@ class ClassicGroupMember:
                 pass
             if not self.member.should_heartbeat():
                 continue
-            if time.monotonic() - self.core.last_poll > max_poll_s:
+            if time.monotonic() - self.context.last_poll() > max_poll_s:
                 await self._poll_timeout()
                 continue
             await self._heartbeat()
@@ -510,13 +508,13 @@ class ClassicGroupMember:
                 self.client.invalidate_coordinator(self.group_id)
             return
         now = time.monotonic()
-        self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
+        self.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
         code = response.error_code
         outcome = member.on_heartbeat_response(code)
         if outcome in (Next.OK, Next.REJOIN):
             self._last_heartbeat_ok = now
             if code == 0:
-                self.core.metrics.last_heartbeat = now
+                self.metrics.last_heartbeat = now
             if outcome is Next.REJOIN:
                 log.info("group %s: rejoining (the group is rebalancing)", self.group_id)
                 self._wake.set()

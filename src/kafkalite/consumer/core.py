@@ -25,7 +25,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalite.clients_common.tasks import BackgroundTasks, wait_for_wake
 from kafkalite.config import Config
@@ -33,6 +33,7 @@ from kafkalite.consumer.app_calls import AppCallQueue, AppFunction
 from kafkalite.consumer.deserializing import RecordDeserializer
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetcher import Fetcher
+from kafkalite.consumer.group_member import GroupMember, GroupMemberContext
 from kafkalite.consumer.interceptors import load_consumer_interceptors
 from kafkalite.consumer.metrics import ConsumerMetrics
 from kafkalite.consumer.observability import ConsumerObservability
@@ -42,7 +43,7 @@ from kafkalite.consumer.offsets import (
     Generation,
     OffsetsClient,
 )
-from kafkalite.consumer.records import ConsumerRecords
+from kafkalite.consumer.records import ConsumerRecords, add_range
 from kafkalite.consumer.subscription import SubscriptionState, SubscriptionType
 from kafkalite.consumer.validation import PositionValidator
 from kafkalite.errors import (
@@ -61,13 +62,6 @@ from kafkalite.net.client import NetworkClient
 from kafkalite.net.engine import cancel_and_wait
 from kafkalite.protocol.records import Batch
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
-
-if TYPE_CHECKING:
-    from kafkalite.consumer.coordinator import ClassicGroupMember
-    from kafkalite.consumer.group_consumer_protocol import ConsumerGroupMember
-
-    #: The consumer's group member: the classic protocol's, or KIP-848's.
-    GroupMember = ClassicGroupMember | ConsumerGroupMember
 
 log = logging.getLogger("kafkalite.consumer")
 
@@ -113,7 +107,8 @@ class ConsumerCore:
         self.fetcher = Fetcher(self.client, self.subs, self.buffer, cfg, notify_poll,
                                self._on_out_of_range, self.request_metadata, self.metrics,
                                on_validation_needed=self._positions_wake.set, on_diverging=self.on_diverging)
-        self.validator = PositionValidator(self)
+        self.validator = PositionValidator(self.client, self.subs, self.buffer, cfg, notify_poll=notify_poll,
+                                           request_metadata=self.request_metadata, wake_fetcher=self.fetcher.wake)
         self.observe = ConsumerObservability(cfg, self.subs, self.fetcher, self.metrics, self.client, self.registry,
                                              group=lambda: self.group, read_committed=self.read_committed,
                                              last_poll=lambda: self.last_poll)
@@ -175,14 +170,20 @@ class ConsumerCore:
     def ensure_group(self) -> GroupMember:
         """The group member, created on first subscribe() (classic or KIP-848)."""
         if self.group is None:
+            context = GroupMemberContext(self.cfg, self.client, self.subs, self.metrics, self.loop,
+                                         self.tasks.task_done, self.notify_poll, self.call_soon,
+                                         last_poll=lambda: self.last_poll, api_timeout_s=self._api_timeout,
+                                         after_metadata=self._after_metadata, partitions=self)
+            # Imported here: a consumer without a group (or of the other protocol) need not
+            # load a member's machinery (the classic one loads the assignors).
             if self.cfg["group.protocol"] == "consumer":
                 from kafkalite.consumer.group_consumer_protocol import ConsumerGroupMember
 
-                self.group = ConsumerGroupMember(self)
+                self.group = ConsumerGroupMember(context)
             else:
                 from kafkalite.consumer.coordinator import ClassicGroupMember
 
-                self.group = ClassicGroupMember(self)
+                self.group = ClassicGroupMember(context)
             if self._started:
                 self.group.start()
         return self.group
@@ -388,7 +389,7 @@ class ConsumerCore:
             if self.group_id is not None:
                 tokens = self.subs.tokens(need)
                 try:
-                    committed = await self.offsets.fetch_committed(need, timeout_s, self._generation_for_fetch())
+                    committed = await self.offsets.fetch_committed(need, timeout_s, self.generation_for_fetch())
                 except KafkaError:
                     # assign() then seek(): the lookup starts at assign(), the seek gives
                     # the position meanwhile. Java looks committed offsets up only for what
@@ -452,15 +453,8 @@ class ConsumerCore:
         stamps = {tp: (EARLIEST_TIMESTAMP if s == "earliest" else LATEST_TIMESTAMP) for tp, s in resets.items()}
         listed = await self.offsets.list_offsets(stamps, timeout_s)
         for tp, found in listed.items():
-            if found is None:
-                continue
-            with self.subs.lock:
-                state = self.subs.assignment.get(tp)
-                if state is None or state.token != tokens.get(tp) or state.reset is None:
-                    continue
-                # No record epoch, so no validation, as Java's resetPositionIfNeeded.
-                state._set_position(found.offset, None, validate=False)
-                self.subs._changed()
+            if found is not None:
+                self.subs.set_reset_position(tp, found.offset, tokens.get(tp))
 
     def _on_out_of_range(self, tp: TopicPartition, token: int, fetch_offset: int) -> None:
         with self.subs.lock:
@@ -518,7 +512,8 @@ class ConsumerCore:
             return self.group.generation()
         return Generation(-1, "", None)
 
-    def _generation_for_fetch(self) -> Generation | None:
+    def generation_for_fetch(self) -> Generation | None:
+        """What an OffsetFetch carries: KIP-848 members send their member id and epoch."""
         if self.group is not None and self.cfg["group.protocol"] == "consumer":
             return self.group.generation()
         return None
@@ -733,7 +728,7 @@ class ConsumerCore:
                     break  # raised again by the next poll(); records before it go out now
                 raise
             if n:
-                out._add_range(tp, start, len(out))
+                add_range(out, tp, start, len(out))
                 remaining -= n
                 last_timestamps[tp] = out[-1][1]
             with subs.lock:

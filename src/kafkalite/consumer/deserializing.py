@@ -20,7 +20,7 @@ Example::
 
 from __future__ import annotations
 
-from kafkalite.consumer.records import ConsumerRecords
+from kafkalite.consumer.records import ConsumerRecords, grouped_like
 from kafkalite.errors import SerializationError
 from kafkalite.serialization.deserializers import KeyValueDeserializers
 from kafkalite.types import ConsumerRecord
@@ -33,8 +33,7 @@ class RecordDeserializer(KeyValueDeserializers):
 
     def apply(self, records: ConsumerRecords) -> ConsumerRecords:
         """Deserialized copies of ``records`` (same partition grouping)."""
-        out = ConsumerRecords()
-        out._ranges = records._ranges
+        out = grouped_like(records)
         for r in records:
             key, value = r[2], r[3]
             try:

@@ -45,7 +45,7 @@ from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.config import Config
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetch_session import FetchPlan, FetchSessionHandler, PartitionFetchData
-from kafkalite.consumer.subscription import SubscriptionState, _fetchable
+from kafkalite.consumer.subscription import SubscriptionState, is_fetchable
 from kafkalite.errors import KafkaError, error_for_code
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.cluster import BrokerNode
@@ -211,7 +211,7 @@ class Fetcher:
         topic_meta = None
         with subs.lock:
             for tp, state in list(subs.assignment.items()):
-                if not _fetchable(state) or tp in in_flight:
+                if not is_fetchable(state) or tp in in_flight:
                     continue
                 if tp.topic != topic_name:
                     topic_name = tp.topic

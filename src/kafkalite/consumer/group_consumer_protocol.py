@@ -24,7 +24,6 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.clients_common.membership import (
@@ -34,6 +33,7 @@ from kafkalite.clients_common.membership import (
 )
 from kafkalite.clients_common.tasks import wait_for_wake
 from kafkalite.consumer._frontend import require_group
+from kafkalite.consumer.group_member import GroupMemberContext
 from kafkalite.consumer.kip848_member import ConsumerMemberState, Next
 from kafkalite.consumer.offsets import Generation
 from kafkalite.errors import (
@@ -52,9 +52,6 @@ from kafkalite.protocol.messages.consumer_group_heartbeat import (
 )
 from kafkalite.types import TopicPartition
 
-if TYPE_CHECKING:
-    from kafkalite.consumer.core import ConsumerCore  # the core builds this collaborator
-
 log = logging.getLogger("kafkalite.consumer.group")
 
 __all__ = ["ConsumerGroupMember"]
@@ -67,11 +64,14 @@ class ConsumerGroupMember:
     (``self.member``); this class sends the heartbeats and runs reconciliations.
     """
 
-    def __init__(self, core: ConsumerCore) -> None:
-        self.core = core
-        cfg = core.cfg
+    def __init__(self, context: GroupMemberContext) -> None:
+        self.context = context
+        cfg = context.cfg
         self.cfg = cfg
-        self.client = core.client
+        self.client = context.client
+        self.subs = context.subs
+        self.metrics = context.metrics
+        self.partitions = context.partitions
         self.group_id = require_group(cfg, "joining a group")  # subscribe() checked it already
         self.instance_id: str | None = cfg["group.instance.id"]
         self.member = ConsumerMemberState(instance_id=self.instance_id)
@@ -99,8 +99,8 @@ class ConsumerGroupMember:
 
     def start(self) -> None:
         if not self._tasks:
-            task = self.core.loop.create_task(self._run(), name="kafkalite-group-heartbeat")
-            task.add_done_callback(self.core.tasks.task_done)
+            task = self.context.loop.create_task(self._run(), name="kafkalite-group-heartbeat")
+            task.add_done_callback(self.context.task_done)
             self._tasks.append(task)
 
     def stop(self) -> list[asyncio.Task[None]]:
@@ -120,7 +120,7 @@ class ConsumerGroupMember:
             raise self._fatal
 
     def check_can_commit(self) -> None:
-        if not self.member.can_commit() and self.core.subs.has_auto_assignment:
+        if not self.member.can_commit() and self.subs.has_auto_assignment:
             raise CommitFailedError(
                 f"cannot commit: this consumer is not an active member of group {self.group_id!r} "
                 "(joining, or the membership was lost); poll() to rejoin", group_id=self.group_id)
@@ -142,7 +142,7 @@ class ConsumerGroupMember:
 
     def on_poll(self, now: float) -> None:
         if not self.member.rejoin_allowed:
-            self.core.call_soon(self._allow_rejoin)
+            self.context.call_soon(self._allow_rejoin)
 
     def _allow_rejoin(self) -> None:
         self.member.allow_rejoin()
@@ -162,11 +162,11 @@ class ConsumerGroupMember:
         max_poll_s = self.cfg["max.poll.interval.ms"] / 1000.0
         member = self.member
         while True:
-            subs = self.core.subs
+            subs = self.subs
             while not member.should_heartbeat(subs.has_auto_assignment):
                 self._wake.clear()
                 await self._wake.wait()
-            if member.poll_timed_out(time.monotonic() - self.core.last_poll, max_poll_s):
+            if member.poll_timed_out(time.monotonic() - self.context.last_poll(), max_poll_s):
                 await self._poll_timeout()
                 continue
             member.start_joining()
@@ -189,13 +189,13 @@ class ConsumerGroupMember:
             self._handle(response)
             if member.target_changed and (self._reconciler is None or self._reconciler.done()):
                 member.take_target_change()
-                self._reconciler = self.core.loop.create_task(self._reconcile(), name="kafkalite-reconcile")
+                self._reconciler = self.context.loop.create_task(self._reconcile(), name="kafkalite-reconcile")
             await wait_for_wake(self._wake, member.interval_s)
 
     async def _heartbeat(self, epoch: int) -> ConsumerGroupHeartbeatResponse:
         """Send one heartbeat; fields that did not change since the last one are null
         (KIP-848), except when joining or after an error, when everything is sent."""
-        subs = self.core.subs
+        subs = self.subs
         member = self.member
         owned: dict[uuid.UUID, list[int]] = {}
         meta = self.client.metadata
@@ -204,7 +204,7 @@ class ConsumerGroupMember:
             if state is not None and state.pending_revocation:
                 continue
             owned.setdefault(meta.topic_id(tp.topic), []).append(tp.partition)
-        node = await self.client.find_coordinator(self.group_id, timeout_s=self.core._api_timeout)
+        node = await self.client.find_coordinator(self.group_id, timeout_s=self.context.api_timeout_s)
         try:
             conn = await self.client.connection(node, COORDINATOR_CHANNEL)
         except KafkaConnectionError:
@@ -250,7 +250,7 @@ class ConsumerGroupMember:
             raise
         member.sent(response.error_code, epoch, subscription, owned_key)
         now = time.monotonic()
-        self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
+        self.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
         return response
 
     def _handle(self, response: ConsumerGroupHeartbeatResponse) -> None:
@@ -259,7 +259,7 @@ class ConsumerGroupMember:
         old_epoch = member.member_epoch
         outcome = member.on_heartbeat_response(HeartbeatAnswer.of(response))
         if code == 0:
-            self.core.metrics.last_heartbeat = time.monotonic()
+            self.metrics.last_heartbeat = time.monotonic()
             if member.member_epoch != old_epoch:
                 log.debug("group %s: member epoch %d -> %d", self.group_id, old_epoch, member.member_epoch)
             if outcome is Next.RECONCILE:
@@ -287,16 +287,16 @@ class ConsumerGroupMember:
                     group_id=self.group_id)
             log.error("group %s: fatal error: %s", self.group_id, err)
             self._fatal = err
-            self.core.notify_poll()
+            self.context.notify_poll()
         else:
             log.warning("group %s: heartbeat error %s", self.group_id, error_for_code(code, message))
 
     def _fenced(self) -> None:
-        owned = self.core.subs.assigned_partitions()
+        owned = self.subs.assigned_partitions()
         if self._reconciler is not None:
             self._reconciler.cancel()
         if owned:
-            self._reconciler = self.core.loop.create_task(self.core.revoke(owned, lost=True))
+            self._reconciler = self.context.loop.create_task(self.partitions.revoke(owned, lost=True))
         self._wake.set()
 
     async def _poll_timeout(self) -> None:
@@ -309,10 +309,10 @@ class ConsumerGroupMember:
         except KafkaError as exc:
             log.debug("leaving after poll timeout failed: %s", exc)
         self.member.poll_timeout()
-        owned = self.core.subs.assigned_partitions()
+        owned = self.subs.assigned_partitions()
         if owned:
-            self.core.subs.mark_pending_revocation(owned)
-            self._reconciler = self.core.loop.create_task(self.core.revoke(owned, lost=True))
+            self.subs.mark_pending_revocation(owned)
+            self._reconciler = self.context.loop.create_task(self.partitions.revoke(owned, lost=True))
 
     # ------------------------------------------------------------ reconciliation
 
@@ -326,7 +326,7 @@ class ConsumerGroupMember:
             names = {tid: meta.topic_name(tid) for tid in target}
             if any(n is None for n in names.values()):
                 try:
-                    await self.client.refresh_metadata(all_topics=True, timeout_s=self.core._api_timeout)
+                    await self.client.refresh_metadata(all_topics=True, timeout_s=self.context.api_timeout_s)
                 except KafkaError as exc:
                     log.debug("metadata for the assignment: %s", exc)
                 meta = self.client.metadata
@@ -339,16 +339,15 @@ class ConsumerGroupMember:
             # Every name is known here (the loop above returns or starts over otherwise).
             wanted = {TopicPartition(name, p) for tid, parts in target.items()
                       if (name := names[tid]) is not None for p in parts}
-            core = self.core
-            plan = member.reconcile(wanted, core.subs.assigned_partitions())
+            plan = member.reconcile(wanted, self.subs.assigned_partitions())
             if plan.revoked:
-                await core.revoke(set(plan.revoked))
+                await self.partitions.revoke(set(plan.revoked))
                 self._wake.set()  # tell the broker at once that they are released
             if plan.assign:
                 self.client.track_topics({tp.topic for tp in plan.wanted})
-                await core.assign(set(plan.wanted), set(plan.added))
-                core.metrics.rebalance.record()
-                core.metrics.last_rebalance = time.monotonic()
+                await self.partitions.assign(set(plan.wanted), set(plan.added))
+                self.metrics.rebalance.record()
+                self.metrics.last_rebalance = time.monotonic()
                 log.info("group %s: epoch %d, assigned %s", self.group_id, member.member_epoch,
                          sorted(plan.wanted))
             if member.reconciled(target):

@@ -42,8 +42,8 @@ from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkalite.consumer.core import GroupMember
     from kafkalite.consumer.fetcher import Fetcher
+    from kafkalite.consumer.group_member import GroupMember
 
 __all__ = ["ConsumerObservability", "group_is_stable"]
 

@@ -28,13 +28,6 @@ class ConsumerRecords(list[ConsumerRecord]):
         super().__init__(*args)
         self._ranges: list[tuple[TopicPartition, int, int]] = []
 
-    def _add_range(self, tp: TopicPartition, start: int, end: int) -> None:
-        ranges = self._ranges
-        if ranges and ranges[-1][0] == tp and ranges[-1][2] == start:
-            ranges[-1] = (tp, ranges[-1][1], end)
-        else:
-            ranges.append((tp, start, end))
-
     def partitions(self) -> set[TopicPartition]:
         """The partitions that have records in this result."""
         if not self._ranges and self:
@@ -57,3 +50,24 @@ class ConsumerRecords(list[ConsumerRecord]):
 
     def __repr__(self) -> str:
         return f"ConsumerRecords({len(self)} records, {len(self.partitions())} partitions)"
+
+
+# The consumer fills a ConsumerRecords through these two functions (not methods, so that
+# the public type shows only what an application uses).
+
+def add_range(records: ConsumerRecords, tp: TopicPartition, start: int, end: int) -> None:
+    """Records ``start .. end - 1`` of ``records`` are ``tp``'s (a run after the last
+    run of ``tp`` continues it)."""
+    ranges = records._ranges
+    if ranges and ranges[-1][0] == tp and ranges[-1][2] == start:
+        ranges[-1] = (tp, ranges[-1][1], end)
+    else:
+        ranges.append((tp, start, end))
+
+
+def grouped_like(records: ConsumerRecords) -> ConsumerRecords:
+    """An empty result with the partition runs of ``records``, to be filled with records
+    in the same order (deserialized copies)."""
+    out = ConsumerRecords()
+    out._ranges = records._ranges
+    return out

@@ -1,8 +1,8 @@
 """Cross-setting rules of the consumer (plain ``Config -> Config`` functions).
 
-:mod:`kafkalite.settings` registers them and runs them inside ``resolve("consumer", ...)``,
-whatever was imported before. They follow the Java client's ``ConsumerConfig`` and
-``GroupRebalanceConfig``:
+:data:`CONSUMER_RULES` runs them, after the schema and the security checks, whenever a
+consumer's settings are resolved (:mod:`kafkalite.settings`). They follow the Java
+client's ``ConsumerConfig`` and ``GroupRebalanceConfig``:
 
 * ``group.instance.id`` (static membership, KIP-345) needs ``group.id``;
 * with ``group.protocol=consumer`` (KIP-848) the broker decides the session, the
@@ -15,8 +15,9 @@ whatever was imported before. They follow the Java client's ``ConsumerConfig`` a
 
 from __future__ import annotations
 
-from kafkalite.config import Config
+from kafkalite.config import CONSUMER, Config
 from kafkalite.errors import ConfigError
+from kafkalite.settings import ClientRules
 
 
 def check_group_settings(cfg: Config) -> Config:
@@ -51,3 +52,7 @@ def check_assignors(cfg: Config) -> Config:
 
         assignors_from_config(cfg["partition.assignment.strategy"])
     return cfg
+
+
+#: The consumer's settings: ``CONSUMER_RULES.resolve(config, **settings)``.
+CONSUMER_RULES = ClientRules(CONSUMER, (check_group_settings, check_assignors))

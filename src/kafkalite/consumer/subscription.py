@@ -368,11 +368,11 @@ class SubscriptionState:
 
     def fetchable(self, tp: TopicPartition) -> bool:
         state = self.assignment.get(tp)
-        return state is not None and _fetchable(state)
+        return state is not None and is_fetchable(state)
 
     def fetchable_partitions(self) -> list[TopicPartition]:
         with self.lock:
-            return [tp for tp, state in self.assignment.items() if _fetchable(state)]
+            return [tp for tp, state in self.assignment.items() if is_fetchable(state)]
 
     def partitions_needing_position(self) -> list[TopicPartition]:
         """Assigned partitions with no position and no reset pending (ask the committed offset)."""
@@ -429,6 +429,18 @@ class SubscriptionState:
             if state.position is not None and state.reset is None:
                 return False
             state._set_position(offset, leader_epoch, validate=validate)
+            self._changed()
+            return True
+
+    def set_reset_position(self, tp: TopicPartition, offset: int, token: int | None) -> bool:
+        """The answer of a reset's offset lookup (``auto.offset.reset`` or ``seek_to_*``):
+        ``offset`` becomes the position unless a seek or another reset came since ``token``
+        was read. No record epoch, so no validation, as Java's ``resetPositionIfNeeded``."""
+        with self.lock:
+            state = self.assignment.get(tp)
+            if state is None or state.token != token or state.reset is None:
+                return False
+            state._set_position(offset, None, validate=False)
             self._changed()
             return True
 
@@ -630,6 +642,7 @@ class SubscriptionState:
         return max(0, end - state.position)
 
 
-def _fetchable(state: PartitionState) -> bool:
+def is_fetchable(state: PartitionState) -> bool:
+    """Whether a partition in ``state`` may be fetched now (the fetcher reads it under the lock)."""
     return (state.position is not None and state.reset is None and not state.paused
             and not state.awaiting_callback and not state.pending_revocation and not state.awaiting_validation)

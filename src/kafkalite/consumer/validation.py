@@ -33,20 +33,19 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
-from kafkalite.consumer.fetch_buffer import CompletedFetch
-from kafkalite.consumer.subscription import LogTruncation
+from kafkalite.config import Config
+from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
+from kafkalite.consumer.subscription import LogTruncation, SubscriptionState
 from kafkalite.errors import KafkaError, LogTruncationError, error_for_code
+from kafkalite.net.client import NetworkClient
 from kafkalite.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochRequestOffsetForLeaderPartition,
     OffsetForLeaderEpochRequestOffsetForLeaderTopic,
 )
 from kafkalite.types import OffsetAndMetadata, TopicPartition
-
-if TYPE_CHECKING:
-    from kafkalite.consumer.core import ConsumerCore  # the core builds this collaborator
 
 log = logging.getLogger("kafkalite.consumer")
 
@@ -78,14 +77,30 @@ def truncation_error(truncation: LogTruncation, position_epoch: int | None) -> L
 
 
 class PositionValidator:
-    """Sends OffsetsForLeaderEpoch for partitions awaiting validation (one per leader)."""
+    """Sends OffsetsForLeaderEpoch for partitions awaiting validation (one per leader).
 
-    def __init__(self, core: ConsumerCore) -> None:
-        self.core = core
-        self.client = core.client
-        self.subs = core.subs
-        self._backoff_s = core.cfg["retry.backoff.ms"] / 1000.0
-        self._timeout_ms = core.cfg["request.timeout.ms"]
+    Args:
+        client: the consumer's network client.
+        subs: its subscription state (positions, validation marks).
+        buffer: its fetch buffer, where a truncation error waits for poll() as a fetch
+            of that position would (stale once the application seeks).
+        cfg: its settings (``retry.backoff.ms``, ``request.timeout.ms``).
+        notify_poll: wakes a waiting poll() (an error is queued).
+        request_metadata: asks for a metadata refresh of these topics (a leader moved).
+        wake_fetcher: validated partitions may be fetched again.
+    """
+
+    def __init__(self, client: NetworkClient, subs: SubscriptionState, buffer: FetchBuffer, cfg: Config, *,
+                 notify_poll: Callable[[], None], request_metadata: Callable[[Iterable[str]], None],
+                 wake_fetcher: Callable[[], None]) -> None:
+        self.client = client
+        self.subs = subs
+        self.buffer = buffer
+        self.notify_poll = notify_poll
+        self.request_metadata = request_metadata
+        self.wake_fetcher = wake_fetcher
+        self._backoff_s = cfg["retry.backoff.ms"] / 1000.0
+        self._timeout_ms = cfg["request.timeout.ms"]
 
     def report(self, truncation: LogTruncation) -> None:
         """Queue a truncation for poll() to raise (stale once the application seeks)."""
@@ -95,8 +110,8 @@ class PositionValidator:
                 return
             token, epoch = state.token, state.position_epoch
         err = truncation_error(truncation, epoch)
-        self.core.buffer.add(CompletedFetch(truncation.tp, token, truncation.fetch_offset, None, error=err))
-        self.core.notify_poll()
+        self.buffer.add(CompletedFetch(truncation.tp, token, truncation.fetch_offset, None, error=err))
+        self.notify_poll()
 
     def next_retry(self) -> float | None:
         """Seconds until the earliest postponed validation is due (None: none waits)."""
@@ -129,10 +144,10 @@ class PositionValidator:
             if self.subs.validation_started(tp, token, leader_epoch):
                 by_leader[leader][tp] = (offset, epoch, token, leader_epoch)
         if unknown:
-            self.core.request_metadata(unknown)
+            self.request_metadata(unknown)
         if by_leader:
             await asyncio.gather(*(self._validate_on(node, parts) for node, parts in by_leader.items()))
-        self.core.fetcher.wake()
+        self.wake_fetcher()
 
     async def _validate_on(self, node: int, parts: dict[TopicPartition, tuple[int, int, int, int]]) -> None:
         subs = self.subs
@@ -156,7 +171,7 @@ class PositionValidator:
         except KafkaError as exc:
             log.debug("validating positions on node %d failed: %s", node, exc)
             subs.validation_failed(parts, time.monotonic() + self._backoff_s)
-            self.core.request_metadata({tp.topic for tp in parts})
+            self.request_metadata({tp.topic for tp in parts})
             return
         retry_at = time.monotonic() + self._backoff_s
         answered: set[TopicPartition] = set()
@@ -180,8 +195,8 @@ class PositionValidator:
                 err = error_for_code(p.error_code, f"validating the position of {tp.topic}-{tp.partition} failed",
                                      topic=tp.topic, partition=tp.partition)
                 if p.error_code == _TOPIC_AUTHORIZATION_FAILED:
-                    self.core.buffer.add(CompletedFetch(tp, token, offset, None, error=err))
-                    self.core.notify_poll()
+                    self.buffer.add(CompletedFetch(tp, token, offset, None, error=err))
+                    self.notify_poll()
                     subs.validation_failed([tp], retry_at)
                     continue
                 log.debug("%s: %s; validating again after a metadata refresh", tp, err)
@@ -192,4 +207,4 @@ class PositionValidator:
             subs.validation_failed(missing, retry_at)
             refresh.update(tp.topic for tp in missing)
         if refresh:
-            self.core.request_metadata(refresh)
+            self.request_metadata(refresh)

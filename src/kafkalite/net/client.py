@@ -9,7 +9,7 @@ with exponential backoff and jitter, refreshes metadata on demand and at least e
 
 Example (inside a coroutine)::
 
-    client = NetworkClient(resolve("admin", {"bootstrap.servers": "127.0.0.1:9092"}))
+    client = NetworkClient(ADMIN_RULES.resolve({"bootstrap.servers": "127.0.0.1:9092"}))
     await client.bootstrap()
     meta = await client.refresh_metadata({"orders"})
     leader = meta.leader_for("orders", 0)

@@ -22,14 +22,14 @@ settings are accepted too:
 Contexts are built once per distinct group of settings and shared by every
 connection (loading keys and CA files per connection would cost a few ms each).
 Every problem is a :class:`ConfigError` naming the setting, raised when the client is
-constructed (:func:`check_tls_settings`, one of the checks ``kafkalite.settings.resolve``
-runs for every client kind).
+constructed (:func:`check_tls_settings`, one of the security checks
+``kafkalite.settings.ClientRules`` runs for every client kind).
 
 Example::
 
-    ctx = ssl_context(resolve("producer", {"bootstrap.servers": "b:9093",
-                                           "security.protocol": "SSL",
-                                           "ssl.ca.location": "/etc/kafka/ca.pem"}))
+    ctx = ssl_context(PRODUCER_RULES.resolve({"bootstrap.servers": "b:9093",
+                                              "security.protocol": "SSL",
+                                              "ssl.ca.location": "/etc/kafka/ca.pem"}))
 """
 
 from __future__ import annotations

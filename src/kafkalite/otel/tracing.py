@@ -253,7 +253,7 @@ def install_producer_tracing(producer: Any, tracing: Tracing, *, asynchronous: b
 
         def __init__(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None,
                      partition: int | None, timestamp: int | None) -> None:
-            from kafkalite.producer.fronts import many_args
+            from kafkalite.producer.futures import many_args
 
             self.started = monotonic()
             self.topic = topic
@@ -299,7 +299,7 @@ def install_producer_tracing(producer: Any, tracing: Tracing, *, asynchronous: b
                 ended(self.topic, self.started, None)
 
     if asynchronous:
-        from kafkalite.producer.fronts import AsyncSendManyResult
+        from kafkalite.producer.futures import AsyncSendManyResult
 
         async def send_async(topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                              timestamp: int | None = None, headers: Any = None, callback: Any = None) -> Any:

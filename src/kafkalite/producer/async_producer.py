@@ -44,14 +44,8 @@ from typing import Any
 from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
-from kafkalite.producer.fronts import (
-    UNSET,
-    AsyncProducerFront,
-    AsyncSendManyResult,
-    Callback,
-    many_args,
-)
-from kafkalite.producer.futures import AsyncRecordFuture
+from kafkalite.producer.fronts import UNSET, AsyncProducerFront, Callback
+from kafkalite.producer.futures import AsyncRecordFuture, AsyncSendManyResult, many_args
 from kafkalite.producer.transactions import TxnState
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 

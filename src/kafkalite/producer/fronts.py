@@ -30,14 +30,12 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from kafkalite.config import PRODUCER, Config
 from kafkalite.errors import (
     ClientClosedError,
-    IllegalStateError,
-    InvalidArgumentError,
     KafkaTimeoutError,
 )
 from kafkalite.net.engine import EngineThread
@@ -45,8 +43,8 @@ from kafkalite.otel.tracing import install_producer_tracing, tracing_for
 from kafkalite.producer import exit_guard
 from kafkalite.producer.append_kernel import SendFunction
 from kafkalite.producer.core import ProducerCore
-from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture, SendManyResult
-from kafkalite.settings import resolve
+from kafkalite.producer.futures import AsyncRecordFuture, RecordFuture
+from kafkalite.producer.settings import PRODUCER_RULES
 from kafkalite.telemetry.hub import ClientTelemetry
 from kafkalite.types import RecordMetadata
 
@@ -71,19 +69,6 @@ def _telemetry(cfg: Config, core: ProducerCore[RecordFuture]) -> ClientTelemetry
                                            "client_rack": cfg["client.rack"] or None})
 
 
-def many_args(values: Iterable[Any], keys: Iterable[Any] | None) -> tuple[Sequence[Any], Sequence[Any] | None]:
-    """send_many()'s values and keys as sequences (lists and tuples as they are), one key
-    per value."""
-    if not isinstance(values, (list, tuple)):
-        values = list(values)
-    if keys is not None:
-        if not isinstance(keys, (list, tuple)):
-            keys = list(keys)
-        if len(keys) != len(values):
-            raise InvalidArgumentError(f"send_many(): {len(keys)} keys for {len(values)} values")
-    return values, keys
-
-
 def _warn_unclosed(core: ProducerCore[RecordFuture], front: str, what_happens: str) -> None:
     left = core.unacknowledged()
     if left:
@@ -100,7 +85,7 @@ class AsyncProducerFront:
     """``kafkalite.aio.Producer``'s way: the engine runs on the caller's event loop."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
-        cfg = resolve("producer", config, **settings)
+        cfg = PRODUCER_RULES.resolve(config, **settings)
         self._core = core = ProducerCore(cfg, blocking=False)
         self._appender = core.appender
         # (topic, key, value, partition, timestamp, callback) -> the future, or None: the
@@ -167,7 +152,7 @@ class BlockingProducerFront:
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
-        cfg = resolve("producer", config, **settings)
+        cfg = PRODUCER_RULES.resolve(config, **settings)
         tracing = tracing_for(cfg, producer=True)  # settings errors before any thread starts
         self._core = core = ProducerCore(cfg, blocking=True)
         self._appender = core.appender
@@ -240,46 +225,6 @@ class BlockingProducerFront:
         # KIP-714's terminating push first, while the connections are up (bounded).
         await self._telemetry.close(1.0 if timeout is None else min(1.0, timeout / 4))
         await self._core.close(timeout)
-
-
-class AsyncSendManyResult(SendManyResult):
-    """The asyncio producer's :class:`~kafkalite.producer.futures.SendManyResult`.
-
-    ``await`` it for the number of records (raising the first failure), or
-    ``await outcome.wait(timeout)``; ``result()``, ``exception()`` and ``failures()``
-    do not block: before every record is acknowledged or failed they raise
-    :class:`~kafkalite.errors.IllegalStateError` (like ``asyncio.Future.result``).
-
-    Example::
-
-        outcome = await producer.send_many("events", [b"a", b"b", b"c"])
-        await outcome          # 3, or raises the first record's error
-    """
-
-    __slots__ = ()
-
-    def _wait(self, timeout: float | None) -> None:
-        if not self.done():
-            raise IllegalStateError(f"the {self.count} records of send_many() are not all acknowledged yet; "
-                                    "await the result")
-
-    async def _wait_batches(self) -> None:
-        for batch, _, _ in self._spans:
-            if not batch.done:
-                await batch.async_waiter()
-
-    def __await__(self) -> Generator[Any, None, int]:
-        yield from self._wait_batches().__await__()
-        return self.result()
-
-    async def wait(self, timeout: float | None = None) -> int:
-        """Await every record for at most ``timeout`` seconds (KafkaTimeoutError), then as ``await``."""
-        try:
-            await asyncio.wait_for(self._wait_batches(), timeout)
-        except asyncio.TimeoutError:
-            raise KafkaTimeoutError(f"send_many() of {self.count} records did not complete within "
-                                    f"{timeout:.3f}s") from None
-        return self.result()
 
 
 def _finalize_async(core: ProducerCore[RecordFuture]) -> None:

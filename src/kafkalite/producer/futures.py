@@ -21,10 +21,10 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.errors import IllegalStateError, KafkaError, KafkaTimeoutError
+from kafkalite.errors import IllegalStateError, InvalidArgumentError, KafkaError, KafkaTimeoutError
 from kafkalite.producer.append_kernel import (
     CAsyncRecordFuture,
     CRecordFuture,
@@ -34,7 +34,7 @@ from kafkalite.producer.append_kernel import (
 from kafkalite.producer.batch import DoneSignal, ProducerBatch, record_metadata, resolve
 from kafkalite.types import RecordMetadata
 
-__all__ = ["AsyncRecordFuture", "DoneSignal", "RecordFuture", "SendManyResult"]
+__all__ = ["AsyncRecordFuture", "AsyncSendManyResult", "DoneSignal", "RecordFuture", "SendManyResult", "many_args"]
 
 
 class RecordFuture(FutureBase):
@@ -250,3 +250,56 @@ class SendManyResult:
 
     def __repr__(self) -> str:
         return f"<SendManyResult {self.count} records {'done' if self.done() else 'pending'}>"
+
+
+class AsyncSendManyResult(SendManyResult):
+    """The asyncio producer's :class:`~kafkalite.producer.futures.SendManyResult`.
+
+    ``await`` it for the number of records (raising the first failure), or
+    ``await outcome.wait(timeout)``; ``result()``, ``exception()`` and ``failures()``
+    do not block: before every record is acknowledged or failed they raise
+    :class:`~kafkalite.errors.IllegalStateError` (like ``asyncio.Future.result``).
+
+    Example::
+
+        outcome = await producer.send_many("events", [b"a", b"b", b"c"])
+        await outcome          # 3, or raises the first record's error
+    """
+
+    __slots__ = ()
+
+    def _wait(self, timeout: float | None) -> None:
+        if not self.done():
+            raise IllegalStateError(f"the {self.count} records of send_many() are not all acknowledged yet; "
+                                    "await the result")
+
+    async def _wait_batches(self) -> None:
+        for batch, _, _ in self._spans:
+            if not batch.done:
+                await batch.async_waiter()
+
+    def __await__(self) -> Generator[Any, None, int]:
+        yield from self._wait_batches().__await__()
+        return self.result()
+
+    async def wait(self, timeout: float | None = None) -> int:
+        """Await every record for at most ``timeout`` seconds (KafkaTimeoutError), then as ``await``."""
+        try:
+            await asyncio.wait_for(self._wait_batches(), timeout)
+        except asyncio.TimeoutError:
+            raise KafkaTimeoutError(f"send_many() of {self.count} records did not complete within "
+                                    f"{timeout:.3f}s") from None
+        return self.result()
+
+
+def many_args(values: Iterable[Any], keys: Iterable[Any] | None) -> tuple[Sequence[Any], Sequence[Any] | None]:
+    """send_many()'s values and keys as sequences (lists and tuples as they are), one key
+    per value."""
+    if not isinstance(values, (list, tuple)):
+        values = list(values)
+    if keys is not None:
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
+        if len(keys) != len(values):
+            raise InvalidArgumentError(f"send_many(): {len(keys)} keys for {len(values)} values")
+    return values, keys

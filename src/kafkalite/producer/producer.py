@@ -19,8 +19,8 @@ from typing import Any
 from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from kafkalite.metrics import MetricsSnapshot
-from kafkalite.producer.fronts import UNSET, BlockingProducerFront, Callback, many_args
-from kafkalite.producer.futures import RecordFuture, SendManyResult
+from kafkalite.producer.fronts import UNSET, BlockingProducerFront, Callback
+from kafkalite.producer.futures import RecordFuture, SendManyResult, many_args
 from kafkalite.producer.transactions import TxnState
 from kafkalite.types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 

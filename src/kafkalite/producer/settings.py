@@ -1,7 +1,8 @@
 """Cross-setting rules of the producer (plain ``Config -> Config`` functions).
 
-:mod:`kafkalite.settings` registers them and runs them inside ``resolve("producer", ...)``,
-whatever was imported before. They follow the Java client's ``ProducerConfig``:
+:data:`PRODUCER_RULES` runs them, after the schema and the security checks, whenever a
+producer's settings are resolved (:mod:`kafkalite.settings`). They follow the Java
+client's ``ProducerConfig``:
 
 * idempotence (on by default) needs ``acks=all``, ``retries`` > 0 and at most 5
   requests in flight per connection. When the user set ``enable.idempotence=true``
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import logging
 
-from kafkalite.config import Config, acks_value
+from kafkalite.config import PRODUCER, Config, acks_value
 from kafkalite.errors import ConfigError
+from kafkalite.settings import ClientRules
 
 log = logging.getLogger("kafkalite.producer")
 
@@ -84,3 +86,7 @@ def check_two_phase_commit(cfg: Config) -> Config:
             "transactions after transaction.timeout.ms. Leave it false"
         )
     return cfg
+
+
+#: The producer's settings: ``PRODUCER_RULES.resolve(config, **settings)``.
+PRODUCER_RULES = ClientRules(PRODUCER, (check_idempotence, check_delivery_timeout, check_two_phase_commit))

@@ -92,12 +92,15 @@ class ShareConsumerCore:
         self.errors: deque[BaseException] = deque()
         self.ack_results: deque[AckOutcome] = deque()
         self.ack_callback: AckCallback | None = None
-        self.member = ShareGroupMember(self)
-        self.fetcher = ShareFetcher(self)
         self.closed = False
         self._started = False
         self.tasks = BackgroundTasks(loop, "kafkalite-share", "share consumer", log, on_death=self.report_error,
                                      is_closed=lambda: self.closed)
+        self.member = ShareGroupMember(cfg, group_id, self.client, loop, self.metrics, task_done=self.tasks.task_done,
+                                       subscription=lambda: self.subscription, notify_poll=notify_poll,
+                                       request_metadata=self.request_metadata, on_assignment=self.on_assignment)
+        self.fetcher = ShareFetcher(cfg, group_id, self.client, loop, self.member, self.buffer, self.metrics,
+                                    reports=self, task_done=self.tasks.task_done)
         self._metadata_wake = asyncio.Event()
         self.deserializers = KeyValueDeserializers(cfg)
 

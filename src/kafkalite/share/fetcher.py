@@ -25,11 +25,13 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.clients_common.tasks import wait_for_wake
+from kafkalite.config import Config
 from kafkalite.errors import (
     ConfigError,
     KafkaConnectionError,
@@ -38,6 +40,7 @@ from kafkalite.errors import (
     ShareSessionNotFoundError,
     error_for_code,
 )
+from kafkalite.net.client import NetworkClient
 from kafkalite.protocol.messages.share_acknowledge import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeRequestAcknowledgementBatch,
@@ -54,11 +57,9 @@ from kafkalite.protocol.messages.share_fetch import (
 )
 from kafkalite.share.acks import Acknowledgements, AckOutcome
 from kafkalite.share.completed_fetch import ShareCompletedFetch
+from kafkalite.share.metrics import ShareConsumerMetrics
 from kafkalite.share.session import ShareSession
 from kafkalite.types import TopicPartition
-
-if TYPE_CHECKING:
-    from kafkalite.share.core import ShareConsumerCore  # the core builds this collaborator
 
 log = logging.getLogger("kafkalite.share")
 
@@ -70,20 +71,66 @@ _FATAL_PARTITION_ERRORS = frozenset({29, 30})
 PartAcks = dict[TopicPartition, Acknowledgements]
 
 
+class FetchingMember(Protocol):
+    """The share group membership as the fetcher sees it
+    (:class:`~kafkalite.share.heartbeat.ShareGroupMember`)."""
+
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def active(self) -> bool:
+        """Whether the member has joined (a ShareFetch needs its member id)."""
+
+    @property
+    def assignment(self) -> frozenset[TopicPartition]: ...
+
+
+class FetchReports(Protocol):
+    """What the fetcher tells the share consumer (engine side)."""
+
+    def notify_poll(self) -> None:
+        """Records arrived: wake a waiting poll()."""
+
+    def request_metadata(self) -> None:
+        """A leader or a topic id is unknown or moved: refresh metadata."""
+
+    def report_error(self, exc: BaseException) -> None:
+        """An error for poll() to raise."""
+
+    def report_acks(self, outcomes: list[AckOutcome]) -> None:
+        """Acknowledgements completed (for the acknowledgement commit callback)."""
+
+
 class ShareFetcher:
     """Share sessions, ShareFetch and ShareAcknowledge for one share consumer.
 
-    ``core`` provides ``cfg``, ``client``, ``loop``, ``group_id``, ``member`` (the
-    :class:`~kafkalite.share.heartbeat.ShareGroupMember`), ``assignment()``,
-    ``buffer`` (a deque of :class:`ShareCompletedFetch`), ``metrics``,
-    ``notify_poll()``, ``request_metadata()``, ``report_error(exc)`` and
-    ``report_acks(outcomes)``.
+    Args:
+        cfg: the share consumer's settings.
+        group_id: its share group.
+        client: its network client.
+        loop: the engine's event loop (the fetcher's tasks run there).
+        member: its share group membership (member id, assignment).
+        buffer: where fetched data waits for poll().
+        metrics: its share consumer metrics.
+        reports: where outcomes go (the share consumer core).
+        task_done: called with each fetch task when it ends (a task that dies
+            reports its error from the next poll()).
     """
 
-    def __init__(self, core: ShareConsumerCore) -> None:
-        self.core = core
-        cfg = core.cfg
-        self.client = core.client
+    def __init__(self, cfg: Config, group_id: str, client: NetworkClient, loop: asyncio.AbstractEventLoop,
+                 member: FetchingMember, buffer: deque[ShareCompletedFetch], metrics: ShareConsumerMetrics,
+                 reports: FetchReports, task_done: Callable[[asyncio.Task[Any]], None]) -> None:
+        self.cfg = cfg
+        self.client = client
+        self.loop = loop
+        self.member = member
+        self.buffer = buffer
+        self.metrics = metrics
+        self.reports = reports
+        self.task_done = task_done
+        self.group_id = group_id
+        self.api_timeout_s = cfg["default.api.timeout.ms"] / 1000.0
         self.sessions: dict[int, ShareSession] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         self._busy: set[int] = set()
@@ -123,21 +170,20 @@ class ShareFetcher:
     def _start_fetches(self) -> float | None:
         """Start a ShareFetch to every broker that needs one; the seconds until a node
         in backoff may be tried again (None: wait for a wake-up)."""
-        core = self.core
         by_node: dict[int, dict[TopicPartition, uuid.UUID]] = {}
-        if core.member.active:
+        if self.member.active:
             meta = self.client.metadata
-            for tp in core.assignment():
+            for tp in self.member.assignment:
                 leader = meta.leader_for(tp.topic, tp.partition)
                 topic_id = meta.topic_id(tp.topic)
                 if leader is None or leader < 0 or topic_id.int == 0:
-                    core.request_metadata()
+                    self.reports.request_metadata()
                     continue
                 by_node.setdefault(leader, {})[tp] = topic_id
         # Acknowledgements for brokers this member no longer fetches from go on their own.
         for node in [n for n in self.piggyback if n not in by_node]:
             acks = self.piggyback.pop(node)
-            self.spawn(self.acknowledge({node: acks}, time.monotonic() + core.api_timeout_s))
+            self.spawn(self.acknowledge({node: acks}, time.monotonic() + self.api_timeout_s))
         if not self.fetch_more:
             return None
         now = time.monotonic()
@@ -155,10 +201,10 @@ class ShareFetcher:
 
     def spawn(self, coro: Coroutine[Any, Any, object]) -> None:
         """Run ``coro`` as a task the fetcher tracks (and waits for on close)."""
-        task = self.core.loop.create_task(coro)
+        task = self.loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(self.core.tasks.task_done)
+        task.add_done_callback(self.task_done)
 
     def _lock(self, node: int) -> asyncio.Lock:
         lock = self._locks.get(node)
@@ -172,7 +218,6 @@ class ShareFetcher:
         self._not_before[node] = time.monotonic() + self._backoff.delay_s(n - 1)
 
     async def _fetch(self, node: int, parts: dict[TopicPartition, uuid.UUID]) -> None:
-        core = self.core
         acks: PartAcks = {}
         outcomes: list[AckOutcome] = []
         try:
@@ -184,7 +229,7 @@ class ShareFetcher:
                 elsewhere = {tp: a for tp, a in acks.items() if tp not in parts}
                 if elsewhere:  # no longer fetched from this broker: a ShareAcknowledge of their own
                     acks = {tp: a for tp, a in acks.items() if tp in parts}
-                    self.spawn(self.acknowledge({node: elsewhere}, time.monotonic() + core.api_timeout_s))
+                    self.spawn(self.acknowledge({node: elsewhere}, time.monotonic() + self.api_timeout_s))
                 if session.is_new and acks:
                     outcomes += _fail_all(acks, _no_session(node))
                     acks = {}
@@ -204,11 +249,11 @@ class ShareFetcher:
                 forgotten: dict[uuid.UUID, list[int]] = {}
                 for tp, tid in plan.forgotten:
                     forgotten.setdefault(tid, []).append(tp.partition)
-                max_records = core.cfg["max.poll.records"]
+                max_records = self.cfg["max.poll.records"]
                 request = ShareFetchRequest(
-                    group_id=core.group_id, member_id=core.member.member_id, share_session_epoch=plan.epoch,
-                    max_wait_ms=self._max_wait_ms, min_bytes=core.cfg["fetch.min.bytes"],
-                    max_bytes=core.cfg["fetch.max.bytes"], max_records=max_records, batch_size=max_records,
+                    group_id=self.group_id, member_id=self.member.member_id, share_session_epoch=plan.epoch,
+                    max_wait_ms=self._max_wait_ms, min_bytes=self.cfg["fetch.min.bytes"],
+                    max_bytes=self.cfg["fetch.max.bytes"], max_records=max_records, batch_size=max_records,
                     share_acquire_mode=1 if self._record_limit else 0,
                     topics=[ShareFetchRequestFetchTopic(topic_id=tid, partitions=list(ps.values()))
                             for tid, ps in topics.items()],
@@ -232,13 +277,13 @@ class ShareFetcher:
                 code = response.error_code
                 session.on_response(code)
                 if code:
-                    err = error_for_code(code, response.error_message or "ShareFetch failed", group_id=core.group_id)
+                    err = error_for_code(code, response.error_message or "ShareFetch failed", group_id=self.group_id)
                     outcomes += _fail_all(acks, err)
                     self._failed(node)
                     if code == 100:
-                        core.request_metadata()
+                        self.reports.request_metadata()
                     elif code in (30, 42, 35):
-                        core.report_error(err)
+                        self.reports.report_error(err)
                     log.debug("ShareFetch to node %d: %s", node, err)
                     return
                 if response.acquisition_lock_timeout_ms > 0:
@@ -252,16 +297,15 @@ class ShareFetcher:
         except KafkaError as exc:  # e.g. ConfigError above: poll() raises it
             outcomes += _fail_all(acks, exc)
             self._failed(node)
-            core.report_error(exc)
+            self.reports.report_error(exc)
         finally:
             self._busy.discard(node)
             if outcomes:
-                core.report_acks(outcomes)
+                self.reports.report_acks(outcomes)
             self._wake.set()
 
     def _take_response(self, node: int, response: ShareFetchResponse, acks: PartAcks, started: float,
                        partition_errors: list[int]) -> list[AckOutcome]:
-        core = self.core
         meta = self.client.metadata
         outcomes: list[AckOutcome] = []
         acquired_total = 0
@@ -270,7 +314,7 @@ class ShareFetcher:
             name = meta.topic_name(topic.topic_id)
             for p in topic.partitions:
                 if name is None:
-                    core.request_metadata()
+                    self.reports.request_metadata()
                     continue
                 tp = TopicPartition(name, p.partition_index)
                 a = acks.pop(tp, None)
@@ -283,9 +327,9 @@ class ShareFetcher:
                     partition_errors[0] += 1
                     err = error_for_code(p.error_code, p.error_message, topic=tp.topic, partition=tp.partition)
                     if p.error_code in _METADATA_ERRORS:
-                        core.request_metadata()
+                        self.reports.request_metadata()
                     elif p.error_code in _FATAL_PARTITION_ERRORS:
-                        core.report_error(err)
+                        self.reports.report_error(err)
                     log.debug("ShareFetch %s from node %d: %s", tp, node, err)
                     continue
                 if p.acquired_records:
@@ -294,14 +338,14 @@ class ShareFetcher:
                                                  for r in p.acquired_records], self._check_crcs)
                     acquired_total += fetch.acquired_count
                     size += fetch.bytes
-                    core.buffer.append(fetch)
+                    self.buffer.append(fetch)
         # Acknowledged partitions the answer did not mention cannot be known to have landed.
         outcomes += _fail_all(acks, KafkaError("the ShareFetch answer did not cover these acknowledgements"))
-        core.metrics.record_fetch((time.monotonic() - started) * 1000.0, size, acquired_total,
+        self.metrics.record_fetch((time.monotonic() - started) * 1000.0, size, acquired_total,
                                   response.throttle_time_ms)
         if acquired_total:
             self.fetch_more = False
-            core.notify_poll()
+            self.reports.notify_poll()
         return outcomes
 
     # ------------------------------------------------------------ acknowledgements
@@ -316,12 +360,11 @@ class ShareFetcher:
                                          for n in nodes))
         outcomes = [o for r in results for o in r]
         if outcomes:
-            self.core.report_acks(outcomes)
+            self.reports.report_acks(outcomes)
         return outcomes
 
     async def _acknowledge_node(self, node: int, pending: PartAcks, deadline: float,
                                 closing: bool) -> list[AckOutcome]:
-        core = self.core
         out: list[AckOutcome] = []
         attempt = 0
         meta = self.client.metadata
@@ -340,7 +383,7 @@ class ShareFetcher:
                             for b in a.batches()]))
                 epoch = session.close_epoch() if closing else session.epoch
                 request = ShareAcknowledgeRequest(
-                    group_id=core.group_id, member_id=core.member.member_id, share_session_epoch=epoch,
+                    group_id=self.group_id, member_id=self.member.member_id, share_session_epoch=epoch,
                     topics=[ShareAcknowledgeRequestAcknowledgeTopic(topic_id=t, partitions=ps)
                             for t, ps in topics.items()])
                 try:
@@ -358,7 +401,7 @@ class ShareFetcher:
                     session.on_response(response.error_code)
                 if response.error_code:
                     err = error_for_code(response.error_code, response.error_message or "ShareAcknowledge failed",
-                                         group_id=core.group_id)
+                                         group_id=self.group_id)
                     if not (err.retriable and not closing and time.monotonic() < deadline):
                         return out + _fail_all(pending, err)
                     retry_error = err
@@ -379,7 +422,7 @@ class ShareFetcher:
                             if err.retriable and not closing:
                                 retry_error = err
                                 if p.error_code in _METADATA_ERRORS:
-                                    core.request_metadata()
+                                    self.reports.request_metadata()
                             else:
                                 out.append(AckOutcome(tp, frozenset(a.offsets()), err))
                                 del pending[tp]

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 from kafkalite.backoff import ExponentialBackoff
 from kafkalite.clients_common.membership import (
@@ -26,13 +27,14 @@ from kafkalite.clients_common.membership import (
     MembershipState,
 )
 from kafkalite.clients_common.tasks import wait_for_wake
+from kafkalite.config import Config
 from kafkalite.errors import (
     KafkaConnectionError,
     KafkaError,
     UnsupportedFeatureError,
     error_for_code,
 )
-from kafkalite.net.client import COORDINATOR_CHANNEL, COORDINATOR_GROUP
+from kafkalite.net.client import COORDINATOR_CHANNEL, COORDINATOR_GROUP, NetworkClient
 from kafkalite.net.engine import cancel_and_wait
 from kafkalite.net.features import SHARE_GROUPS
 from kafkalite.protocol.messages.share_group_heartbeat import (
@@ -40,10 +42,8 @@ from kafkalite.protocol.messages.share_group_heartbeat import (
     ShareGroupHeartbeatResponse,
 )
 from kafkalite.share.member import Next, ShareMemberState
+from kafkalite.share.metrics import ShareConsumerMetrics
 from kafkalite.types import TopicPartition
-
-if TYPE_CHECKING:
-    from kafkalite.share.core import ShareConsumerCore  # the core builds this collaborator
 
 log = logging.getLogger("kafkalite.share")
 
@@ -51,23 +51,42 @@ log = logging.getLogger("kafkalite.share")
 class ShareGroupMember:
     """This consumer's membership in its share group (engine side).
 
-    ``core`` provides ``cfg``, ``client``, ``loop``, ``subscription`` (a set of topic
-    names), ``metrics``, ``notify_poll()``, ``on_assignment(partitions)`` and
-    ``request_metadata()``.
+    Args:
+        cfg: the share consumer's settings.
+        group_id: its share group.
+        client: its network client.
+        loop: the engine's event loop (the heartbeat task runs there).
+        metrics: its share consumer metrics.
+        task_done: called with the heartbeat task when it ends (a task that dies
+            reports its error from the next poll()).
+        subscription: the topic names subscribed now.
+        notify_poll: wakes a waiting poll() (a fatal error is raised from there).
+        request_metadata: asks for a metadata refresh (topic ids not known yet).
+        on_assignment: the partitions assigned changed (fetch them).
     """
 
-    def __init__(self, core: ShareConsumerCore) -> None:
-        self.core = core
-        self.client = core.client
-        self.group_id = core.group_id
-        self.rack: str | None = core.cfg["client.rack"] or None
+    def __init__(self, cfg: Config, group_id: str, client: NetworkClient, loop: asyncio.AbstractEventLoop,
+                 metrics: ShareConsumerMetrics, *, task_done: Callable[[asyncio.Task[Any]], None],
+                 subscription: Callable[[], frozenset[str]], notify_poll: Callable[[], None],
+                 request_metadata: Callable[[], None],
+                 on_assignment: Callable[[frozenset[TopicPartition]], None]) -> None:
+        self.client = client
+        self.group_id = group_id
+        self.loop = loop
+        self.metrics = metrics
+        self.task_done = task_done
+        self.subscription = subscription
+        self.notify_poll = notify_poll
+        self.request_metadata = request_metadata
+        self.on_assignment = on_assignment
+        self.rack: str | None = cfg["client.rack"] or None
         self.member = ShareMemberState()
         self.fatal: KafkaError | None = None
         self.assignment: frozenset[TopicPartition] = frozenset()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._backoff = ExponentialBackoff(core.cfg["retry.backoff.ms"], core.cfg["retry.backoff.max.ms"])
-        self._api_timeout = core.cfg["default.api.timeout.ms"] / 1000.0
+        self._backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
+        self._api_timeout = cfg["default.api.timeout.ms"] / 1000.0
 
     @property
     def member_id(self) -> str:
@@ -79,8 +98,8 @@ class ShareGroupMember:
 
     def start(self) -> None:
         if self._task is None:
-            self._task = self.core.loop.create_task(self._run(), name="kafkalite-share-heartbeat")
-            self._task.add_done_callback(self.core.tasks.task_done)
+            self._task = self.loop.create_task(self._run(), name="kafkalite-share-heartbeat")
+            self._task.add_done_callback(self.task_done)
 
     def stop(self) -> list[asyncio.Task[None]]:
         """Cancel the heartbeat task; returns it (await with cancel_and_wait)."""
@@ -99,7 +118,7 @@ class ShareGroupMember:
         attempt = 0
         member = self.member
         while True:
-            while not member.should_heartbeat(bool(self.core.subscription)):
+            while not member.should_heartbeat(bool(self.subscription())):
                 self._wake.clear()
                 await self._wake.wait()
             member.start_joining()
@@ -112,7 +131,7 @@ class ShareGroupMember:
                 # A broker without share groups (before Kafka 4.1, or share.version=0).
                 self.fatal = exc
                 log.error("share group %s: %s", self.group_id, self.fatal)
-                self.core.notify_poll()
+                self.notify_poll()
                 return
             except KafkaError as exc:
                 attempt += 1
@@ -131,7 +150,7 @@ class ShareGroupMember:
 
     async def _heartbeat(self, epoch: int) -> ShareGroupHeartbeatResponse:
         member = self.member
-        subscription = tuple(sorted(self.core.subscription))
+        subscription = tuple(sorted(self.subscription()))
         node = await self.client.find_coordinator(self.group_id, COORDINATOR_GROUP, timeout_s=self._api_timeout)
         try:
             conn = await self.client.connection(node, COORDINATOR_CHANNEL)
@@ -156,7 +175,7 @@ class ShareGroupMember:
         if epoch >= 0:
             member.sent(response.error_code, subscription)
         now = time.monotonic()
-        self.core.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
+        self.metrics.heartbeat_latency.record((now - started) * 1000.0, now)
         return response
 
     def _handle(self, response: ShareGroupHeartbeatResponse) -> bool:
@@ -165,7 +184,7 @@ class ShareGroupMember:
         member = self.member
         outcome = member.on_response(HeartbeatAnswer.of(response))
         if code == 0:
-            self.core.metrics.last_heartbeat = time.monotonic()
+            self.metrics.last_heartbeat = time.monotonic()
             if outcome is Next.ASSIGNMENT:
                 self._resolve()
             return True
@@ -188,7 +207,7 @@ class ShareGroupMember:
             log.error("share group %s: fatal error: %s", self.group_id, err)
             self.fatal = err
             self._apply(frozenset())
-            self.core.notify_poll()
+            self.notify_poll()
         else:
             log.warning("share group %s: heartbeat error %s", self.group_id, error_for_code(code, message))
         return False
@@ -206,7 +225,7 @@ class ShareGroupMember:
                 continue
             wanted.update(TopicPartition(name, p) for p in partitions)
         if missing:
-            self.core.request_metadata()
+            self.request_metadata()
         self._apply(frozenset(wanted))
         return not missing
 
@@ -215,8 +234,8 @@ class ShareGroupMember:
             self.assignment = partitions
             log.info("share group %s: member %s epoch %d assigned %s", self.group_id, self.member.member_id,
                      self.member.member_epoch, sorted(partitions))
-            self.core.metrics.rebalance.record()
-            self.core.on_assignment(partitions)
+            self.metrics.rebalance.record()
+            self.on_assignment(partitions)
 
     # ------------------------------------------------------------ leaving
 

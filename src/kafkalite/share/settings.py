@@ -16,16 +16,18 @@ from typing import Any
 
 from kafkalite.config import SHARE_CONSUMER, Config
 from kafkalite.errors import IllegalStateError
-from kafkalite.settings import resolve
+from kafkalite.settings import ClientRules
 from kafkalite.share.types import ShareConsumerRecord
+
+#: The share consumer's settings: the schema and the security checks; it has no rules of
+#: its own (the refusals of consumer-only settings and the required ``group.id`` are part
+#: of the schema, :mod:`kafkalite.config`).
+SHARE_CONSUMER_RULES = ClientRules(SHARE_CONSUMER)
 
 
 def resolve_settings(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Config:
-    """Validate share consumer settings. The refusals of consumer-only settings (naming
-    the share group config to set instead) and the required ``group.id`` are part of the
-    schema (:mod:`kafkalite.config`), so ``resolve("share_consumer", ...)`` gives the
-    same errors."""
-    return resolve(SHARE_CONSUMER, config, **kwargs)
+    """Validate share consumer settings (:data:`SHARE_CONSUMER_RULES`)."""
+    return SHARE_CONSUMER_RULES.resolve(config, **kwargs)
 
 
 def topics_arg(topics: Iterable[str] | str) -> frozenset[str]:

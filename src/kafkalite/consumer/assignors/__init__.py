@@ -13,15 +13,11 @@ Example::
 
 from kafkalite.consumer.assignors.base import (
     CONSUMER_PROTOCOL_VERSION,
-    JAVA_CLASS_NAMES,
     PROTOCOL_TYPE,
     Assignment,
     ConsumerPartitionAssignor,
     RebalanceProtocol,
     Subscription,
-    assignor_by_name,
-    assignors_from_config,
-    common_rebalance_protocol,
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -31,6 +27,12 @@ from kafkalite.consumer.assignors.base import (
 )
 from kafkalite.consumer.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafkalite.consumer.assignors.range import RangeAssignor
+from kafkalite.consumer.assignors.registry import (
+    JAVA_CLASS_NAMES,
+    assignor_by_name,
+    assignors_from_config,
+    common_rebalance_protocol,
+)
 from kafkalite.consumer.assignors.roundrobin import RoundRobinAssignor
 from kafkalite.consumer.assignors.sticky import AbstractStickyAssignor, StickyAssignor
 
