@@ -179,7 +179,7 @@ class ConsumerGroupMember:
             except UnsupportedFeatureError as exc:
                 log.error("group %s: %s", self.group_id, exc)
                 self._fatal = exc
-                self.core.notify_poll()
+                self.context.notify_poll()
                 return
             except KafkaError as exc:
                 attempt += 1
