@@ -100,6 +100,24 @@ def render() -> str:
     ]
     out += [
         "",
+        "## What Kafka 4.4 changed for clients",
+        "",
+        "The protocol is generated from 4.4.0's message specs (`tools/update_protocol.py`).",
+        "",
+        "| change | what kafkalite does |",
+        "|---|---|",
+        "| TxnOffsetCommit v6 names topics by id (KIP-1319) | adopted: by id when metadata has every topic's id, else v5 by name |",
+        "| DeleteGroups v3 adds a per-group error message | adopted: the message is in the group's error |",
+        "| ApiVersions v5 may carry the cluster id and node id the client expects (KIP-1242) | "
+        "not adopted: sent without them (null / -1), so the broker skips the check, which is the "
+        "client's to ask for |",
+        "| arrays of more than 1,000,000 items and more than 10,000 tagged fields are refused | "
+        "the decoders refuse them too: `ProtocolLimitError`, before anything is allocated |",
+        "| new error codes 134-136 | each has its generated class (`kafkalite.errors`) |",
+        "| StreamsGroup* and controller APIs | not used (kafkalite has no Kafka Streams runtime) |",
+    ]
+    out += [
+        "",
         "Everything not listed (produce with every codec, idempotence, transactions v1,",
         "consume, classic groups with eager and cooperative assignors, commits, offsets and",
         "timestamps, read_committed, topic, config, ACL and group admin) works on every",
