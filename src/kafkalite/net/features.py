@@ -170,7 +170,7 @@ SCRAM_CREDENTIALS = BrokerFeature(
     "describe/alter_user_scram_credentials()", "KIP-554", AlterUserScramCredentialsRequest, "2.7",
     related=(DescribeUserScramCredentialsRequest,))
 PRODUCER_STATE = BrokerFeature(
-    "describe_producers()", "KIP-664", DescribeProducersRequest, "3.0")
+    "describe_producers()", "KIP-664", DescribeProducersRequest, "2.8")
 TRANSACTION_ADMIN = BrokerFeature(
     "describe_transactions()", "KIP-664", DescribeTransactionsRequest, "3.0")
 LIST_TRANSACTIONS = BrokerFeature(

@@ -49,9 +49,9 @@ KEPT: tuple[KeptRelease, ...] = (
         "in CreateTopics; zstd and KIP-320 leader epochs in Fetch are new")),
     KeptRelease("2.8.2", ZOOKEEPER, why=(
         "the last 2.x: flexible versions (KIP-482) on most APIs, topic ids in Metadata (KIP-516), "
-        "DescribeCluster, SCRAM and client-quota admin APIs, fetch from followers (KIP-392)")),
+        "DescribeCluster, DescribeProducers, SCRAM and client-quota admin APIs, fetch from followers (KIP-392)")),
     KeptRelease("3.0.2", ZOOKEEPER, why=(
-        "the first 3.x: DescribeProducers / DescribeTransactions / ListTransactions (KIP-664), "
+        "the first 3.x: DescribeTransactions / ListTransactions (KIP-664), "
         "ListOffsets max timestamp (KIP-734); no topic ids in Fetch yet (3.1)")),
     KeptRelease("3.6.2", ZOOKEEPER, why=(
         "a ZooKeeper cluster with the late 3.x protocol: topic ids in Fetch, KIP-890 part 1 "
