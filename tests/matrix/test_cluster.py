@@ -12,6 +12,14 @@ from kafkalite.testing.cluster import LocalCluster
 from kafkalite.testing.topics import unique_topic_name
 from tests.matrix.support import wait_until
 
+
+def wait_for_isr(cluster: LocalCluster, topic: str, size: int) -> None:
+    from kafkalite import AdminClient
+
+    with AdminClient({"bootstrap.servers": cluster.live_bootstrap()}) as admin:
+        wait_until(lambda: all(len(p.isr) >= size for p in admin.describe_topics([topic])[topic].result().partitions),
+                   180, f"{size} in-sync replicas of {topic}")
+
 pytestmark = [pytest.mark.broker, pytest.mark.cluster]
 
 
@@ -33,12 +41,16 @@ def test_a_three_node_cluster_survives_a_kill_and_a_pause(kafka_broker) -> None:
             send(50)
             victim = cluster.leader(topic, 0)
             victim.kill()
-            send(50)  # the new leader takes over (ZooKeeper: after the session expires)
-            paused = next(b for b in cluster if b is not victim)
-            paused.pause()
+            send(50)  # the new leader takes over (ZooKeeper: once the victim's session expires)
             victim.restart()
-            paused.resume()
+            wait_for_isr(cluster, topic, 3)
+            leader = cluster.leader(topic, 0)
+            follower = next(b for b in cluster if b is not leader)
+            follower.pause()
+            assert follower.is_paused
+            follower.resume()
             cluster.wait_ready()
+            wait_for_isr(cluster, topic, 3)
             send(50)
         tp = TopicPartition(topic, 0)
         with Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": unique_topic_name("cluster")}) as c:
