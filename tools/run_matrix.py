@@ -13,6 +13,7 @@ Usage::
     python tools/run_matrix.py                      # every kept release, then the faults
     python tools/run_matrix.py 2.1.1 4.4.0 --no-faults
     python tools/run_matrix.py 3.6.2 --mode kraft   # a release in its other mode
+    python tools/run_matrix.py 3.9.1 --no-faults --update   # rerun one release, keep the rest
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out the fault scenarios on the oldest ZooKeeper cluster")
     parser.add_argument("--no-record", dest="record", action="store_false",
                         help=f"do not write {RESULTS.relative_to(ROOT)}")
+    parser.add_argument("--update", action="store_true",
+                        help="replace only the sessions run now in the recorded results (a rerun of some releases)")
     args = parser.parse_args(argv)
     versions = args.versions or [r.version for r in KEPT]
     rows = [run_session("functional suite (tests/matrix)", v, mode_for(v, args.mode), ["tests/matrix"])
@@ -74,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.faults:
         rows.append(run_session("leader kill and group churn (3 nodes)", OLDEST_KAFKA_VERSION, "zookeeper",
                                 [*FAULTS, "-k", "not kip848"]))
+    if args.record and args.update and RESULTS.exists():
+        ran = {(r["what"], r["version"], r["mode"]) for r in rows}
+        kept = [r for r in json.loads(RESULTS.read_text())["sessions"] if (r["what"], r["version"], r["mode"]) not in ran]
+        order = {v: i for i, v in enumerate(r.version for r in KEPT)}
+        rows = sorted(kept + rows, key=lambda r: (r["what"].startswith("leader"), order.get(r["version"], 99)))
     if args.record:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps({
