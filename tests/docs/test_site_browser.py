@@ -122,14 +122,20 @@ def test_search_finds_the_setting(browser: Any, site_url: str) -> None:
     page, problems = open_page(browser, site_url)
     try:
         page.locator("label.md-search__icon, .md-search__input").first.click()
-        page.locator("input.md-search__input").fill("linger.ms")
-        result = page.locator(".md-search-result__item a", has_text="linger.ms").first
-        result.wait_for(timeout=20_000)
-        href = result.get_attribute("href") or ""
-        assert "reference/settings/" in href, href
-        result.click()
-        page.wait_for_url("**/reference/settings/**")
-        assert page.locator("code", has_text="linger.ms").first.is_visible()
+        # typed key by key, as a reader does (the search listens to keyboard input)
+        page.locator("input.md-search__input").press_sequentially("linger.ms", delay=30)
+        first = page.locator("a.md-search-result__link").first
+        first.wait_for(timeout=20_000)
+        href = first.get_attribute("href") or ""
+        assert "reference/settings/" in href, f"the first page found is {href}"
+        entry_link = page.locator("a.md-search-result__link[href$='#linger-ms']").first
+        assert "reference/settings/" in (entry_link.get_attribute("href") or "")
+        entry_link.click()
+        page.wait_for_url("**/reference/settings/**#linger-ms")
+        entry = page.locator("#linger-ms")
+        assert entry.is_visible()
+        details = page.locator("#linger-ms ~ ul").first.inner_text()
+        assert "linger_ms" in details and "int" in details and "producer" in details, details
         assert problems.items == [], problems.items
     finally:
         page.close()

@@ -103,4 +103,4 @@ def rewrite_links(markdown: str, source: str, page_uri: str, repo_url: str) -> s
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     """Rewrite links that leave ``docs/`` (see the module doc)."""
-    return rewrite_links(markdown, _source_of(page), page.file.src_uri, config.repo_url or "")
+    return rewrite_links(markdown, _source_of(page), page.file.src_uri, str(config.extra["repository"]))

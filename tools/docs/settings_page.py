@@ -1,9 +1,11 @@
 """The settings reference, generated from ``kafkalite.config``'s schema at build time.
 
-One table per client kind: every setting it takes with its type, default (per kind),
-valid values, meaning and snake_case alias; kafkalite's own settings (not in the Java
-clients, ``config.KAFKALITE_ONLY``) are marked, and each kind lists the settings of other
-kinds it refuses, with the reason ``parse()`` gives.
+One index per client kind (every setting it takes, its type and default for that kind,
+and the settings of other kinds it refuses with the reason ``parse()`` gives), then one
+entry per setting (a heading, so the site's search finds it by name): meaning, keyword
+argument (snake_case alias), type, default per kind, valid values, the clients that
+take it; kafkalite's own settings (not in the Java clients, ``config.KAFKALITE_ONLY``)
+are marked.
 
     from tools.docs.settings_page import render
     markdown = render()
@@ -23,9 +25,9 @@ KINDS = (
 )
 
 
-def anchor(kind: str, name: str) -> str:
-    """The HTML id of a setting's row (``producer-linger-ms``)."""
-    return f"{kind}-{name}".replace(".", "-").replace("_", "-")
+def anchor(name: str) -> str:
+    """The HTML id of a setting's entry (``linger-ms``)."""
+    return name.replace(".", "-").replace("_", "-")
 
 
 def _cell(text: str) -> str:
@@ -66,14 +68,36 @@ def valid_text(setting: config.Setting) -> str:
     return ""
 
 
-def _table(kind: str) -> list[str]:
-    rows = ["| setting | type | default | valid values | meaning |", "|---|---|---|---|---|"]
+def _index(kind: str) -> list[str]:
+    rows = ["| setting | type | default |", "|---|---|---|"]
     for s in sorted((s for s in config.SETTINGS if kind in s.clients), key=lambda s: s.name):
-        mark = " **kafkalite only**" if s.name in config.KAFKALITE_ONLY else ""
-        rows.append(
-            f'| <a id="{anchor(kind, s.name)}"></a>`{s.name}`<br><small>`{s.alias}`</small>{mark} '
-            f"| {s.type} | {default_text(s, kind)} | {_cell(valid_text(s))} | {_cell(s.doc)} |")
+        mark = " (kafkalite only)" if s.name in config.KAFKALITE_ONLY else ""
+        rows.append(f"| [`{s.name}`](#{anchor(s.name)}){mark} | {s.type} | {default_text(s, kind)} |")
     return rows
+
+
+def _defaults(setting: config.Setting) -> str:
+    kinds = [k for k, _, _ in KINDS if k in setting.clients]
+    texts = {k: default_text(setting, k) for k in kinds}
+    if len(set(texts.values())) == 1:
+        return next(iter(texts.values()))
+    return ", ".join(f"{text} ({kind.replace('_', ' ')})" for kind, text in texts.items())
+
+
+def _entry(setting: config.Setting) -> list[str]:
+    kinds = ", ".join(k.replace("_", " ") for k, _, _ in KINDS if k in setting.clients)
+    valid = valid_text(setting)
+    out = ["", f"### `{setting.name}` {{ #{anchor(setting.name)} }}", "",
+           setting.doc, "",
+           f"- **keyword argument**: `{setting.alias}`",
+           f"- **type**: {setting.type}",
+           f"- **default**: {_defaults(setting)}"]
+    if valid:
+        out.append(f"- **valid values**: {valid}")
+    out.append(f"- **clients**: {kinds}")
+    if setting.name in config.KAFKALITE_ONLY:
+        out.append("- **kafkalite only**: the Java clients have no such setting")
+    return out
 
 
 def _refused(kind: str) -> list[str]:
@@ -90,6 +114,9 @@ def _refused(kind: str) -> list[str]:
 def render() -> str:
     """The whole page as markdown."""
     out = [
+        # Material's search ranks this page first for a setting's name (a guide that
+        # mentions linger.ms ten times would otherwise come before its entry)
+        "---", "search:", "  boost: 10", "---", "",
         "# Settings reference",
         "",
         "Generated from `src/kafkalite/config.py` when the site is built. Every client takes its "
@@ -109,5 +136,9 @@ def render() -> str:
     ]
     for kind, title, classes in KINDS:
         count = sum(1 for s in config.SETTINGS if kind in s.clients)
-        out += ["", f"## {title}", "", f"{count} settings, taken by {classes}.", "", *_table(kind), *_refused(kind)]
+        out += ["", f"## {title}", "", f"{count} settings, taken by {classes}.", "", *_index(kind), *_refused(kind)]
+    out += ["", "## Every setting", "",
+            "Each setting once, with the clients that take it and its default for each."]
+    for setting in sorted(config.SETTINGS, key=lambda s: s.name):
+        out += _entry(setting)
     return "\n".join(out) + "\n"
