@@ -1,8 +1,10 @@
 """Every ```python example of the guides runs as written, against the session's broker.
 
 Each block of the README and docs/*.md runs in a fresh namespace, as a script would,
-with the address the guides use (127.0.0.1:9092) replaced by the session broker's; the
-topics the guides name are created first. Where the guide shows the output (a ```text
+with the address the guides use (127.0.0.1:9092) replaced by that of a broker started
+as the guides start theirs (``python -m kafkalite.testing up``: topics are created on
+first use). The examples of one page run in order, as a reader runs them, and every
+page starts on a broker without topics. Where the guide shows the output (a ```text
 block after the line "It prints:"), the printed text must be exactly that.
 
 A block that cannot run as a script says so in an HTML comment on the line before it,
@@ -21,20 +23,20 @@ import contextlib
 import io
 import re
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from kafkalite import AdminClient, NewTopic
+from kafkalite import AdminClient
+from kafkalite.testing import LocalBroker
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ADDRESS = "127.0.0.1:9092"
 REGISTRY = "http://127.0.0.1:8081"
-#: Topics the guides' examples read and write (created before they run: the session's
-#: broker does not create topics on first use).
-TOPICS = ("orders", "audit", "getting-started", "events", "payments", "in", "out")
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _MARKER = re.compile(r"^<!--\s*example:\s*(skip|needs)\b[,:]?\s*(.*?)\s*-->\s*$")
@@ -107,13 +109,34 @@ def test_examples_are_found_and_skips_are_few() -> None:
 
 
 @pytest.fixture(scope="module")
-def guide_topics(kafka_broker) -> str:
-    with AdminClient({"bootstrap.servers": kafka_broker.bootstrap}) as admin:
-        result = admin.create_topics([NewTopic(t, 3, 1) for t in TOPICS])
-        for item in result.values():
-            if item.error is not None and type(item.error).__name__ != "TopicExistsError":
-                raise item.error
-    return kafka_broker.bootstrap
+def guide_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A broker like the guides' (`up` keeps Kafka's auto.create.topics.enable=true)."""
+    broker = LocalBroker(run_dir=tmp_path_factory.mktemp("guide-broker"), auto_create_topics=True)
+    broker.start(timeout=180)
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.close()
+
+
+_clean_for: list[Path] = []
+
+
+def fresh_page(example: Example, bootstrap: str) -> None:
+    """Before a page's first example: delete every topic the examples made before."""
+    if _clean_for and _clean_for[-1] == example.path:
+        return
+    _clean_for.append(example.path)
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        topics = [t for t in admin.list_topics() if not t.startswith("__")]
+        if topics:
+            admin.delete_topics(topics).all()
+        # deletion completes in the background: a page's first create_topics must not
+        # meet the old topic (TopicExistsError)
+        deadline = time.monotonic() + 60
+        while set(topics) & set(admin.list_topics()):
+            assert time.monotonic() < deadline, f"topics still there 60 s after deletion: {topics}"
+            time.sleep(0.2)
 
 
 def run_example(example: Example, bootstrap: str, registry: str | None) -> str:
@@ -134,8 +157,9 @@ def run_example(example: Example, bootstrap: str, registry: str | None) -> str:
 @pytest.mark.broker
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("example", RUNNABLE, ids=[e.id for e in RUNNABLE])
-def test_example_runs_as_written(example: Example, guide_topics: str, request: pytest.FixtureRequest) -> None:
+def test_example_runs_as_written(example: Example, guide_broker: str, request: pytest.FixtureRequest) -> None:
     registry = request.getfixturevalue("schema_registry").url if "schema_registry" in example.needs else None
-    printed = run_example(example, guide_topics, registry)
+    fresh_page(example, guide_broker)
+    printed = run_example(example, guide_broker, registry)
     if example.output is not None:
         assert printed == example.output, f"{example.id} printed:\n{printed}\nthe guide shows:\n{example.output}"

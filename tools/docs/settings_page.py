@@ -121,7 +121,7 @@ def render() -> str:
         "",
         "Generated from `src/kafkalite/config.py` when the site is built. Every client takes its "
         "settings with the Java client's names (`{\"linger.ms\": 5}`) or as keyword arguments with the "
-        "snake_case alias shown under each name (`linger_ms=5`), with the Java client's defaults. An "
+        "snake_case alias each entry shows (`linger_ms=5`), with the Java client's defaults. An "
         "unknown setting, a wrong type or a value out of range fails at construction with a "
         "`kafkalite.errors.ConfigError` naming the key (and the nearest known name).",
         "",
