@@ -24,7 +24,7 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")  # no display: draw to PNG only
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 HIGHLIGHT = "#3f51b5"  # kafkalite, in the site's primary colour
 PEERS = ["#ff9800", "#4caf50", "#9c27b0", "#795548", "#009688", "#e91e63", "#607d8b"]
@@ -67,7 +67,7 @@ def throughput(data: dict[str, Any]) -> Any:
 
 def latency(data: dict[str, Any]) -> Any:
     """p50 / p99 / max end-to-end latency per client, one panel per rate."""
-    cases, clients = _cases_clients(data["figures"])
+    cases, _ = _cases_clients(data["figures"])
     fig, axes = plt.subplots(1, len(cases), figsize=(10, 4.4), sharey=True, squeeze=False)
     for ax, case in zip(axes[0], cases):
         rows = [f for f in data["figures"] if f["case"] == case]
