@@ -3,13 +3,18 @@
 ``Broker()`` uses ``KAFKALITE_BOOTSTRAP`` when set, else starts a one-node Kafka from
 :mod:`kafkalite.testing` for the run (closed by ``close()``). ``run_clients`` runs each
 client (best of ``repeat``), isolating failures so one broken peer does not hide the
-others; ``print_table`` prints msg/s, MB/s and the ratio kafkalite / each peer.
+others; ``print_table`` prints msg/s, MB/s and the ratio kafkalite / each peer;
+``write_results`` writes a run's figures as JSON (``--json FILE``), the form
+``benchmarks/results/`` keeps and the docs site charts (tools/docs/charts.py).
 """
 
 from __future__ import annotations
 
+import datetime
 import gc
+import json
 import os
+import platform
 import random
 import shutil
 import tempfile
@@ -215,6 +220,35 @@ def read_ahead_kib(path: Path) -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on: cores, memory, OS, Python, and the load then."""
+    memory_gib = None
+    try:
+        with open("/proc/meminfo") as f:
+            memory_gib = round(int(f.readline().split()[1]) / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"cores": os.cpu_count(), "memory_gib": memory_gib, "platform": platform.platform(),
+            "python": platform.python_version(), "load": load()}
+
+
+def write_results(path: str | None, benchmark: str, argv: Sequence[str], figures: list[dict[str, Any]],
+                  unit: str) -> None:
+    """Write a run's figures as JSON to ``path`` (nothing when None).
+
+    ``{"benchmark", "date", "machine", "command", "unit", "figures": [{"case", "client", ...}]}``;
+    committed into ``benchmarks/results/``, the docs site draws them (tools/docs/charts.py).
+    """
+    if path is None:
+        return
+    out = {"benchmark": benchmark, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "machine": machine(), "command": " ".join(["benchmarks/" + Path(argv[0]).name, *argv[1:]]),
+           "unit": unit, "figures": figures}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"results written to {path}", flush=True)
 
 
 def load() -> str:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Broker, load, print_settings
+from common import Broker, load, print_settings, write_results
 
 CLIENTS = ["kafkalite", "confluent-kafka", "kafka-python", "aiokafka"]
 WARMUP_S = 0.5
@@ -367,6 +367,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--short", action="store_true", help="1k and 10k msg/s, 2 s each (finishes in well under a minute)")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON (benchmarks/results/, charted by the docs)")
     ap.add_argument("--worker", choices=["producer", "consumer"], help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -413,6 +414,10 @@ def main() -> int:
         ratio = f"{res['p99'] / ours['p99']:14.2f}x" if ours and ours["p99"] > 0 else ""
         print(f"{rate:>7} {name:16s} {res['rate']:10,.0f} {res['p50']:8.2f} {res['p99']:8.2f} {res['max']:8.2f} "
               f"{res['cpu_us']:11.2f} {ratio:>15}")
+    write_results(args.json, "latency", sys.argv, [
+        {"case": f"{rate:,} msg/s", "client": name, "achieved_per_s": round(res["rate"]), "p50_ms": round(res["p50"], 2),
+         "p99_ms": round(res["p99"], 2), "max_ms": round(res["max"], 2), "cpu_us_per_msg": round(res["cpu_us"], 2)}
+        for rate, name, res in rows], "ms")
     print(f"({load()})")
     return 0
 

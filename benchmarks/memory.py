@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Broker, load, payload, print_settings, reset_peak_rss, rss_kib
+from common import Broker, load, payload, print_settings, reset_peak_rss, rss_kib, write_results
 
 CLIENTS = ["kafkalite", "confluent-kafka", "kafka-python", "aiokafka"]
 #: (RSS at the baseline, CPU seconds, perf_counter) when the measured part began
@@ -253,6 +253,7 @@ def main() -> int:
     ap.add_argument("--cases", default="producer,consumer")
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--short", action="store_true", help="50,000 x 1 KiB (~50 MB) each way")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON (benchmarks/results/, charted by the docs)")
     ap.add_argument("--worker", choices=["producer", "consumer"], help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -315,6 +316,10 @@ def main() -> int:
         ratio = f"{res['peak_mb'] / ours['peak_mb']:14.2f}x" if ours and ours["peak_mb"] > 0 else ""
         print(f"{case:>9} {name:16s} {res['baseline_mb']:11.1f} {res['peak_mb']:12.1f} {res['seconds']:8.1f} "
               f"{res['cpu_us']:11.2f} {ratio:>15}")
+    write_results(args.json, "memory", sys.argv, [
+        {"case": case, "client": name, "baseline_mb": round(res["baseline_mb"], 1),
+         "peak_over_baseline_mb": round(res["peak_mb"], 1), "seconds": round(res["seconds"], 1),
+         "cpu_us_per_msg": round(res["cpu_us"], 2)} for case, name, res in rows], "MB")
     print(f"({load()})")
     return 0
 

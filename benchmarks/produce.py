@@ -55,6 +55,7 @@ from common import (
     print_table,
     run_clients,
     tracer_provider,
+    write_results,
 )
 
 LINGER_MS = 5
@@ -330,6 +331,7 @@ def main() -> int:
                     help="also run every case on a 3-node cluster (replication 3, min.insync.replicas 2)")
     ap.add_argument("--clients", default=",".join(DEFAULT_CLIENTS))
     ap.add_argument("--repeat", type=int, default=1, help="runs per client; the best is kept")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON (benchmarks/results/, charted by the docs)")
     args = ap.parse_args()
     METHOD.defaults, METHOD.batch_size, METHOD.poll_every = args.defaults, args.batch_size, args.poll_every
     wanted = [c.strip() for c in args.clients.split(",") if c.strip()]
@@ -374,6 +376,9 @@ def main() -> int:
         for _, broker in targets:
             broker.close()
     print_table(rows)
+    write_results(args.json, "produce", sys.argv, [
+        {"case": r.case, "client": r.client, "msg_per_s": round(r.rate), "mb_per_s": round(r.mbs, 1),
+         "cpu_us_per_msg": None if r.cpu_us is None else round(r.cpu_us, 2)} for r in rows], "msg/s")
     print(f"({load()})")
     return 0
 

@@ -201,6 +201,7 @@ class KafkaLiteDataSource(ShippedToTasks, DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The short name Spark knows the source by: ``format("kafkalite")``."""
         return "kafkalite"
 
     def schema(self) -> StructType:

@@ -329,6 +329,17 @@ _SHARE_GROUP_CONFIGS: dict[str, str] = {
 _NOT_FOR_SHARE = frozenset({"enable.auto.commit", "auto.commit.interval.ms", "group.instance.id", "group.protocol",
                             "group.remote.assignor", "partition.assignment.strategy", "max.partition.fetch.bytes"})
 
+# Settings the Java clients do not have: kafkalite's own (librdkafka-style PEM paths and
+# SASL user/password, Python objects such as an ssl.SSLContext or a token callable, the
+# OpenTelemetry providers, the producer's exit flush, the consumer's stall warning). The
+# settings reference (docs site) marks them; every name here is a declared setting
+# (tests/unit/test_config.py).
+KAFKALITE_ONLY = frozenset({
+    "receive.message.max.bytes", "otel.meter.provider", "otel.tracer.provider", "sasl.username",
+    "sasl.password", "sasl.oauthbearer.token.provider", "ssl.ca.location", "ssl.certificate.location",
+    "ssl.key.location", "ssl.context", "exit.flush.timeout.ms", "stall.warning.ms",
+})
+
 # Settings every kind needs (parse() refuses a Config without one; its check names it).
 REQUIRED_EVERYWHERE = frozenset({"bootstrap.servers"})
 # Settings a client kind cannot run without (REQUIRED_EVERYWHERE aside): the error class

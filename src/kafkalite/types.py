@@ -61,6 +61,7 @@ class RecordMetadata(NamedTuple):
 
     @property
     def topic_partition(self) -> TopicPartition:
+        """The record's ``TopicPartition(topic, partition)``."""
         return TopicPartition(self.topic, self.partition)
 
 
@@ -155,6 +156,8 @@ class ConsumerRecord(tuple[Any, ...]):
 
     @property
     def topic_partition(self) -> TopicPartition:
+        """The record's ``TopicPartition(topic, partition)``."""
+        """The record's ``TopicPartition(topic, partition)``."""
         return TopicPartition(self[6], self[7])
 
     def __repr__(self) -> str:
@@ -190,5 +193,7 @@ class ConsumerGroupMetadata(NamedTuple):
 
 
 class IsolationLevel(enum.IntEnum):
+    """What a consumer reads: every record, or only committed ones (``isolation.level``)."""
+
     READ_UNCOMMITTED = 0
     READ_COMMITTED = 1

@@ -146,3 +146,10 @@ def test_every_default_has_the_type_the_type_checker_is_told(kind: str) -> None:
             assert not isinstance(value, bool), setting.name
         if declared == "list[str]":
             assert all(isinstance(v, str) for v in value), setting.name
+
+
+def test_kafkalite_only_settings_are_declared() -> None:
+    # the settings reference marks these as kafkalite's own; a typo would mark nothing
+    from kafkalite.config import BY_NAME, KAFKALITE_ONLY
+
+    assert set(BY_NAME) >= KAFKALITE_ONLY, sorted(KAFKALITE_ONLY - set(BY_NAME))

@@ -121,6 +121,11 @@ class AdminClient(BlockingAdminFront):
         """Create topics; per topic: :class:`CreateTopicResult` or e.g. ``TopicExistsError``.
 
         ``validate_only=True`` asks the controller to check the request without creating.
+
+        Example::
+
+            result = admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=1)])
+            result.all()   # raises TopicExistsError (or AdminBatchError naming each failure)
         """
         return self._run(topic_calls.create_topics(self._core, new_topics, validate_only=validate_only,
                                                    timeout=timeout), timeout)
@@ -175,7 +180,14 @@ class AdminClient(BlockingAdminFront):
                          timeout: float | None = None) -> AdminResult[ConfigResource, dict[str, ConfigEntry]]:
         """The configs of each resource, ``{resource: {name: ConfigEntry}}`` (all of them, or
         the ``config_names`` asked for per resource; with their synonyms and documentation
-        when asked)."""
+        when asked).
+
+        Example::
+
+            topic = ConfigResource("topic", "orders")
+            configs = (admin.describe_configs([topic], config_names={topic: ["retention.ms"]})).all()
+            print(configs[topic]["retention.ms"].value)
+        """
         return self._run(configs.describe_configs(self._core, resources, config_names=config_names,
                                                   include_synonyms=include_synonyms,
                                                   include_documentation=include_documentation,

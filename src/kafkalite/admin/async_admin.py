@@ -132,6 +132,11 @@ class AsyncAdminClient(AsyncAdminFront):
         """Create topics; per topic: :class:`CreateTopicResult` or e.g. ``TopicExistsError``.
 
         ``validate_only=True`` asks the controller to check the request without creating.
+
+        Example::
+
+            result = await admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=1)])
+            result.all()   # raises TopicExistsError (or AdminBatchError naming each failure)
         """
         return await self._run(topic_calls.create_topics(self._core, new_topics, validate_only=validate_only,
                                                          timeout=timeout), timeout)
@@ -186,7 +191,14 @@ class AsyncAdminClient(AsyncAdminFront):
                                timeout: float | None = None) -> AdminResult[ConfigResource, dict[str, ConfigEntry]]:
         """The configs of each resource, ``{resource: {name: ConfigEntry}}`` (all of them, or
         the ``config_names`` asked for per resource; with their synonyms and documentation
-        when asked)."""
+        when asked).
+
+        Example::
+
+            topic = ConfigResource("topic", "orders")
+            configs = (await admin.describe_configs([topic], config_names={topic: ["retention.ms"]})).all()
+            print(configs[topic]["retention.ms"].value)
+        """
         return await self._run(configs.describe_configs(self._core, resources, config_names=config_names,
                                                         include_synonyms=include_synonyms,
                                                         include_documentation=include_documentation,

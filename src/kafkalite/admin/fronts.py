@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from kafkalite.admin.core import AdminCore
 from kafkalite.admin.settings import ADMIN_RULES
+from kafkalite.arguments import ShapeChecked
 from kafkalite.config import Config
 from kafkalite.errors import ClientClosedError
 from kafkalite.net.engine import EngineThread
@@ -42,7 +43,7 @@ def _settings(config: Mapping[str, Any] | Config | None, kwargs: dict[str, Any])
     return config if isinstance(config, Config) and not kwargs else ADMIN_RULES.resolve(config, **kwargs)
 
 
-class AsyncAdminFront:
+class AsyncAdminFront(ShapeChecked):
     """``kafkalite.aio.AdminClient``'s way: every call is a coroutine on the caller's loop."""
 
     def __init__(self, config: Mapping[str, Any] | Config | None = None, **kwargs: Any) -> None:
@@ -67,7 +68,7 @@ class AsyncAdminFront:
             log.warning("closing the admin client took longer than %.1fs; its connections are dropped", timeout)
 
 
-class BlockingAdminFront:
+class BlockingAdminFront(ShapeChecked):
     """``kafkalite.AdminClient``'s way: every call runs on the client's engine thread."""
 
     def __init__(self, config: Mapping[str, Any] | Config | None = None, **kwargs: Any) -> None:

@@ -35,6 +35,13 @@ class GroupState(str, enum.Enum):
 
 
 class GroupType(str, enum.Enum):
+    """The protocol a group runs (``ListGroups``' group type, KIP-848), as ``describe`` and ``list_groups`` report it.
+
+    Example::
+
+        admin.list_groups(types=[GroupType.CONSUMER])
+    """
+
     UNKNOWN = "unknown"
     CLASSIC = "classic"
     CONSUMER = "consumer"

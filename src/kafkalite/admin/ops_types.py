@@ -11,6 +11,13 @@ from kafkalite.types import TopicPartition
 
 
 class ElectionType(enum.IntEnum):
+    """Which leader ``elect_leaders()`` elects: the preferred replica, or any replica out of sync (unclean).
+
+    Example::
+
+        admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("orders", 0)])
+    """
+
     PREFERRED = 0
     UNCLEAN = 1
 

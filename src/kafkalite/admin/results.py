@@ -53,10 +53,12 @@ class ItemResult(Generic[V]):
 
     @property
     def ok(self) -> bool:
+        """True when the item succeeded."""
         return self._error is None
 
     @property
     def error(self) -> KafkaError | None:
+        """The item's error, or None when it succeeded."""
         return self._error
 
     @property
@@ -72,6 +74,7 @@ class ItemResult(Generic[V]):
         return cast(V, self._value)
 
     def exception(self) -> KafkaError | None:
+        """The item's error, or None (``concurrent.futures.Future.exception()``'s name)."""
         return self._error
 
     def __repr__(self) -> str:
@@ -123,6 +126,7 @@ class AdminResult(Mapping[K, ItemResult[V]], Generic[K, V]):
 
     @property
     def errors(self) -> dict[K, KafkaError]:
+        """``{key: KafkaError}`` of the items that failed (empty when all succeeded)."""
         return {k: item.error for k, item in self._items.items() if item.error is not None}
 
     @property
@@ -136,6 +140,15 @@ class AdminResult(Mapping[K, ItemResult[V]], Generic[K, V]):
         return self.succeeded
 
     def raise_on_error(self) -> AdminResult[K, V]:
+        """Raise when an item failed, else return this result (to chain).
+
+        One failed item of a one-item call raises that item's own error (e.g.
+        ``TopicExistsError``); otherwise ``AdminBatchError`` naming every failure.
+
+        Example::
+
+            admin.create_topics([NewTopic("orders", 3, 1)]).raise_on_error()
+        """
         errors = self.errors
         if errors:
             if len(errors) == 1 and len(self._items) == 1:

@@ -21,6 +21,8 @@ from kafkalite.errors import ConfigError
 
 
 class AclResourceType(enum.IntEnum):
+    """The kind of resource an ACL protects (``ANY`` matches every kind in a filter)."""
+
     UNKNOWN = 0
     ANY = 1
     TOPIC = 2
@@ -32,6 +34,8 @@ class AclResourceType(enum.IntEnum):
 
 
 class PatternType(enum.IntEnum):
+    """How an ACL's resource name matches: ``LITERAL``, ``PREFIXED``; ``ANY`` / ``MATCH`` in filters."""
+
     UNKNOWN = 0
     ANY = 1
     MATCH = 2
@@ -40,6 +44,8 @@ class PatternType(enum.IntEnum):
 
 
 class AclPermissionType(enum.IntEnum):
+    """Whether an ACL allows or denies (``ANY`` matches both in a filter)."""
+
     UNKNOWN = 0
     ANY = 1
     DENY = 2
@@ -146,6 +152,12 @@ class AclBindingFilter:
 
     @classmethod
     def any(cls) -> AclBindingFilter:
+        """A filter that matches every ACL binding.
+
+        Example::
+
+            admin.describe_acls(AclBindingFilter.any())
+        """
         return cls()
 
     @classmethod
@@ -164,6 +176,13 @@ class AclBindingFilter:
 
 
 class ScramMechanism(enum.IntEnum):
+    """A SCRAM mechanism of a user's credential (KIP-554).
+
+    Example::
+
+        ScramMechanism.SCRAM_SHA_256.mechanism_name   # "SCRAM-SHA-256"
+    """
+
     UNKNOWN = 0
     SCRAM_SHA_256 = 1
     SCRAM_SHA_512 = 2
@@ -246,6 +265,7 @@ class ClientQuotaEntity:
         object.__setattr__(self, "entries", tuple(sorted(merged.items())))
 
     def as_dict(self) -> dict[str, str | None]:
+        """The entity as ``{entity type: name}`` (``None``: the default entity of that type)."""
         return dict(self.entries)
 
     def __str__(self) -> str:

@@ -29,6 +29,8 @@ _NOT_REQUESTED = -(2**31)
 
 
 class AclOperation(enum.IntEnum):
+    """An operation an ACL allows or denies (Kafka's ``AclOperation``, same codes)."""
+
     UNKNOWN = 0
     ANY = 1
     ALL = 2
@@ -115,6 +117,7 @@ class TopicPartitionInfo:
 
     @property
     def under_replicated(self) -> bool:
+        """True when fewer replicas are in sync than the partition has."""
         return len(self.isr) < len(self.replicas)
 
 
@@ -238,6 +241,8 @@ class ConfigResource:
 
 
 class ConfigSource(enum.IntEnum):
+    """Where a config's value comes from (topic, broker, default ...), as the broker reports it."""
+
     UNKNOWN = 0
     DYNAMIC_TOPIC_CONFIG = 1
     DYNAMIC_BROKER_CONFIG = 2
@@ -257,6 +262,8 @@ class ConfigSource(enum.IntEnum):
 
 
 class ConfigType(enum.IntEnum):
+    """A config's value type, as reported with ``include_documentation=True`` (KIP-569)."""
+
     UNKNOWN = 0
     BOOLEAN = 1
     STRING = 2
@@ -295,10 +302,13 @@ class ConfigEntry:
 
     @property
     def is_default(self) -> bool:
+        """True when the value is the default (``source`` is ``DEFAULT_CONFIG``)."""
         return self.source == ConfigSource.DEFAULT_CONFIG
 
 
 class AlterConfigOpType(enum.IntEnum):
+    """The operations of ``incremental_alter_configs`` (KIP-339)."""
+
     SET = 0
     DELETE = 1
     APPEND = 2
@@ -319,18 +329,42 @@ class AlterConfigOp:
 
     @classmethod
     def set(cls, name: str, value: str) -> AlterConfigOp:
+        """Set the config to ``value`` (``SET``).
+
+        Example::
+
+            AlterConfigOp.set("retention.ms", "86400000")
+        """
         return cls(name, str(value), AlterConfigOpType.SET)
 
     @classmethod
     def delete(cls, name: str) -> AlterConfigOp:
+        """Remove the config, back to its default (``DELETE``).
+
+        Example::
+
+            AlterConfigOp.delete("retention.ms")
+        """
         return cls(name, None, AlterConfigOpType.DELETE)
 
     @classmethod
     def append(cls, name: str, value: str) -> AlterConfigOp:
+        """Append ``value`` to a list config (``APPEND``).
+
+        Example::
+
+            AlterConfigOp.append("cleanup.policy", "compact")
+        """
         return cls(name, str(value), AlterConfigOpType.APPEND)
 
     @classmethod
     def subtract(cls, name: str, value: str) -> AlterConfigOp:
+        """Remove ``value`` from a list config (``SUBTRACT``).
+
+        Example::
+
+            AlterConfigOp.subtract("cleanup.policy", "delete")
+        """
         return cls(name, str(value), AlterConfigOpType.SUBTRACT)
 
 
@@ -356,26 +390,42 @@ class OffsetSpec:
 
     @classmethod
     def latest(cls) -> OffsetSpec:
+        """The log end offset (the offset of the next record)."""
         return cls(cls.LATEST)
 
     @classmethod
     def earliest(cls) -> OffsetSpec:
+        """The first offset of the partition.
+
+        Example::
+
+            admin.list_offsets({TopicPartition("orders", 0): OffsetSpec.earliest()})
+        """
         return cls(cls.EARLIEST)
 
     @classmethod
     def max_timestamp(cls) -> OffsetSpec:
+        """The offset of the record with the highest timestamp (KIP-734)."""
         return cls(cls.MAX_TIMESTAMP)
 
     @classmethod
     def earliest_local(cls) -> OffsetSpec:
+        """The first offset still in local storage (tiered storage, KIP-1005)."""
         return cls(cls.EARLIEST_LOCAL)
 
     @classmethod
     def latest_tiered(cls) -> OffsetSpec:
+        """The highest offset in remote (tiered) storage (KIP-1005)."""
         return cls(cls.LATEST_TIERED)
 
     @classmethod
     def for_timestamp(cls, timestamp_ms: int) -> OffsetSpec:
+        """The first offset whose timestamp is at or after ``timestamp_ms``.
+
+        Example::
+
+            OffsetSpec.for_timestamp(1_700_000_000_000)
+        """
         if timestamp_ms < 0:
             raise ConfigError(f"OffsetSpec.for_timestamp needs a timestamp >= 0, got {timestamp_ms}")
         return cls(timestamp_ms)

@@ -153,6 +153,12 @@ class AsyncConsumer(AsyncConsumerFront):
         and commit callbacks, commits automatically when due (what earlier polls
         returned), and raises errors of the partitions it reads (e.g.
         OffsetOutOfRangeError with auto.offset.reset=none, CorruptRecordsError).
+
+        Example::
+
+            consumer.subscribe(["orders"])
+            for record in await consumer.poll(timeout=1.0):
+                print(record.partition, record.offset, record.value)
         """
         core = self._open_core()
         records = await self._poll(core, core.collect, max_records or core.max_poll_records, timeout, "poll()")
@@ -244,7 +250,13 @@ class AsyncConsumer(AsyncConsumerFront):
         return await self._run(core.wait_for_position(tp, t), t, f"position({tp})")
 
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
-        """Make the next poll() return ``partition`` from ``offset``."""
+        """Make the next poll() return ``partition`` from ``offset``.
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            consumer.seek(TopicPartition("orders", 0), 42)   # the next record read is offset 42
+        """
         core = self._open_core()
         (tp,) = fe.partitions_arg([partition])
         epoch: int | None = None
@@ -367,6 +379,13 @@ class AsyncConsumer(AsyncConsumerFront):
         The committed offset is the NEXT offset to read. Synchronous commits retry
         retriable errors until ``timeout`` (default.api.timeout.ms); asynchronous ones
         never retry and call ``callback(offsets, error_or_None)`` from a later poll().
+
+        Example::
+
+            records = await consumer.poll(timeout=1.0)
+            handle(records)
+            await consumer.commit()                                      # what poll() returned
+            await consumer.commit({TopicPartition("orders", 0): 43})    # or explicit next offsets
         """
         if asynchronous:
             self.commit_async(offsets, callback)

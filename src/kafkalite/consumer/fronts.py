@@ -31,6 +31,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
+from kafkalite.arguments import ShapeChecked
 from kafkalite.consumer import _frontend as fe
 from kafkalite.consumer.core import ConsumerCore
 from kafkalite.consumer.records import ConsumerRecords
@@ -52,7 +53,7 @@ class _BlockingApi(Protocol):
     def unsubscribe(self) -> None: ...
 
 
-class AsyncConsumerFront(LoopCalls):
+class AsyncConsumerFront(LoopCalls, ShapeChecked):
     """``kafkalite.aio.Consumer``'s way: the engine runs on the caller's event loop (no
     thread); listener methods and commit callbacks run in the task that awaits poll()
     (or a commit) and may be coroutines."""
@@ -106,7 +107,7 @@ class AsyncConsumerFront(LoopCalls):
         return records.by_partition()
 
 
-class BlockingConsumerFront(EngineCalls):
+class BlockingConsumerFront(EngineCalls, ShapeChecked):
     """``kafkalite.Consumer``'s way: the engine (fetching, heartbeats, commits) runs on a
     background thread; ``poll()`` takes already fetched records from a buffer and decodes
     them in the calling thread. Rebalance listener callbacks and commit callbacks run in

@@ -97,9 +97,11 @@ class Conventions:
 
     @property
     def schema_url(self) -> str:
+        """The OpenTelemetry schema URL of the chosen semantic conventions."""
         return NEW_SCHEMA_URL if self.new else OLD_SCHEMA_URL
 
     def span_name(self, operation: Operation, topic: str | None) -> str:
+        """The span name of an operation on ``topic`` (``"send orders"`` in the new conventions)."""
         old_op, new_op, _ = _OPERATIONS[operation]
         if self.new:  # with messaging/dup the single-valued things are the new ones
             return f"{new_op} {topic}" if topic else new_op
@@ -112,6 +114,12 @@ class Conventions:
     def attributes(self, operation: Operation, topic: str | None = None, *, partition: int | None = None,
                    offset: int | None = None, group: str | None = None, client_id: str | None = None,
                    count: int | None = None, tombstone: bool = False) -> dict[str, Any]:
+        """The span or metric attributes of one operation, in the chosen conventions.
+
+        Example::
+
+            Conventions().attributes("send", "orders", partition=0)   # {"messaging.system": "kafka", ...}
+        """
         old_op, new_op, new_type = _OPERATIONS[operation]
         attrs: dict[str, Any] = {"messaging.system": "kafka"}
         if topic:

@@ -133,6 +133,12 @@ class AsyncProducer(AsyncProducerFront):
         On the blocking producer the future's ``result(timeout)`` waits for the
         acknowledgement; on the asyncio producer awaiting the future does (its
         ``result()`` does not wait).
+
+        Example::
+
+            future = await producer.send("orders", b'{"id": 1}', key=b"c-7", headers=[("trace", b"abc")])
+            await producer.flush()
+            print(future.result())           # RecordMetadata(topic, partition, offset, ...)
         """
         if headers is None:
             # The common case in one call (C when built): partition, lock, encode into
@@ -279,6 +285,12 @@ class AsyncProducer(AsyncProducerFront):
 
         Raises KafkaTimeoutError if that takes longer than ``timeout`` seconds
         (None: no limit; records are bounded by delivery.timeout.ms anyway).
+
+        Example::
+
+            for n in range(1000):
+                await producer.send("orders", str(n).encode())
+            await producer.flush(timeout=30)   # every record acknowledged (or failed)
         """
         core = self._core
         if not core.acc.incomplete:

@@ -52,6 +52,7 @@ class DoneSignal:
         self.waiters = 0
 
     def notify(self) -> None:
+        """Wake every thread waiting for a batch to complete (called by the engine when one does)."""
         if self.waiters:
             with self._cond:
                 self._cond.notify_all()

@@ -33,6 +33,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from kafkalite.arguments import ShapeChecked
 from kafkalite.config import PRODUCER, Config
 from kafkalite.errors import (
     ClientClosedError,
@@ -81,7 +82,7 @@ def _not_started(*args: Any) -> None:
     return None
 
 
-class AsyncProducerFront:
+class AsyncProducerFront(ShapeChecked):
     """``kafkalite.aio.Producer``'s way: the engine runs on the caller's event loop."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
@@ -145,7 +146,7 @@ class AsyncProducerFront:
         await core.close(timeout)
 
 
-class BlockingProducerFront:
+class BlockingProducerFront(ShapeChecked):
     """``kafkalite.Producer``'s way: the engine runs on the producer's own thread.
 
     Thread-safe: any thread may send, flush and run transactions.

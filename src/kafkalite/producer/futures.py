@@ -54,9 +54,13 @@ class RecordFuture(FutureBase):
     # -------------------------------------------------------------- state
 
     def done(self) -> bool:
+        """True once the record's batch was acknowledged or failed."""
+        """True once the record's batch was acknowledged or failed."""
         return self._batch.done
 
     def cancelled(self) -> bool:
+        """Always False: a record once appended cannot be cancelled."""
+        """Always False: a record once appended cannot be cancelled."""
         return False
 
     def cancel(self) -> bool:
@@ -64,14 +68,20 @@ class RecordFuture(FutureBase):
         return False
 
     def running(self) -> bool:
+        """True while the record waits for its acknowledgement."""
+        """True while the record waits for its acknowledgement."""
         return not self._batch.done
 
     @property
     def topic(self) -> str:
+        """The record's topic."""
+        """The record's topic."""
         return self._batch.topic
 
     @property
     def partition(self) -> int:
+        """The partition the record was appended to."""
+        """The partition the record was appended to."""
         return self._batch.partition
 
     def _metadata(self) -> RecordMetadata:
@@ -104,9 +114,13 @@ class RecordFuture(FutureBase):
         return b.error
 
     def succeeded(self) -> bool:
+        """True once the record was written (``await`` gives its RecordMetadata)."""
+        """True once the record was written (``result()`` gives its RecordMetadata)."""
         return self._batch.done and self._error() is None
 
     def failed(self) -> bool:
+        """True once the record failed (``await`` raises its error)."""
+        """True once the record failed (``result()`` raises its error)."""
         return self._batch.done and self._error() is not None
 
     @property

@@ -108,6 +108,12 @@ class Producer(BlockingProducerFront):
         On the blocking producer the future's ``result(timeout)`` waits for the
         acknowledgement; on the asyncio producer awaiting the future does (its
         ``result()`` does not wait).
+
+        Example::
+
+            future = producer.send("orders", b'{"id": 1}', key=b"c-7", headers=[("trace", b"abc")])
+            producer.flush()
+            print(future.result())           # RecordMetadata(topic, partition, offset, ...)
         """
         if headers is None:
             # The common case in one call (C when built): partition, lock, encode into
@@ -254,6 +260,12 @@ class Producer(BlockingProducerFront):
 
         Raises KafkaTimeoutError if that takes longer than ``timeout`` seconds
         (None: no limit; records are bounded by delivery.timeout.ms anyway).
+
+        Example::
+
+            for n in range(1000):
+                producer.send("orders", str(n).encode())
+            producer.flush(timeout=30)   # every record acknowledged (or failed)
         """
         core = self._core
         if not core.acc.incomplete:

@@ -81,9 +81,11 @@ class ConfigurableBase:
     is_key: bool = False
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
+        """Called once by the client with its settings; ``is_key``: for keys, not values."""
         self.is_key = is_key
 
     def close(self) -> None:
+        """Called when the client closes: release what the serde holds."""
         pass
 
     def __repr__(self) -> str:
@@ -94,6 +96,12 @@ class _Base(ConfigurableBase):
     """Convenience base: no-op configure/close; subclasses implement serialize()."""
 
     def serialize(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:
+        """``data`` as the bytes of a record's key or value (None stays None: a null).
+
+        Example::
+
+            StringSerializer().serialize("orders", "hello")   # b"hello"
+        """
         # Abstract: each serializer implements it.
         raise NotImplementedError
 

@@ -23,10 +23,12 @@ class SchemaReference:
     version: int
 
     def to_json(self) -> dict[str, Any]:
+        """The reference as the registry's JSON (``{"name", "subject", "version"}``)."""
         return {"name": self.name, "subject": self.subject, "version": self.version}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SchemaReference:
+        """A reference from the registry's JSON (``{"name", "subject", "version"}``)."""
         return cls(str(data["name"]), str(data["subject"]), int(data["version"]))
 
 
@@ -58,6 +60,7 @@ class Schema:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Schema:
+        """A schema from the registry's JSON (``{"schema", "schemaType", "references"}``)."""
         refs: Sequence[Mapping[str, Any]] = data.get("references") or ()
         return cls(
             str(data["schema"]),
@@ -77,6 +80,7 @@ class RegisteredSchema:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], subject: str | None = None) -> RegisteredSchema:
+        """A registered schema from the registry's JSON answer (``{"id", "schema", "schemaType", "version", ...}``)."""
         return cls(
             int(data["id"]),
             Schema.from_json(data),

@@ -145,11 +145,13 @@ class SchemaSerde:
     # -- helpers -----------------------------------------------------------------------
 
     def need_registry(self, why: str) -> SchemaRegistryClient:
+        """The registry client; ConfigError saying it is needed to ``why`` when none was configured."""
         if self.registry is None:
             raise ConfigError(f"{self.KIND} needs 'schema.registry.url' (or a registry client) to {why}")
         return self.registry
 
     def subject(self, topic: str, record_name: str | None) -> str:
+        """The subject of ``topic`` (and record name) under the configured subject name strategy."""
         return self._strategies[self.is_key](topic, self.is_key, record_name)
 
     def schema_id_for(self, topic: str, record_name: str | None,
@@ -207,6 +209,7 @@ class SchemaSerde:
 
     @staticmethod
     def header(data: bytes, topic: str) -> tuple[int, int]:
+        """``(magic byte, schema id)`` of a Confluent-framed payload; SerializationError naming the topic if it is not one."""
         return parse_header(data, topic=topic)
 
 

@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, cast
 
+from kafkalite.arguments import ShapeChecked
 from kafkalite.errors import ClientClosedError, IllegalStateError
 from kafkalite.net.engine import EngineCalls, EngineThread, LoopCalls
 from kafkalite.share import settings as st
@@ -43,7 +44,7 @@ class _BlockingApi(Protocol):
     def unsubscribe(self) -> None: ...
 
 
-class AsyncShareConsumerFront(LoopCalls):
+class AsyncShareConsumerFront(LoopCalls, ShapeChecked):
     """``kafkalite.aio.ShareConsumer``'s way: the engine runs on the caller's event loop
     (no thread); the acknowledgement commit callback runs in the task that awaits
     ``poll()`` / a commit and may be a coroutine function."""
@@ -104,7 +105,7 @@ class AsyncShareConsumerFront(LoopCalls):
         """The engine is the caller's loop: nothing to stop."""
 
 
-class BlockingShareConsumerFront(EngineCalls):
+class BlockingShareConsumerFront(EngineCalls, ShapeChecked):
     """``kafkalite.ShareConsumer``'s way: the engine (heartbeats, fetches,
     acknowledgements) runs on a background thread; ``poll()`` decodes records in the
     calling thread. Not thread-safe, like Java's ``KafkaShareConsumer``: one consumer

@@ -160,6 +160,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         "run_dir": str(run_dir),
         "tls_dir": str(brokers[0].tls_dir) if brokers[0].tls is not None else None,
         "signin": signin,
+        "sasl_users": sasl_users(brokers[0]),
         "nodes": [
             {
                 "node_id": b.node_id,
@@ -173,8 +174,40 @@ def cmd_up(args: argparse.Namespace) -> int:
     }
     state_file().parent.mkdir(parents=True, exist_ok=True)
     state_file().write_text(json.dumps(state, indent=1))
+    # stdout stays the bootstrap address alone (scripts read it); the sign-in details
+    # for people go to stderr, and `status` prints them again.
+    for line in describe_users(state):
+        print(line.strip(), file=sys.stderr)
     print(target.bootstrap)
     return 0
+
+
+def sasl_users(broker: LocalBroker) -> dict[str, Any]:
+    """The SASL users of a broker with a security preset, for ``status`` (test passwords)."""
+    preset = broker.security
+    if preset is None or not preset.users:
+        return {}
+    return {"listener": preset.listener, "mechanisms": list(preset.mechanisms),
+            "super_users": list(preset.super_users), "users": dict(preset.users)}
+
+
+def describe_users(state: dict[str, Any]) -> list[str]:
+    """Lines naming the SASL users and their passwords, and a client properties file."""
+    info = state.get("sasl_users") or {}
+    if not info:
+        return []
+    listener = info["listener"]
+    lines = [f"  SASL users ({', '.join(info['mechanisms'])}) on {listener} "
+             f"{state.get('listeners', {}).get(listener, '')}:"]
+    for user, password in info["users"].items():
+        role = " (super user: may do anything, e.g. manage ACLs)" if user in info["super_users"] else ""
+        lines.append(f"    {user} / {password}{role}")
+    admin = next(iter(info["super_users"]), next(iter(info["users"])))
+    lines += ["  a properties file for the console tools (--command-config admin.properties):",
+              f"    bootstrap.servers={state.get('listeners', {}).get(listener, '')}",
+              f"    security.protocol={listener}", "    sasl.mechanism=SCRAM-SHA-256",
+              f"    sasl.username={admin}", f"    sasl.password={info['users'][admin]}"]
+    return lines
 
 
 def build_target(args: argparse.Namespace, run_dir: Path, port: int | None) -> LocalBroker | LocalCluster:
@@ -247,6 +280,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"  TLS: CA {state['tls_dir']}/ca.pem, client certificate {state['tls_dir']}/client.pem "
                   f"(key {state['tls_dir']}/client.key)")
         for line in describe_state(state.get("signin") or {}):
+            print(line)
+        for line in describe_users(state):
             print(line)
         for node, alive in zip(state["nodes"], _nodes_alive(state)):
             health = ("ready" if _node_ready(node["bootstrap"]) else "not ready") if alive else "dead"

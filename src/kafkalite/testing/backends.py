@@ -34,6 +34,13 @@ from kafkalite.testing.wire import KafkaSocket, WireError
 
 
 class Backend(enum.Enum):
+    """Where the test brokers come from: started here, an external cluster (``KAFKALITE_BOOTSTRAP``), or Docker.
+
+    Example::
+
+        select_backend()   # Backend.LOCAL unless the environment says otherwise
+    """
+
     LOCAL = "local"
     EXTERNAL = "external"
     DOCKER = "docker"
@@ -69,11 +76,15 @@ class KafkaService(Protocol):
     """What every fixture value offers, whatever runs the broker."""
 
     @property
-    def bootstrap(self) -> str: ...
+    def bootstrap(self) -> str:
+        """``host:port[,host:port...]`` of the PLAINTEXT listener."""
+        ...
 
     version: str
 
-    def bootstrap_for(self, listener: str) -> str: ...
+    def bootstrap_for(self, listener: str) -> str:
+        """The bootstrap address of a named listener (``"SASL_PLAINTEXT"`` ...)."""
+        ...
 
     def run_tool(
         self,
@@ -84,9 +95,18 @@ class KafkaService(Protocol):
         timeout: float = 120.0,
         check: bool = False,
         env: Mapping[str, str] | None = None,
-    ) -> subprocess.CompletedProcess[str]: ...
+    ) -> subprocess.CompletedProcess[str]:
+        """Run one of Kafka's command-line tools (``kafka-topics`` ...) against this service.
 
-    def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]: ...
+        Example::
+
+            kafka_broker.run_tool("kafka-topics", ["--list"])
+        """
+        ...
+
+    def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
+        """The command line that runs one of Kafka's Java tools against this service."""
+        ...
 
     def create_topic(
         self,
@@ -94,9 +114,18 @@ class KafkaService(Protocol):
         partitions: int = 1,
         replication_factor: int = -1,
         configs: Mapping[str, str] | None = None,
-    ) -> str: ...
+    ) -> str:
+        """Create a topic and wait until its partitions have leaders; returns its name.
 
-    def log_tail(self, lines: int = 40) -> str: ...
+        Example::
+
+            kafka_broker.create_topic("orders", partitions=3)
+        """
+        ...
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` of the broker logs, for a test's failure message."""
+        ...
 
 
 class ToolsMixin:
@@ -186,6 +215,12 @@ class ExternalKafka(ToolsMixin):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ExternalKafka:
+        """The cluster named by ``KAFKALITE_BOOTSTRAP`` (and ``KAFKALITE_BOOTSTRAP_<LISTENER>``, ``KAFKALITE_BROKER_VERSION``).
+
+        Example::
+
+            ExternalKafka.from_env({"KAFKALITE_BOOTSTRAP": "10.0.0.5:9092"})
+        """
         env = os.environ if env is None else env
         prefix = "KAFKALITE_BOOTSTRAP_"
         listeners = {k[len(prefix) :]: v for k, v in env.items() if k.startswith(prefix)}
@@ -199,6 +234,7 @@ class ExternalKafka(ToolsMixin):
         return self._bootstrap
 
     def bootstrap_for(self, listener: str) -> str:
+        """The bootstrap address of a listener (``KAFKALITE_BOOTSTRAP_<LISTENER>``)."""
         if listener == "PLAINTEXT":
             return self.bootstrap
         try:
@@ -218,6 +254,7 @@ class ExternalKafka(ToolsMixin):
             raise ConnectionError(f"external Kafka at {self.bootstrap} does not answer: {exc}") from exc
 
     def log_tail(self, lines: int = 40) -> str:
+        """A note that an external cluster's logs are not visible here."""
         return f"(external cluster at {self.bootstrap}: its logs are not visible from here)"
 
     def close(self) -> None:

@@ -111,8 +111,10 @@ class LocalBroker(ToolsMixin):
         tls_dir: where the test certificates go (default ``run_dir/tls``); the
             nodes of a cluster share one.
         auto_create_topics: ``auto.create.topics.enable`` (default False).
-        replication_factor / min_insync_replicas: defaults for topics and internal
-            topics (1 / 1 for one node; the cluster uses 3 / 2).
+        replication_factor: default replication factor of topics and internal topics
+            (1 for one node; the cluster uses 3).
+        min_insync_replicas: default ``min.insync.replicas`` (1 for one node; the
+            cluster uses 2).
         extra_properties: more ``server.properties`` entries; they win.
         extra_classpath: jars or class directories added to the broker's class path
             (broker plugins such as a test ``metric.reporters`` class).
@@ -208,10 +210,12 @@ class LocalBroker(ToolsMixin):
 
     @property
     def host(self) -> str:
+        """The address it listens on (loopback)."""
         return "127.0.0.1"
 
     @property
     def port(self) -> int:
+        """The port of the PLAINTEXT client listener."""
         return self.listeners[CLIENT_LISTENER]
 
     @property
@@ -264,18 +268,22 @@ class LocalBroker(ToolsMixin):
 
     @property
     def data_dir(self) -> Path:
+        """The broker's log (data) directory."""
         return self.run_dir / "data"
 
     @property
     def log_dir(self) -> Path:
+        """Where its server and stdout logs are."""
         return self.run_dir / "logs"
 
     @property
     def server_log(self) -> Path:
+        """Kafka's ``server.log``."""
         return self.log_dir / "server.log"
 
     @property
     def stdout_log(self) -> Path:
+        """The process's standard output and error."""
         return self.log_dir / "stdout.log"
 
     def log_tail(self, lines: int = 40) -> str:
@@ -290,12 +298,14 @@ class LocalBroker(ToolsMixin):
 
     @property
     def distribution(self) -> KafkaDistribution:
+        """Kafka's jars (downloaded and checksummed on first use)."""
         if self._distribution is None:
             self._distribution = KafkaDistribution(self.version)
         return self._distribution.ensure()
 
     @property
     def java(self) -> JavaRuntime:
+        """The Java runtime that runs it."""
         if self._java is None:
             self._java = find_java_for(self.version)
         return self._java
@@ -349,6 +359,8 @@ class LocalBroker(ToolsMixin):
 
     @property
     def is_formatted(self) -> bool:
+        """True once its storage is formatted (KRaft ``meta.properties`` exists); always
+        in ZooKeeper mode, which has no storage to format."""
         return self.mode == ZOOKEEPER or (self.data_dir / "meta.properties").exists()
 
     def format(self) -> None:
@@ -391,10 +403,12 @@ class LocalBroker(ToolsMixin):
 
     @property
     def is_running(self) -> bool:
+        """True while its process runs (paused included)."""
         return self.process is not None and self.process.poll() is None
 
     @property
     def pid(self) -> int | None:
+        """The process id, or None before ``start()``."""
         return self.process.pid if self.process is not None else None
 
     def start(self, *, wait: bool = True, timeout: float = 120.0) -> LocalBroker:
@@ -486,6 +500,7 @@ class LocalBroker(ToolsMixin):
 
     @property
     def is_paused(self) -> bool:
+        """True while the process is stopped with ``pause()`` (SIGSTOP)."""
         return self._paused and self.is_running
 
     def stop(self, timeout: float = 30.0) -> int | None:
@@ -576,4 +591,5 @@ class LocalBroker(ToolsMixin):
 
     @property
     def major_version(self) -> int:
+        """The Kafka major version (2, 3 or 4)."""
         return kafka_major(self.version)

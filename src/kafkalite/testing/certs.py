@@ -88,6 +88,7 @@ class TestPki:
 
     @property
     def key_password(self) -> str:
+        """The password of the encrypted client key."""
         return KEY_PASSWORD
 
     @property
@@ -104,14 +105,17 @@ class TestPki:
 
     @property
     def store_password(self) -> str:
+        """The password of the PKCS#12 stores."""
         return STORE_PASSWORD
 
     def files(self) -> list[Path]:
+        """Every file of the test PKI."""
         return [self.ca, self.other_ca, self.broker_keystore, self.broker_wrong_host_keystore,
                 self.client_cert, self.client_key, self.client_key_encrypted, self.client_keystore_p12,
                 self.truststore_p12]
 
     def complete(self) -> bool:
+        """True when every file exists and is not empty."""
         return all(p.is_file() and p.stat().st_size > 0 for p in self.files())
 
 

@@ -175,6 +175,7 @@ class PartitionCounts:
 
     @property
     def problems(self) -> int:
+        """Lost + duplicated + reordered + aborted-but-visible + unexpected records."""
         return self.lost + self.duplicated + self.reordered + self.aborted_visible + self.unexpected
 
 
@@ -189,6 +190,7 @@ class CheckReport:
 
     @property
     def total(self) -> PartitionCounts:
+        """The counts of every partition added up."""
         out = PartitionCounts()
         for counts in self.partitions.values():
             for name in vars(out):

@@ -45,13 +45,20 @@ class LocalCluster(ToolsMixin):
         version: Kafka release.
         run_dir: parent of the ``node-<id>`` directories; default a temp dir that
             :meth:`close` deletes.
-        replication_factor / min_insync_replicas: topic defaults; default
-            ``min(nodes, 3)`` and ``2`` (``1`` for fewer than three nodes).
+        replication_factor: the topics' default replication factor; default
+            ``min(nodes, 3)``.
+        min_insync_replicas: the topics' default ``min.insync.replicas``; default ``2``
+            (``1`` for fewer than three nodes).
         first_port: PLAINTEXT port of node 1 (the next nodes take free ports);
             default a free port.
-        security, auto_create_topics, extra_properties, heap, tied, network_faults: as
-            for :class:`LocalBroker`, applied to every node (``cluster.faults`` switches
-            the proxies of all nodes, ``cluster.faults[node_id]`` one).
+        security: as for :class:`LocalBroker`, applied to every node.
+        auto_create_topics: as for :class:`LocalBroker`, applied to every node.
+        extra_properties: as for :class:`LocalBroker`, applied to every node.
+        heap: as for :class:`LocalBroker`, applied to every node.
+        tied: as for :class:`LocalBroker`, applied to every node.
+        network_faults: as for :class:`LocalBroker`, applied to every node
+            (``cluster.faults`` switches the proxies of all nodes,
+            ``cluster.faults[node_id]`` one).
         node_properties: more ``server.properties`` entries for single nodes, by node
             id; they win over ``extra_properties`` (e.g. a ``broker.rack`` per node
             for rack-aware tests: ``{1: {"broker.rack": "r1"}, 2: {...}}``).
@@ -139,6 +146,7 @@ class LocalCluster(ToolsMixin):
 
     @property
     def node_ids(self) -> list[int]:
+        """The node ids, in order."""
         return [b.node_id for b in self.brokers]
 
     @property
@@ -147,6 +155,7 @@ class LocalCluster(ToolsMixin):
         return ",".join(b.bootstrap for b in self.brokers)
 
     def bootstrap_for(self, listener: str) -> str:
+        """The addresses of a named listener on every node, comma-separated."""
         return ",".join(b.bootstrap_for(listener) for b in self.brokers)
 
     @property
@@ -158,6 +167,7 @@ class LocalCluster(ToolsMixin):
 
     @property
     def java(self) -> JavaRuntime:
+        """The Java runtime every node runs on."""
         if self._java is None:
             self._java = find_java_for(self.version)
             for broker in self.brokers:
@@ -262,6 +272,7 @@ class LocalCluster(ToolsMixin):
         raise WireError(f"{topic}-{partition} has no leader")
 
     def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` of each node's log, for a test's failure message."""
         return "\n".join(f"=== node {b.node_id} ===\n{b.log_tail(lines)}" for b in self.brokers)
 
     # -- conveniences ------------------------------------------------------------

@@ -97,11 +97,13 @@ class DockerKafka(ToolsMixin):
         return f"{self.host}:{self.port}"
 
     def bootstrap_for(self, listener: str) -> str:
+        """The bootstrap address of a listener (the Docker backend has only ``PLAINTEXT``)."""
         if listener != "PLAINTEXT":
             raise KeyError(f"the Docker backend has only a PLAINTEXT listener, not {listener}")
         return self.bootstrap
 
     def start(self, timeout: float = 120.0) -> DockerKafka:
+        """Start the container and wait until Kafka is ready (DockerUnavailableError without Docker)."""
         try:
             from testcontainers.core.container import DockerContainer
             from testcontainers.core.waiting_utils import wait_for_logs
@@ -125,6 +127,7 @@ class DockerKafka(ToolsMixin):
         return self
 
     def log_tail(self, lines: int = 40) -> str:
+        """The container's last ``lines`` of output."""
         if self._container is None:
             return ""
         out, err = self._container.get_logs()
@@ -132,6 +135,7 @@ class DockerKafka(ToolsMixin):
         return "\n".join(text.splitlines()[-lines:])
 
     def close(self) -> None:
+        """Stop the container."""
         if self._container is not None:
             self._container.stop()
             self._container = None

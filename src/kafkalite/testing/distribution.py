@@ -92,6 +92,7 @@ class Artifact:
 
     @property
     def filename(self) -> str:
+        """The jar's file name (``artifact-version[-classifier].extension``)."""
         suffix = f"-{self.classifier}" if self.classifier else ""
         return f"{self.artifact}-{self.version}{suffix}.{self.extension}"
 
@@ -274,6 +275,7 @@ class KafkaDistribution:
             ) from None
 
     def url(self, artifact: Artifact) -> str:
+        """Where an artifact is downloaded from (Maven Central)."""
         return f"{self.repository}/{artifact.repository_path}"
 
     # -- internals ---------------------------------------------------------------

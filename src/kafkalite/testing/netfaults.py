@@ -54,6 +54,13 @@ from kafkalite.testing.fault_frames import FrameSplitter, RequestTracker, corrup
 
 
 class Direction(enum.Flag):
+    """Which way a network fault acts: toward the broker, toward the client, or both.
+
+    Example::
+
+        network_faults.latency(200, direction=Direction.TO_CLIENT)
+    """
+
     TO_BROKER = enum.auto()
     TO_CLIENT = enum.auto()
     BOTH = TO_BROKER | TO_CLIENT
@@ -311,6 +318,7 @@ class FaultyProxy:
     # -- lifecycle
 
     def start(self) -> FaultyProxy:
+        """Start listening (idempotent); returns the proxy."""
         if self._server is None:
             self._loop.run(self._start())
         return self
@@ -321,10 +329,12 @@ class FaultyProxy:
 
     @property
     def port(self) -> int:
+        """The port the proxy listens on."""
         return self._listen_port
 
     @property
     def bootstrap(self) -> str:
+        """``host:port`` clients connect to (the proxy, not the broker)."""
         return f"{self.host}:{self._listen_port}"
 
     def close(self) -> None:
@@ -425,6 +435,7 @@ class FaultyProxy:
 
     @property
     def open_connections(self) -> int:
+        """How many client connections the proxy holds now."""
         return len(self._links)
 
 
@@ -454,27 +465,46 @@ class NetworkFaults:
         return Fault(self, undo)
 
     def latency(self, ms: float, jitter_ms: float = 0.0, direction: Direction = BOTH) -> Fault:
+        """Delay every chunk by ``ms`` (plus up to ``jitter_ms``) in ``direction``; returns the fault.
+
+        Example::
+
+            network_faults.latency(200, jitter_ms=50)
+        """
         return self._all("latency", ms, jitter_ms, direction)
 
     def bandwidth(self, bytes_per_s: float, direction: Direction = BOTH) -> Fault:
+        """Limit every connection to ``bytes_per_s`` in ``direction``; returns the fault (``.undo()`` it, or use it in a ``with`` block).
+
+        Example::
+
+            with network_faults.bandwidth(64_000):
+                producer.send("orders", b"x" * 100_000).result(30)
+        """
         return self._all("bandwidth", bytes_per_s, direction)
 
     def partial_writes(self, max_fragment: int = 3, direction: Direction = BOTH) -> Fault:
+        """Forward bytes in pieces of at most ``max_fragment`` bytes; returns the fault."""
         return self._all("partial_writes", max_fragment, direction)
 
     def corrupt(self, rate: float, direction: Direction = TO_CLIENT, *,
                 records_only: bool = False) -> Fault:
+        """Flip bytes at ``rate`` (0..1) in ``direction`` (``records_only``: only inside record batches); returns the fault."""
         return self._all("corrupt", rate, direction, records_only=records_only)
 
     def black_hole(self) -> Fault:
+        """Drop every byte both ways while keeping connections open; returns the fault."""
         return self._all("black_hole")
 
     def refuse_new(self) -> Fault:
+        """Refuse new connections (existing ones keep working); returns the fault."""
         return self._all("refuse_new")
 
     def reset(self) -> int:
+        """Reset (RST) every open connection; how many were reset."""
         return sum(p.reset() for p in self.proxies.values())
 
     def heal(self) -> None:
+        """Remove every fault of every proxy."""
         for proxy in self.proxies.values():
             proxy.heal()

@@ -232,10 +232,12 @@ class ApicurioRegistry:
 
     @property
     def host(self) -> str:
+        """The address it listens on (loopback)."""
         return "127.0.0.1"
 
     @property
     def base_url(self) -> str:
+        """``http://host:port`` of the registry."""
         return f"http://{self.host}:{self.port}"
 
     @property
@@ -249,19 +251,23 @@ class ApicurioRegistry:
 
     @property
     def log_path(self) -> Path:
+        """The registry's log file."""
         return self.run_dir / "logs" / "registry.log"
 
     def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` of its log, for a test's failure message."""
         return f"--- {self.log_path} ---\n{tail(self.log_path, lines)}"
 
     @property
     def distribution(self) -> RegistryDistribution:
+        """The registry's jars (downloaded and checksummed on first use)."""
         if self._distribution is None:
             self._distribution = RegistryDistribution(self.version)
         return self._distribution.ensure()
 
     @property
     def java(self) -> JavaRuntime:
+        """The Java runtime that runs it."""
         if self._java is None:
             self._java = find_java(RegistryLock.load(self.version).java)
         return self._java
@@ -286,10 +292,12 @@ class ApicurioRegistry:
 
     @property
     def is_running(self) -> bool:
+        """True while its process runs."""
         return self.process is not None and self.process.poll() is None
 
     @property
     def pid(self) -> int | None:
+        """The process id, or None before ``start()``."""
         return self.process.pid if self.process is not None else None
 
     def start(self, *, timeout: float = 120.0) -> ApicurioRegistry:
@@ -331,6 +339,7 @@ class ApicurioRegistry:
             return False
 
     def wait_ready(self, timeout: float = 120.0) -> None:
+        """Wait until the registry answers, for at most ``timeout`` seconds (RegistryStartError with its log if not)."""
         deadline = time.monotonic() + timeout
         while True:
             if self.process is not None and self.process.poll() is not None:
@@ -365,6 +374,7 @@ class ApicurioRegistry:
         return proc.returncode
 
     def kill(self) -> int | None:
+        """Kill the process at once; its exit code, or None if it was not started."""
         proc = self.process
         if proc is None:
             return None
@@ -400,12 +410,15 @@ class ExternalSchemaRegistry:
         return f"<ExternalSchemaRegistry {self.url}>"
 
     def client_config(self) -> dict[str, str]:
+        """``{"schema.registry.url": url}`` for a serializer."""
         return {"schema.registry.url": self.url}
 
     def log_tail(self, lines: int = 40) -> str:
+        """A note that an external registry's logs are not visible here."""
         return f"(external registry at {self.url}: no logs here)"
 
     def wait_ready(self, timeout: float = 30.0) -> ExternalSchemaRegistry:
+        """Wait until the registry answers ``/subjects``, for at most ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -417,6 +430,7 @@ class ExternalSchemaRegistry:
                 time.sleep(0.2)
 
     def close(self) -> None:
+        """Nothing to stop: the registry is not ours."""
         pass
 
 

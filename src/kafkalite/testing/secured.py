@@ -60,14 +60,18 @@ class BrokerListener:
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = -1,
                      configs: Mapping[str, str] | None = None) -> str:
+        """Create a topic on the broker (and wait for its leaders); returns its name."""
         return self.broker.create_topic(name, partitions, replication_factor, configs)
 
     def run_tool(self, tool: str, args: Any = (), **kwargs: Any) -> Any:
+        """Run one of Kafka's command-line tools against the broker."""
         return self.broker.run_tool(tool, args, **kwargs)
 
     def log_tail(self, lines: int = 40) -> str:
+        """The broker's log tail, for a test's failure message."""
         return self.broker.log_tail(lines)
 
     @property
     def run_dir(self) -> Any:
+        """The broker's run directory."""
         return self.broker.run_dir

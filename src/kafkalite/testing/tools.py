@@ -81,9 +81,11 @@ class JavaTools:
 
     @property
     def version(self) -> str:
+        """The Kafka version of the jars."""
         return self.distribution.version
 
     def classpath(self) -> str:
+        """The classpath of Kafka's jars, for ``java -cp``."""
         return os.pathsep.join(str(p) for p in self.distribution.classpath())
 
     def _log_flag(self) -> str:

@@ -47,8 +47,9 @@ def create_topic(
 
     Args:
         bootstrap: ``"host:port[,host:port...]"``; the first address is used.
-        partitions / replication_factor: -1 takes the broker's default
-            (``num.partitions`` / ``default.replication.factor``).
+        partitions: -1 takes the broker's default (``num.partitions``).
+        replication_factor: -1 takes the broker's default
+            (``default.replication.factor``).
         configs: topic configs, e.g. ``{"cleanup.policy": "compact"}``.
         exist_ok: do not fail if the topic already exists.
 
