@@ -66,3 +66,13 @@ def test_up_help_lists_the_kept_releases_and_modes() -> None:
     for release in KEPT:
         assert release.version in text
     assert "--zookeeper" in text and "--kraft" in text
+
+
+def test_the_sites_compatibility_data_lists_the_kept_releases() -> None:
+    import re
+
+    text = (ROOT / "docs" / "data" / "compatibility.yaml").read_text()
+    section = text[text.index("brokers:"):text.index("spark:")]
+    rows = re.findall(r'- version: "([^"]+)"\n\s+mode: ([^\n]+)\n\s+status: ([^\n]+)', section)
+    listed = [(version, mode) for version, mode, status in rows if status != "supported"]
+    assert listed == [(r.version, "ZooKeeper" if r.mode == ZOOKEEPER else "KRaft") for r in KEPT]

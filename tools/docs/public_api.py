@@ -71,7 +71,8 @@ PAGES = (
             "The blocking `kafkalite.Producer` and the asyncio `kafkalite.aio.Producer` (the same methods, "
             "awaited), and the futures `send()` returns. Guide: [Producer](../../producer.md).",
             (Entry("kafkalite", ("Producer",)), Entry("kafkalite.aio", ("Producer",)),
-             Entry("kafkalite.producer.futures", ("RecordFuture", "AsyncRecordFuture", "SendManyResult", "DoneSignal")))),
+             Entry("kafkalite.producer.futures", ("RecordFuture", "AsyncRecordFuture", "SendManyResult",
+                                                 "AsyncSendManyResult", "DoneSignal")))),
     ApiPage("consumer", "Consumer",
             "The blocking `kafkalite.Consumer`, the asyncio `kafkalite.aio.Consumer` and the rebalance "
             "listener. Guide: [Consumer](../../consumer.md).",

@@ -34,7 +34,7 @@ from kafkalite.producer.append_kernel import (
 from kafkalite.producer.batch import DoneSignal, ProducerBatch, record_metadata, resolve
 from kafkalite.types import RecordMetadata
 
-__all__ = ["AsyncRecordFuture", "AsyncSendManyResult", "DoneSignal", "RecordFuture", "SendManyResult", "many_args"]
+__all__ = ["AsyncRecordFuture", "AsyncSendManyResult", "DoneSignal", "RecordFuture", "SendManyResult"]
 
 
 class RecordFuture(FutureBase):
