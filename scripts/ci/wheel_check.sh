@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# CI: kafkalite as a user installs it, from the wheel and from the sdist.
+#
+#   bash scripts/ci/wheel_check.sh          # what CI runs (unit subset from the sdist)
+#   KAFKALITE_SDIST_UNIT=all bash scripts/ci/wheel_check.sh   # the whole unit suite
+#
+# 1. scripts/wheel.sh builds the sdist and this machine's manylinux wheel (Zig targeting
+#    glibc 2.28, auditwheel, twine check) into a scratch directory.
+# 2. The wheel goes into a fresh venv with no C compiler on PATH and pip refusing to
+#    build anything (--only-binary :all:); from outside the checkout, the installed
+#    package must have its C kernels active (record_codec.IMPLEMENTATION == "c") and
+#    make a produce/consume round trip against a broker the harness starts
+#    (`python -m kafkalite.testing up`, in a state directory of this run's own).
+# 3. The sdist alone: unpacked, installed into another fresh venv (built by pip from the
+#    sdist, with a compiler, as a user without a wheel does), and the unit suite run from
+#    the unpacked tree. CI runs a subset (the kernels, the codecs, the layout checks that
+#    read the docs and tools the sdist must carry); KAFKALITE_SDIST_UNIT=all runs all of
+#    tests/unit.
+#
+# Needs scripts/setup.sh's .venv (its harness starts the broker) and Kafka's jars
+# (`python -m kafkalite.testing fetch`). Each step prints PASSED/FAILED; the last line
+# is "N passed, N failed", the exit code 1 if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+started=$SECONDS
+work=$(mktemp -d -t kafkalite-wheel-check.XXXXXX)
+export KAFKALITE_STATE_DIR="$work/state"  # `up`/`down` see only this run's broker
+cleanup() {
+    .venv/bin/python -m kafkalite.testing down >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+step() {  # step NAME COMMAND...: runs it, prints PASSED/FAILED with its time
+    local name=$1 t0=$SECONDS
+    shift
+    echo "==> $name"
+    if "$@"; then
+        passed=$((passed + 1)); echo "PASSED wheel_check::$name ($((SECONDS - t0)) s)"
+    else
+        failed=$((failed + 1)); echo "FAILED wheel_check::$name ($((SECONDS - t0)) s)"
+        return 1
+    fi
+}
+finish() {
+    echo "==> wheel_check took $((SECONDS - started)) s"
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+}
+
+base_python=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
+
+build() {
+    KAFKALITE_DIST_DIR="$work/dist" PYTHON="$base_python" bash scripts/wheel.sh
+}
+step wheel_sh_builds_sdist_and_manylinux_wheel build || finish
+wheel=$(ls "$work"/dist/kafkalite-*.whl)
+sdist=$(ls "$work"/dist/kafkalite-*.tar.gz)
+
+# A PATH with the venv and nothing else: no gcc, cc, clang or zig can be found.
+user_venv="$work/user-venv"
+no_compiler_path="$user_venv/bin"
+install_wheel() {
+    "$base_python" -m venv "$user_venv" || return 1
+    for compiler in gcc cc clang zig; do
+        if PATH=$no_compiler_path command -v "$compiler" >/dev/null; then
+            echo "a C compiler ($compiler) is on the wheel venv's PATH" >&2; return 1
+        fi
+    done
+    PATH=$no_compiler_path "$user_venv/bin/python" -m pip install --quiet \
+        --only-binary :all: "$wheel"
+}
+step wheel_installs_without_a_compiler install_wheel || finish
+
+start_broker() {
+    bootstrap=$(nice -n 10 .venv/bin/python -m kafkalite.testing up --timeout 180 | tail -1)
+    [ -n "$bootstrap" ] && echo "broker at $bootstrap"
+}
+step harness_broker_up start_broker || finish
+
+round_trip() {
+    cp scripts/ci/wheel_roundtrip.py "$work/"
+    # From the scratch directory (not the checkout) and with the compiler-free PATH.
+    (cd "$work" && env -i HOME="$HOME" PATH="$no_compiler_path" \
+        "$user_venv/bin/python" wheel_roundtrip.py "$bootstrap")
+}
+step wheel_kernels_active_and_round_trip round_trip
+.venv/bin/python -m kafkalite.testing down >/dev/null 2>&1 || true
+
+sdist_venv="$work/sdist-venv"
+sdist_tree=""
+install_sdist() {
+    mkdir -p "$work/sdist" && tar -xzf "$sdist" -C "$work/sdist" || return 1
+    sdist_tree=$(ls -d "$work"/sdist/kafkalite-*)
+    "$base_python" -m venv "$sdist_venv" || return 1
+    "$sdist_venv/bin/python" -m pip install --quiet --upgrade pip || return 1
+    # pip builds kafkalite from the sdist (its own setup.py, with the compiler here).
+    nice -n 10 "$sdist_venv/bin/python" -m pip install --quiet "$sdist[dev]" || return 1
+    "$sdist_venv/bin/python" -c '
+from kafkalite.protocol import record_codec
+assert record_codec.IMPLEMENTATION == "c", record_codec.IMPLEMENTATION
+print("built from the sdist; record kernels:", record_codec.IMPLEMENTATION)'
+}
+step sdist_builds_and_installs install_sdist || finish
+
+# The subset CI runs: the C kernels against the Python reference, the codecs and record
+# batches, the generated code and layout checks (they read docs/, tools/ and the C
+# sources, which the sdist must carry), the settings and errors registries.
+short_unit_set=(
+    tests/unit/test_records_codec.py tests/unit/test_records_gc.py
+    tests/unit/test_producer_append_kernel.py tests/unit/test_architecture.py
+    tests/unit/test_layering.py tests/unit/test_generated_protocol.py
+    tests/unit/test_config.py tests/unit/test_errors.py tests/unit/test_typed_errors.py
+    tests/unit/test_version_and_doctor.py tests/unit/test_kernel_notice.py
+    tests/unit/test_wheel_tags.py
+)
+unit_from_sdist() {
+    local selection=("${short_unit_set[@]}")
+    [ "${KAFKALITE_SDIST_UNIT:-short}" = "all" ] && selection=(tests/unit)
+    # pytest from the unpacked sdist: tests/ and the docs come from it, kafkalite from the
+    # venv (the tree has src/kafkalite, which is not on sys.path).
+    (cd "$sdist_tree" && KAFKALITE_WHEEL="$wheel" nice -n 10 "$sdist_venv/bin/python" -m pytest \
+        -q -p no:cacheprovider "${selection[@]}")
+}
+step sdist_unit_suite unit_from_sdist
+finish
