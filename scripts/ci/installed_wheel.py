@@ -4,14 +4,12 @@
         the package comes from the venv's site-packages, its C kernels are active, and
         20,000 records make a produce/consume round trip through the broker at BOOTSTRAP
         (scripts/ci/wheel_check.sh starts one with `python -m kafkalite.testing up`);
-    python installed_wheel.py unit PROJECT_DIR [--set kernels|sdist|all]
+    python installed_wheel.py unit PROJECT_DIR [--set short|all]
         the same two checks, then the unit tests of PROJECT_DIR (a checkout or an
-        unpacked sdist) against the installed package: `kernels` (the C kernels against
-        the pure-Python reference, the codecs and record readers, fuzzed batches, the
-        kernel notice, `--version` and `doctor`; needs only pytest and hypothesis, no
-        extra), `sdist` (those and the checks that read the docs, the generators and the
-        C sources the sdist must carry) or `all` (tests/unit; needs kafkalite[dev]).
-        cibuildwheel's test-command runs it for each wheel (pyproject.toml).
+        unpacked sdist) against the installed package: `short` (SHORT_TESTS below:
+        needs pytest and hypothesis, no extra) or `all` (tests/unit: needs
+        kafkalite[dev]). cibuildwheel's test-command runs it for each wheel
+        (pyproject.toml).
 
 Each check prints ``PASSED name`` or ``FAILED name: why``, then pytest's own report; the
 last line of `round-trip` is ``N passed, N failed``. The exit code is non-zero if any
@@ -32,7 +30,12 @@ from pathlib import Path
 
 RECORDS = 20_000
 
-KERNEL_TESTS = [
+# The short set: every test here needs pytest and hypothesis only (no extra), no broker.
+# The C kernels against the pure-Python reference, the codecs and record readers, fuzzed
+# batches, the kernel notice, `--version` and `doctor`; and the checks that read what an
+# sdist must carry besides the package: docs/architecture.md, the protocol generators and
+# their specs in tools/, the C sources.
+SHORT_TESTS = [
     "tests/unit/test_records_codec.py",
     "tests/unit/test_records_gc.py",
     "tests/unit/test_producer_append_kernel.py",
@@ -45,17 +48,13 @@ KERNEL_TESTS = [
     "tests/unit/test_consumer_record.py",
     "tests/unit/test_kernel_notice.py",
     "tests/unit/test_version_and_doctor.py",
-]
-# What an sdist must carry besides the package: these read docs/architecture.md, the
-# protocol generators and their specs in tools/, and the C sources.
-SDIST_TESTS = [
-    *KERNEL_TESTS,
     "tests/unit/test_architecture.py",
     "tests/unit/test_layering.py",
     "tests/unit/test_generated_protocol.py",
     "tests/unit/test_errors.py",
+    "tests/unit/test_packaging_metadata.py",
 ]
-TEST_SETS = {"kernels": KERNEL_TESTS, "sdist": SDIST_TESTS, "all": ["tests/unit"]}
+TEST_SETS = {"short": SHORT_TESTS, "all": ["tests/unit"]}
 
 
 def check_installed_from_the_venv() -> None:
@@ -147,7 +146,10 @@ def main(argv: list[str]) -> int:
 
     project = args.project.resolve()
     paths = [str(project / path) for path in TEST_SETS[args.set]]
-    return int(pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", str(project), *paths]))
+    # kafkalite is imported already (the checks above): pytest cannot rewrite its asserts,
+    # and need not (they are the library's, not the tests').
+    return int(pytest.main(["-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
+                            "--rootdir", str(project), *paths]))
 
 
 if __name__ == "__main__":

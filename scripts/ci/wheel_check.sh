@@ -12,9 +12,10 @@
 #    make a produce/consume round trip against a broker the harness starts
 #    (`python -m kafkalite.testing up`, in a state directory of this run's own).
 # 3. The sdist alone: unpacked, installed into another fresh venv (built by pip from the
-#    sdist, with a compiler, as a user without a wheel does), and the unit suite run from
-#    the unpacked tree. CI runs a subset (the kernels, the codecs, the layout checks that
-#    read the docs and tools the sdist must carry); KAFKALITE_SDIST_UNIT=all runs all of
+#    sdist, with a compiler, as a user without a wheel does), and its own unit tests run
+#    against that install. CI runs the short set of scripts/ci/installed_wheel.py (the
+#    kernels, the codecs, the layout checks that read the docs and tools the sdist must
+#    carry: ~900 tests); KAFKALITE_SDIST_UNIT=all installs the dev extra and runs all of
 #    tests/unit.
 #
 # Needs scripts/setup.sh's .venv (its harness starts the broker) and Kafka's jars
@@ -117,47 +118,41 @@ start_broker() {
 step harness_broker_up start_broker || finish
 
 round_trip() {
-    cp scripts/ci/wheel_roundtrip.py "$work/"
+    cp scripts/ci/installed_wheel.py "$work/"
     # From the scratch directory (not the checkout) and with the compiler-free PATH.
     (cd "$work" && env -i HOME="$HOME" PATH="$no_compiler_path" \
-        "$user_venv/bin/python" wheel_roundtrip.py "$bootstrap")
+        "$user_venv/bin/python" installed_wheel.py round-trip "$bootstrap")
 }
 step wheel_kernels_active_and_round_trip round_trip
 .venv/bin/python -m kafkalite.testing down >/dev/null 2>&1 || true
 
 sdist_venv="$work/sdist-venv"
 sdist_tree=""
+unit_set=${KAFKALITE_SDIST_UNIT:-short}
 install_sdist() {
     mkdir -p "$work/sdist" && tar -xzf "$sdist" -C "$work/sdist" || return 1
     sdist_tree=$(ls -d "$work"/sdist/kafkalite-*)
     "$base_python" -m venv "$sdist_venv" || return 1
     "$sdist_venv/bin/python" -m pip install --quiet --upgrade pip || return 1
-    # pip builds kafkalite from the sdist (its own setup.py, with the compiler here).
-    nice -n 10 "$sdist_venv/bin/python" -m pip install --quiet "$sdist[dev]" || return 1
-    "$sdist_venv/bin/python" -c '
-from kafkalite.protocol import record_codec
-assert record_codec.IMPLEMENTATION == "c", record_codec.IMPLEMENTATION
-print("built from the sdist; record kernels:", record_codec.IMPLEMENTATION)'
+    # pip builds kafkalite from the sdist (its setup.py, with this machine's compiler).
+    # The short unit set needs pytest and hypothesis only; all of tests/unit, the dev extra.
+    if [ "$unit_set" = "all" ]; then
+        nice -n 10 "$sdist_venv/bin/python" -m pip install --quiet "$sdist[dev]"
+    else
+        nice -n 10 "$sdist_venv/bin/python" -m pip install --quiet "$sdist" "pytest>=8" \
+            "pytest-timeout>=2.2" "pytest-asyncio>=0.23" "hypothesis>=6.100"
+    fi
 }
 step sdist_builds_and_installs install_sdist || finish
 
-# The subset CI runs: the C kernels against the Python reference, the codecs and record
-# batches, the generated code and layout checks (they read docs/, tools/ and the C
-# sources, which the sdist must carry), the settings and errors registries.
-short_unit_set=(
-    tests/unit/test_records_codec.py tests/unit/test_records_gc.py
-    tests/unit/test_producer_append_kernel.py tests/unit/test_architecture.py
-    tests/unit/test_layering.py tests/unit/test_generated_protocol.py
-    tests/unit/test_config.py tests/unit/test_errors.py tests/unit/test_typed_errors.py
-    tests/unit/test_version_and_doctor.py tests/unit/test_kernel_notice.py
-)
+# The unpacked sdist's own tests and docs against what pip built from it, run from
+# outside the tree (its src/kafkalite is never on sys.path): scripts/ci/installed_wheel.py
+# checks that kafkalite and its C kernels come from the venv, then runs the short set
+# (the kernels, the codecs, the checks that read the docs, tools and C sources the sdist
+# must carry) or, with KAFKALITE_SDIST_UNIT=all, tests/unit.
 unit_from_sdist() {
-    local selection=("${short_unit_set[@]}")
-    [ "${KAFKALITE_SDIST_UNIT:-short}" = "all" ] && selection=(tests/unit)
-    # pytest from the unpacked sdist: tests/ and the docs come from it, kafkalite from the
-    # venv (the tree has src/kafkalite, which is not on sys.path).
-    (cd "$sdist_tree" && KAFKALITE_WHEEL="$wheel" nice -n 10 "$sdist_venv/bin/python" -m pytest \
-        -q -p no:cacheprovider "${selection[@]}")
+    (cd "$work" && nice -n 10 "$sdist_venv/bin/python" "$sdist_tree/scripts/ci/installed_wheel.py" \
+        unit "$sdist_tree" --set "$unit_set")
 }
 step sdist_unit_suite unit_from_sdist
 finish
