@@ -23,7 +23,7 @@
 # is "N passed, N failed", the exit code 1 if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-repo=$(pwd)
+[ -x .venv/bin/python ] || { echo "wheel_check: run scripts/setup.sh first (its .venv starts the broker)" >&2; exit 2; }
 started=$SECONDS
 work=$(mktemp -d -t kafkalite-wheel-check.XXXXXX)
 export KAFKALITE_STATE_DIR="$work/state"  # `up`/`down` see only this run's broker
