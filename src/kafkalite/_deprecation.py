@@ -21,24 +21,27 @@ from __future__ import annotations
 import re
 import warnings
 
+from kafkalite.errors import InvalidArgumentError
+
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def _major_minor(version: str) -> tuple[int, int]:
     match = _VERSION.fullmatch(version)
     if match is None:
-        raise ValueError(f"not a release version (X.Y or X.Y.Z): {version!r}")
+        raise InvalidArgumentError(f"not a release version (X.Y or X.Y.Z): {version!r}")
     return int(match.group(1)), int(match.group(2))
 
 
 def deprecation_message(what: str, *, since: str, removal: str, instead: str | None) -> str:
-    """The warning's text; raises ``ValueError`` if ``removal`` breaks the policy."""
+    """The warning's text; raises :class:`~kafkalite.errors.InvalidArgumentError` (a
+    ``ValueError``) if ``removal`` breaks the policy."""
     since_mm, removal_mm = _major_minor(since), _major_minor(removal)
     if removal_mm <= since_mm:
-        raise ValueError(f"{what}: removal in {removal} must come at least one minor release "
+        raise InvalidArgumentError(f"{what}: removal in {removal} must come at least one minor release "
                          f"after the deprecation in {since}")
     if since_mm[0] >= 1 and removal_mm[0] == since_mm[0]:
-        raise ValueError(f"{what}: from 1.0 on, public API is removed only in a major "
+        raise InvalidArgumentError(f"{what}: from 1.0 on, public API is removed only in a major "
                          f"release (deprecated in {since}, removal {removal})")
     text = f"{what} is deprecated since kafkalite {since} and will be removed in {removal}"
     return f"{text}; use {instead} instead" if instead else text

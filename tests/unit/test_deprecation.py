@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafkalite._deprecation import deprecation_message, warn_deprecated
+from kafkalite.errors import InvalidArgumentError
 
 
 def old_call() -> int:
@@ -40,5 +41,5 @@ def test_without_a_replacement_the_message_says_only_when_it_goes():
     ("0.2", "soon", "not a release version"),
 ])
 def test_a_removal_the_policy_does_not_allow_is_refused(since, removal, words):
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(InvalidArgumentError, match=words):
         deprecation_message("x", since=since, removal=removal, instead="y")
