@@ -22,7 +22,8 @@
 # (`python -m kafkalite.testing fetch`). Each step prints PASSED/FAILED; the last line
 # is "N passed, N failed", the exit code 1 if anything failed.
 #
-# Measured on the shared 2-core machine at load 14-20: 249 s (build 38, install 25, tags
+# Measured on the shared 2-core machine: 100 s at load ~10, 249 s at load 14-20 (build
+# 38, install 25, tags
 # 15, broker 16, round trip 2, sdist install 76, sdist short set 75: 894 tests); about a
 # minute more on a fresh clone (the tools venv, .wheel-tools/). KAFKALITE_SDIST_UNIT=all:
 # 1031 s (the dev extra's install 387 s, tests/unit 387 s).
