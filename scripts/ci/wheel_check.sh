@@ -23,10 +23,10 @@
 # is "N passed, N failed", the exit code 1 if anything failed.
 #
 # Measured on the shared 2-core machine: 100 s at load ~10, 249 s at load 14-20 (build
-# 38, install 25, tags
-# 15, broker 16, round trip 2, sdist install 76, sdist short set 75: 894 tests); about a
-# minute more on a fresh clone (the tools venv, .wheel-tools/). KAFKALITE_SDIST_UNIT=all:
-# 1031 s (the dev extra's install 387 s, tests/unit 387 s).
+# 38, install 25, tags 15, broker 16, round trip 2, sdist install 76, the sdist's short
+# set 75: ~900 tests); about a minute more on a fresh clone (the tools venv,
+# .wheel-tools/). KAFKALITE_SDIST_UNIT=all: 1031 s (the dev extra's install 387 s,
+# tests/unit 387 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ -x .venv/bin/python ] || { echo "wheel_check: run scripts/setup.sh first (its .venv starts the broker)" >&2; exit 2; }
