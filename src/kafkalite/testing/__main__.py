@@ -32,6 +32,10 @@ their addresses and the CA / client certificate files.
 an ``OAUTH`` listener that validates its tokens; ``status`` prints the ``KRB5_CONFIG``,
 the keytabs and the token endpoint (see :mod:`kafkalite.testing.signin`).
 
+``doctor`` prints what this installation has: Python and platform, kafkalite's version,
+the active kernels (C or pure Python), the installed extras and the Java found
+(:mod:`kafkalite.testing.doctor`).
+
 ``registry up|down|status`` does the same for a Schema Registry (Apicurio Registry,
 Confluent-compatible API); ``up`` prints the ``schema.registry.url``::
 
@@ -393,7 +397,17 @@ def build_parser() -> argparse.ArgumentParser:
     registry.add_argument("--compatibility", default="BACKWARD", help="global compatibility rule")
     registry.add_argument("--timeout", type=float, default=120.0)
     registry.set_defaults(func=cmd_registry)
+    sub.add_parser("doctor", help="print versions, active kernels, installed extras and Java "
+                                  "(for bug reports)").set_defaults(func=cmd_doctor)
     return parser
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """``doctor``: see :mod:`kafkalite.testing.doctor`."""
+    from kafkalite.testing.doctor import report
+
+    print("\n".join(report()))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
