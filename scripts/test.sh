@@ -40,6 +40,14 @@ beside() {
     KAFKALITE_KAFKA_VERSION=$oldest .venv/bin/python -m pytest -p no:cacheprovider "$@" tests/matrix \
         || { s=$?; [ "$s" -eq 5 ] || status=$s; }
     echo "==> the version matrix on Kafka $oldest took $((SECONDS - t0)) s"
+    # The documentation site: built with --strict, the guides' examples run, the pages
+    # checked in headless Chromium (scripts/ci/docs.sh); then kafkalite installed from
+    # its wheel with no compiler, and from its sdist (scripts/ci/wheel_check.sh).
+    for part in scripts/ci/docs.sh scripts/ci/wheel_check.sh; do
+        t0=$SECONDS
+        bash "$part" || status=1
+        echo "==> $part took $((SECONDS - t0)) s"
+    done
     return "$status"
 }
 beside "$@" >"$spark_log" 2>&1 &
