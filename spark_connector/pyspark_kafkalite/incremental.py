@@ -131,6 +131,7 @@ def read_kafka_incremental(spark: Any, checkpoint: str | os.PathLike[str], optio
                 start = planner.resolve(opts.starting, parts, earliest=earliest, latest=latest, starting=True)
                 starting_option = opts.starting.option
             else:
+                _report_vanished(opts, sorted(tp for tp in state.committed if tp not in latest))
                 start = _truncated(opts, {tp: state.committed.get(tp, earliest[tp]) for tp in latest}, latest)
                 starting_option = f"checkpoint {store.path}"
             end = _limit(planner, opts, start, latest, earliest)

@@ -5,6 +5,7 @@ on PySpark 3.5 too, through tools/spark_matrix)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +114,28 @@ def test_bad_input_names_the_option_before_any_task(spark: Any, kafka_broker: An
         assert list(sc.statusTracker().getJobIdsForGroup(group)) == []
     finally:
         sc.setJobGroup(None, None)  # type: ignore[arg-type]
+
+
+def test_a_deleted_topic_is_data_loss_unless_fail_on_data_loss_is_false(spark: Any, kafka_broker: Any,
+                                                                        topic_factory: Any, tmp_path: Path) -> None:
+    from kafkalite import AdminClient
+    from kafkalite.errors import OffsetOutOfRangeError
+
+    bootstrap = kafka_broker.bootstrap
+    topic = topic_factory(partitions=1)
+    produce(bootstrap, topic, 0, 5, 1)
+    checkpoint = str(tmp_path / "cp")
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest"}
+    _, commit = read_kafka_incremental(spark, checkpoint, options)
+    commit()
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        admin.delete_topics([topic])[topic].result()
+        deadline = time.monotonic() + 60  # until the broker's metadata no longer has it
+        while admin.describe_topics([topic])[topic].error is None:
+            assert time.monotonic() < deadline, f"{topic} still described after its deletion"
+            time.sleep(0.2)
+    with pytest.raises(OffsetOutOfRangeError, match=f"partitions {topic}-0 no longer exist.*failOnDataLoss=true"):
+        read_kafka_incremental(spark, checkpoint, options)
+    df, commit = read_kafka_incremental(spark, checkpoint, {**options, "failOnDataLoss": "false"})
+    assert (commit.batch_id, commit.records, df.count()) == (1, 0, 0)
+    commit()
