@@ -166,7 +166,25 @@ def read_kafka_stream(spark: Any, options: Mapping[str, Any]) -> Any:
     """
     plain = plain_options(options)
     require_streaming_reads("read_kafka_stream()")
+    return spark.readStream.format(register_source(spark)).options(**plain).load()
+
+
+def register_source(spark: Any) -> str:
+    """Register ``format("kafkalite")`` in ``spark`` (a no-op where PySpark's lookup did
+    already); returns its name.
+
+    Example::
+
+        spark.read.format(register_source(spark)).option("subscribe", "orders")...
+    """
     from pyspark_kafkalite.source import KafkaLiteDataSource
 
-    spark.dataSource.register(KafkaLiteDataSource)
-    return spark.readStream.format(KafkaLiteDataSource.name()).options(**plain).load()
+    name = KafkaLiteDataSource.name()
+    try:
+        spark.dataSource.register(KafkaLiteDataSource)
+    except Exception as exc:
+        # PySpark 4.0 refuses a second registration of a name, the one its own lookup of
+        # pyspark_* modules made included (DATA_SOURCE_ALREADY_EXISTS); 4.1 and later replace it.
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
+            raise
+    return name

@@ -21,7 +21,8 @@ def test_the_data_source_runs_on_a_spark_that_reports_version_3_5(spark: Any, ka
     import pyspark
     import pyspark.version
     from pyspark.sql import SparkSession
-    from pyspark_kafkalite import KafkaLiteDataSource, has_datasource_api, read_kafka_stream
+    from pyspark_kafkalite import has_datasource_api, read_kafka_stream
+    from pyspark_kafkalite.frames import register_source
 
     monkeypatch.setattr(pyspark, "__version__", REPORTED)
     monkeypatch.setattr(pyspark.version, "__version__", REPORTED)
@@ -35,8 +36,7 @@ def test_the_data_source_runs_on_a_spark_that_reports_version_3_5(spark: Any, ka
         producer.flush()
     options = {"kafka.bootstrap.servers": kafka_broker.bootstrap, "subscribe": topic}
     assert has_datasource_api()
-    spark.dataSource.register(KafkaLiteDataSource)
-    df = spark.read.format("kafkalite").options(**options).load()
+    df = spark.read.format(register_source(spark)).options(**options).load()
     assert sorted(r.value.decode() for r in df.select("value").collect()) == sorted(f"v{i}" for i in range(20))
     stream = read_kafka_stream(spark, options)
     assert stream.isStreaming
