@@ -27,7 +27,7 @@ NEWEST_3_5 = "3.5.9"
 #: tools/spark_matrix/matrix.py's EVERY_RELEASE_TESTS, which a 3.5 venv runs by default.
 TESTS_3_5 = ["tests/spark/test_spark_frames.py", "tests/spark/test_spark_incremental.py",
              "tests/spark/test_spark_examples.py::test_spark35_incremental_example"]
-TESTS_3_5_COUNT = 7
+TESTS_3_5_COUNT = 8
 
 
 def test_dataframe_functions_pass_on_spark_3_5(kafka_broker: Any) -> None:
