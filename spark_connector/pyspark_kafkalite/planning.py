@@ -376,16 +376,28 @@ class Planner:
         latest = self.latest(parts)
         starts = self.resolve(opts.starting, parts, earliest=earliest, latest=latest, starting=True)
         ends = self.resolve(opts.ending, parts, earliest=earliest, latest=latest, starting=False)
+        ranges = self.checked_ranges(parts, starts, ends, earliest=earliest, latest=latest,
+                                     starting_option=opts.starting.option, ending_option=opts.ending.option)
+        ranges = self.apply_filters(ranges, filters)
+        return split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+
+    def checked_ranges(self, parts: list[TP], starts: Mapping[TP, int], ends: Mapping[TP, int], *,
+                       earliest: Mapping[TP, int], latest: Mapping[TP, int], starting_option: str,
+                       ending_option: str) -> list[OffsetRange]:
+        """One range per partition from ``starts`` to ``ends``, checked against the log: a
+        start after its end or an end past the log is an error naming the options; a start
+        before the first offset that exists is data loss (``failOnDataLoss``)."""
+        opts = self.opts
         ranges = []
         for tp in parts:
             start, end = starts[tp], ends[tp]
             if start > end:
                 raise ConfigError(
-                    f"the starting offset {start} of {tp[0]}-{tp[1]} (option '{opts.starting.option}') is after "
-                    f"its ending offset {end} (option '{opts.ending.option}')", topic=tp[0], partition=tp[1])
+                    f"the starting offset {start} of {tp[0]}-{tp[1]} (option '{starting_option}') is after "
+                    f"its ending offset {end} (option '{ending_option}')", topic=tp[0], partition=tp[1])
             if end > latest[tp]:
                 raise ConfigError(
-                    f"option '{opts.ending.option}': offset {end} of {tp[0]}-{tp[1]} is beyond the end of the "
+                    f"option '{ending_option}': offset {end} of {tp[0]}-{tp[1]} is beyond the end of the "
                     f"partition ({latest[tp]})", topic=tp[0], partition=tp[1])
             if start < earliest[tp]:
                 lost = f"offsets {start}..{earliest[tp] - 1} of {tp[0]}-{tp[1]} were deleted"
@@ -396,8 +408,7 @@ class Planner:
                 log.warning("kafkalite: %s; reading from %d (failOnDataLoss=false)", lost, earliest[tp])
                 start = min(earliest[tp], end)
             ranges.append(OffsetRange(tp[0], tp[1], start, end))
-        ranges = self.apply_filters(ranges, filters)
-        return split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+        return ranges
 
     def apply_filters(self, ranges: list[OffsetRange], filters: PushedFilters) -> list[OffsetRange]:
         """Narrow ranges by the pushed-down filters (see the module doc)."""

@@ -3,7 +3,7 @@
 ``spark.read.format("kafkalite")`` with Spark's Kafka options; see ``docs/spark.md``.
 Options are checked when the DataFrame is defined (``load()`` asks for the schema), the
 partitions and offsets when the query is planned (on the driver), and each task reads
-one offset range (:mod:`pyspark_kafkalite.partitions`).
+one offset range in :func:`pyspark_kafkalite.reading.read_range`.
 """
 
 from __future__ import annotations
@@ -21,21 +21,13 @@ from pyspark.sql.datasource import (
     DataSourceWriter,
     InputPartition,
 )
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import StructType
 
 from kafkalite.errors import ConfigError
 from pyspark_kafkalite.options import ReadOptions, WriteOptions
 from pyspark_kafkalite.partitions import KafkaInputPartition, read_partition
 from pyspark_kafkalite.planning import Planner, PushedFilters
+from pyspark_kafkalite.schema import check_schema, kafka_schema
 from pyspark_kafkalite.shipping import ShippedToTasks
 
 #: The error of ``mode("overwrite")`` (Spark's own error for the default mode points there).
@@ -44,32 +36,8 @@ OVERWRITE_REFUSED = (
     'Write with .mode("append"), which is what Spark\'s JVM connector does in its default mode '
     '(PySpark refuses the default ErrorIfExists mode for Python data sources)')
 
-HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
-
-
-def kafka_schema(include_headers: bool) -> StructType:
-    """Spark's Kafka source schema (``includeHeaders`` adds ``headers``)."""
-    fields = [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("timestampType", IntegerType()),
-    ]
-    if include_headers:
-        fields.append(StructField("headers", HEADERS_TYPE))
-    return StructType(fields)
-
-
-def check_schema(schema: StructType, opts: ReadOptions) -> None:
-    """A user-given schema must be the Kafka schema (the source has a fixed one)."""
-    expected = kafka_schema(opts.include_headers)
-    if schema != expected:
-        raise ConfigError(
-            f"the kafkalite source has a fixed schema ({expected.simpleString()}); do not pass "
-            f".schema(...), got {schema.simpleString()}")
+__all__ = ["KafkaInputPartition", "KafkaLiteBatchReader", "KafkaLiteDataSource", "check_schema", "kafka_schema",
+           "read_partition"]
 
 
 # ---------------------------------------------------------------- filter pushdown
@@ -201,7 +169,6 @@ class KafkaLiteDataSource(ShippedToTasks, DataSource):
 
     @classmethod
     def name(cls) -> str:
-        """The short name Spark knows the source by: ``format("kafkalite")``."""
         return "kafkalite"
 
     def schema(self) -> StructType:

@@ -56,3 +56,19 @@ def test_schema_columns_example(kafka_broker: Any, schema_registry: Any) -> None
     assert done.returncode == 0, done.stdout + done.stderr
     for line in SCHEMA_COLUMNS_PRINTS:
         assert line in done.stdout, done.stdout
+
+
+@pytest.mark.timeout(420)
+def test_spark35_incremental_example(kafka_broker: Any, tmp_path: Any) -> None:
+    """examples/spark35_incremental.py: the functions every Spark release has (on 3.5 in
+    tools/spark_matrix's 3.5 run, tests/spark/test_spark_versions.py)."""
+    topic = unique_topic_name("orders35")
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "spark35_incremental.py"), "--bootstrap", kafka_broker.bootstrap,
+         "--topic", topic, "--work-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=400, cwd=EXAMPLES)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for line in ("write_kafka wrote 500 orders",
+                 "read_kafka totals: {'ada': 399, 'barbara': 398, 'grace': 401, 'ken': 400, 'linus': 396}",
+                 "run: batch 0 wrote 300 records", "run: batch 1 wrote 200 records", "the sink holds 500 records"):
+        assert line in done.stdout, done.stdout

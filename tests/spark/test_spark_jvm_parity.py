@@ -1,10 +1,13 @@
-"""kafkalite and Spark's JVM Kafka connector return identical DataFrames.
+"""kafkalite and Spark's JVM Kafka connector return identical DataFrames, on Spark 4.0 and 3.5.
 
-Runs in the PySpark 4.0.0 environment (the only Spark release with a matched JVM
-connector set on Maven Central): ``tools/spark_matrix/jvm_connector.py`` makes the
-version matrix's PySpark 4.0.0 venv (``.venv-pyspark/4.0.0``, cached afterwards) and
-fetches the connector's jars with checksums; ``tools/spark_matrix/compare.py`` reads the same topics with ``format("kafka")`` and
-``format("kafkalite")`` in one SparkSession and compares schemas and rows.
+Runs in the PySpark 4.0.0 environment here and in 3.5.7's in
+tests/spark_releases/test_spark35.py (the Spark releases with a matched JVM connector
+set on Maven Central): ``tools/spark_matrix/jvm_connector.py`` makes the
+version matrix's venv (``.venv-pyspark/<version>``, cached afterwards) and fetches the
+connector's jars with checksums; ``tools/spark_matrix/compare.py`` reads the same topics
+with ``format("kafka")``, ``format("kafkalite")`` (4.0: Spark 3.5 has no Python Data
+Source API) and ``pyspark_kafkalite.read_kafka`` in one SparkSession and compares
+schemas and rows.
 """
 
 from __future__ import annotations
@@ -36,8 +39,13 @@ def produce(bootstrap: str, topic: str, partitions: int, count: int, *, compress
 
 
 def test_jvm_connector_and_kafkalite_return_identical_dataframes(kafka_broker: Any, topic_factory: Any) -> None:
-    env = subprocess.run([sys.executable, str(ROOT / "tools/spark_matrix/jvm_connector.py"), "--json"], check=True,
-                         capture_output=True, text=True, timeout=1200)
+    check_parity(kafka_broker, topic_factory, "4.0.0", ["kafkalite", "read_kafka"])
+
+
+def check_parity(kafka_broker: Any, topic_factory: Any, pyspark: str, compared: list[str]) -> None:
+    """The parity cases in PySpark ``pyspark``'s venv; ``compared``: kafkalite's readers there."""
+    env = subprocess.run([sys.executable, str(ROOT / "tools/spark_matrix/jvm_connector.py"), "--pyspark", pyspark,
+                          "--json"], check=True, capture_output=True, text=True, timeout=1200)
     setup = json.loads(env.stdout.strip().splitlines()[-1])
 
     a = topic_factory(partitions=3)
@@ -61,11 +69,12 @@ def test_jvm_connector_and_kafkalite_return_identical_dataframes(kafka_broker: A
     run = subprocess.run(args, capture_output=True, text=True, timeout=900)
     assert run.stdout.strip(), f"compare.py printed nothing; stderr:\n{run.stderr[-4000:]}"
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    assert report["pyspark"] == "4.0.0"
+    assert report["pyspark"] == pyspark
     by_case = {r["case"]: r for r in report["results"]}
     assert set(by_case) == set(cases)
     for name, result in by_case.items():
         assert result["rows"] > 0, name
+        assert result["compared"] == compared, result
         assert result["same_schema"], result
         assert result["equal"], result
     assert run.returncode == 0

@@ -1,4 +1,5 @@
-"""The oldest supported PySpark (4.0.0) runs the Spark tests too, against the session broker.
+"""The oldest supported PySpark with format("kafkalite") (4.0.0) runs the Spark tests too,
+against the session broker.
 
 The project's own ``.venv`` has the newest PySpark; what PySpark calls on a Python data
 source changed between 4.0 and 4.3 (admission control and Trigger.AvailableNow in 4.2,
@@ -11,6 +12,9 @@ Within CI's time budget it runs the tests of what differs between releases: stre
 (the restart test that caught the 4.0 bug, AvailableNow), filter pushdown (4.1+) and
 save modes; the whole of ``tests/spark`` under 4.0.0 took about 6 minutes on the busy
 development machine, and the full matrix runs it for every release.
+
+Spark 3.5 (no Python Data Source API; the DataFrame functions) runs in
+tests/spark_releases/test_spark35.py, outside the main suite (scripts/ci/spark_releases.sh).
 """
 
 from __future__ import annotations
@@ -37,15 +41,20 @@ CI_TESTS = [
 ]
 
 
-def test_version_sensitive_spark_tests_pass_on_the_oldest_supported_pyspark(kafka_broker: Any) -> None:
-    env = dict(os.environ, KAFKALITE_BOOTSTRAP=kafka_broker.bootstrap)
-    run = subprocess.run([sys.executable, str(ROOT / "tools/spark_matrix/matrix.py"), OLDEST, "--json", "--",
-                          *CI_TESTS, "--durations=0"],
+def run_matrix(version: str, tests: list[str], bootstrap: str) -> dict[str, Any]:
+    env = dict(os.environ, KAFKALITE_BOOTSTRAP=bootstrap)
+    run = subprocess.run([sys.executable, str(ROOT / "tools/spark_matrix/matrix.py"), version, "--json", "--",
+                          *tests, "--durations=0"],
                          capture_output=True, text=True, env=env, timeout=1400, cwd=str(ROOT))
     assert run.stdout.strip(), f"matrix.py printed nothing; stderr:\n{run.stderr[-4000:]}"
     [result] = json.loads(run.stdout.strip().splitlines()[-1])
-    assert result["installed"].startswith(f"{OLDEST} "), result["installed"]
+    assert result["installed"].startswith(f"{version} "), result["installed"]
     assert "site-packages" in result["installed"]  # the installed connector, not the checkout's
-    assert result["ok"], f"PySpark {OLDEST}: {result['summary']}\n{result['output']}"
-    assert f"{len(CI_TESTS)} passed" in result["summary"], result["summary"]
+    assert result["ok"], f"PySpark {version}: {result['summary']}\n{result['output']}"
     assert run.returncode == 0
+    return dict(result)
+
+
+def test_version_sensitive_spark_tests_pass_on_the_oldest_supported_pyspark(kafka_broker: Any) -> None:
+    result = run_matrix(OLDEST, CI_TESTS, kafka_broker.bootstrap)
+    assert f"{len(CI_TESTS)} passed" in result["summary"], result["summary"]

@@ -1,10 +1,12 @@
 """Read the same topics with Spark's JVM connector and with kafkalite; compare the DataFrames.
 
-Runs inside the PySpark 4.0.0 venv (``tools/spark_matrix/jvm_connector.py``) with the JVM connector's
-jars on ``spark.jars``. For each case the same options go to ``format("kafka")`` and
-``format("kafkalite")`` (found by PySpark's own lookup: no registration call); the
-schemas must be equal and the rows identical (sorted by topic, partition, offset).
-Prints one JSON object; exits 1 if any case differs.
+Runs inside a PySpark venv with a matched JVM connector (``tools/spark_matrix/jvm_connector.py``:
+4.0.0 or 3.5.7) with the connector's jars on ``spark.jars``. For each case the same
+options go to ``format("kafka")``, to ``format("kafkalite")`` (found by PySpark's own
+lookup: no registration call; only where PySpark has the Python Data Source API) and to
+``pyspark_kafkalite.read_kafka`` (every release); the schemas must be equal and the rows
+identical (sorted by topic, partition, offset). Prints one JSON object; exits 1 if any
+case differs.
 
     .venv-pyspark/4.0.0/bin/python tools/spark_matrix/compare.py --bootstrap 127.0.0.1:9092 \\
         --jars a.jar,b.jar --case subscribe '{"subscribe": "t1,t2", "includeHeaders": "true"}'
@@ -33,6 +35,13 @@ def rows_of(df: Any) -> list[tuple[Any, ...]]:
     return sorted(out, key=lambda t: (t[ti], t[pi], t[oi]))
 
 
+def _load(spark: Any, fmt: str, options: dict[str, str]) -> Any:
+    reader = spark.read.format(fmt)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
@@ -42,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
+    from pyspark_kafkalite import has_datasource_api, read_kafka
 
     spark = (SparkSession.builder.master("local[2]").appName("kafkalite-vs-jvm")
              .config("spark.jars", args.jars)
@@ -54,26 +64,29 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name, options_json in args.case:
             options = {"kafka.bootstrap.servers": args.bootstrap, **json.loads(options_json)}
-            frames = {}
-            for fmt in ("kafka", "kafkalite"):
-                reader = spark.read.format(fmt)
-                for k, v in options.items():
-                    reader = reader.option(k, v)
-                frames[fmt] = reader.load()
-            jvm, ours = frames["kafka"], frames["kafkalite"]
-            same_schema = jvm.schema == ours.schema
-            jvm_rows, our_rows = rows_of(jvm), rows_of(ours)
-            equal = same_schema and jvm_rows == our_rows
-            first_diff = None
-            if not equal:
-                ok = False
-                for a, b in zip(jvm_rows, our_rows):
-                    if a != b:
-                        first_diff = {"jvm": repr(a), "kafkalite": repr(b)}
-                        break
-            results.append({"case": name, "rows": len(jvm_rows), "kafkalite_rows": len(our_rows),
-                            "same_schema": same_schema, "equal": equal, "first_difference": first_diff,
-                            "jvm_schema": jvm.schema.simpleString(), "kafkalite_schema": ours.schema.simpleString()})
+            frames = {"kafka": _load(spark, "kafka", options)}
+            if has_datasource_api():
+                frames["kafkalite"] = _load(spark, "kafkalite", options)
+            frames["read_kafka"] = read_kafka(spark, options)
+            jvm = frames.pop("kafka")
+            jvm_rows = rows_of(jvm)
+            result: dict[str, Any] = {"case": name, "rows": len(jvm_rows), "jvm_schema": jvm.schema.simpleString(),
+                                      "compared": sorted(frames), "equal": True, "same_schema": True}
+            for label, ours in frames.items():
+                same_schema = jvm.schema == ours.schema
+                our_rows = rows_of(ours)
+                equal = same_schema and jvm_rows == our_rows
+                result[f"{label}_rows"] = len(our_rows)
+                result["same_schema"] = result["same_schema"] and same_schema
+                result["equal"] = result["equal"] and equal
+                if not equal:
+                    ok = False
+                    result[f"{label}_schema"] = ours.schema.simpleString()
+                    for a, b in zip(jvm_rows, our_rows):
+                        if a != b:
+                            result[f"{label}_first_difference"] = {"jvm": repr(a), label: repr(b)}
+                            break
+            results.append(result)
     finally:
         spark.stop()
     print(json.dumps({"pyspark": __import__("pyspark").__version__, "results": results}))

@@ -1,11 +1,14 @@
 """The PySpark version matrix: one venv per PySpark release, the Spark tests run in each.
 
-``format("kafkalite")`` supports ``pyspark>=4.0``, and what PySpark calls on a Python
-data source differs from release to release (admission control and
-Trigger.AvailableNow arrived in 4.2, filter pushdown in 4.1, the order of
-``initialOffset``/``latestOffset`` calls in between). So every release from 4.0.0 on is
-checked: the list comes from ``pip index versions pyspark`` at run time (final releases
-``>= 4.0.0``), so a new release joins the matrix without an edit here.
+``format("kafkalite")`` needs Spark's Python Data Source API (``pyspark>=4.0``), and
+what PySpark calls on a Python data source differs from release to release (admission
+control and Trigger.AvailableNow arrived in 4.2, filter pushdown in 4.1, the order of
+``initialOffset``/``latestOffset`` calls in between); ``read_kafka`` / ``write_kafka`` /
+``read_kafka_incremental`` run on 3.5 too. So every release from 3.5.0 on is checked:
+the list comes from ``pip index versions pyspark`` at run time (final releases
+``>= 3.5.0``), so a new release joins the matrix without an edit here. A release
+without the Python Data Source API (3.5) runs :data:`EVERY_RELEASE_TESTS`, the tests of
+what works there; the others run all of ``tests/spark``.
 
 Each version gets ``.venv-pyspark/<version>`` (or ``$KAFKALITE_PYSPARK_VENVS/<version>``)
 with ``pyspark==<version>``, the test dependencies and a regular (non-editable) install
@@ -15,8 +18,9 @@ by ``$KAFKALITE_BOOTSTRAP``, or one this tool starts for the whole matrix.
 
 Usage::
 
-    python tools/spark_matrix/matrix.py                  # every release >= 4.0.0
-    python tools/spark_matrix/matrix.py 4.0.0 4.3.0      # just these
+    python tools/spark_matrix/matrix.py                  # every release >= 3.5.0
+    python tools/spark_matrix/matrix.py --minors         # the newest patch of each minor: 3.5, 4.0, 4.1, ...
+    python tools/spark_matrix/matrix.py 3.5.9 4.3.0      # just these
     python tools/spark_matrix/matrix.py --list           # the releases it would run
     python tools/spark_matrix/matrix.py --setup-only     # make the venvs, run nothing
     python tools/spark_matrix/matrix.py 4.1.4 -- -k stream   # extra pytest arguments
@@ -24,7 +28,8 @@ Usage::
 
 It prints one line per version (passed/failed, counts, seconds) and exits non-zero if
 any version failed. ``tests/spark/test_spark_versions.py`` runs the oldest release's
-entry in CI against the session broker (the newest is the project's own ``.venv``).
+and the newest 3.5's entries in CI against the session broker (the newest release is the
+project's own ``.venv``).
 """
 
 from __future__ import annotations
@@ -44,7 +49,12 @@ from pathlib import Path
 from kafkalite.testing.distribution import file_lock
 
 ROOT = Path(__file__).resolve().parents[2]
-OLDEST = "4.0.0"
+OLDEST = "3.5.0"
+#: The first release with Spark's Python Data Source API (format("kafkalite")).
+DATASOURCE_API = "4.0.0"
+#: What a release without the Python Data Source API runs (the DataFrame functions).
+EVERY_RELEASE_TESTS = ("tests/spark/test_spark_frames.py", "tests/spark/test_spark_incremental.py",
+                       "tests/spark/test_spark_examples.py::test_spark35_incremental_example")
 #: What the tests need next to pyspark (kafkalite's own extras come with the install).
 TEST_REQUIREMENTS = ["pyarrow>=16", "numpy>=1.23", "pandas>=2.2,<3", "pytest>=8", "pytest-timeout>=2.2",
                      "pytest-asyncio>=0.23", "hypothesis>=6.100"]
@@ -66,6 +76,14 @@ def released_versions(minimum: str = OLDEST) -> list[str]:
     found = [v.strip() for v in match.group(1).split(",")]
     finals = [v for v in found if re.fullmatch(r"\d+\.\d+\.\d+", v)]
     return sorted((v for v in finals if version_key(v) >= version_key(minimum)), key=version_key)
+
+
+def newest_of_each_minor(versions: list[str]) -> list[str]:
+    """The newest patch release of each minor release in ``versions`` (sorted oldest first)."""
+    newest: dict[tuple[int, ...], str] = {}
+    for v in sorted(versions, key=version_key):
+        newest[version_key(v)[:2]] = v
+    return [newest[k] for k in sorted(newest)]
 
 
 def venvs_root() -> Path:
@@ -115,9 +133,11 @@ def ensure_venv(version: str, *, quiet: bool = True) -> Path:
     return python
 
 
-def pytest_command(python: Path, extra: list[str]) -> list[str]:
-    """pytest over tests/spark, or over the test paths in ``extra`` when it names any."""
-    paths = [] if any(a.startswith("tests/") for a in extra) else ["tests/spark"]
+def pytest_command(python: Path, extra: list[str], version: str = DATASOURCE_API) -> list[str]:
+    """pytest over tests/spark (:data:`EVERY_RELEASE_TESTS` on a release without the Python
+    Data Source API), or over the test paths in ``extra`` when it names any."""
+    default = ["tests/spark"] if version_key(version) >= version_key(DATASOURCE_API) else list(EVERY_RELEASE_TESTS)
+    paths = [] if any(a.startswith("tests/") for a in extra) else default
     cmd = [str(python), "-m", "pytest", *paths, "-p", "no:cacheprovider"]
     for path in OUTER_ONLY:
         cmd += ["--ignore", path]
@@ -136,7 +156,7 @@ def run_version(version: str, bootstrap: str, extra: list[str]) -> dict[str, obj
                             "print(pyspark.__version__, p.__file__)"],
                            capture_output=True, text=True, cwd=str(python.parent))
     began_tests = time.monotonic()
-    run = subprocess.run(pytest_command(python, extra), cwd=str(ROOT), env=env, capture_output=True, text=True)
+    run = subprocess.run(pytest_command(python, extra, version), cwd=str(ROOT), env=env, capture_output=True, text=True)
     tests_s = time.monotonic() - began_tests
     lines = run.stdout.strip().splitlines()
     tail = lines[-1] if lines else run.stderr[-2000:]
@@ -154,12 +174,15 @@ def main(argv: list[str] | None = None) -> int:
         cut = args_in.index("--")
         args_in, extra = args_in[:cut], args_in[cut + 1:]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("versions", nargs="*", help="PySpark releases (default: every release >= 4.0.0)")
+    parser.add_argument("versions", nargs="*", help=f"PySpark releases (default: every release >= {OLDEST})")
+    parser.add_argument("--minors", action="store_true", help="the newest patch of each minor release only")
     parser.add_argument("--list", action="store_true", help="print the releases and exit")
     parser.add_argument("--setup-only", action="store_true", help="create/update the venvs only")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
     args = parser.parse_args(args_in)
     versions = args.versions or released_versions()
+    if args.minors:
+        versions = newest_of_each_minor(versions)
     if args.list:
         print(" ".join(versions))
         return 0
