@@ -169,6 +169,7 @@ class KafkaLiteDataSource(ShippedToTasks, DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The short name Spark knows the source by: ``spark.read.format("kafkalite")``."""
         return "kafkalite"
 
     def schema(self) -> StructType:
