@@ -28,10 +28,16 @@ done
 # Then, in the same background job, the broker version matrix against the oldest
 # supported release (Kafka 2.1.1 in ZooKeeper mode; tests/matrix/README.md): the main
 # session runs it against the default release (4.4.0).
+# A third job runs what needs no shared broker: the documentation site (built with
+# --strict, the guides' examples run, the pages checked in headless Chromium), kafkalite
+# installed from its wheel with no compiler and from its sdist, the other Spark releases
+# (3.5, the pure Connect client) and the other CPythons (scripts/ci/*.sh). Each part
+# prints its time; docs/testing.md says how long each takes.
 beside_spark=tests/integration/test_benchmarks_short.py
 spark_log=$(mktemp -t kafkalite-spark-tests.XXXXXX.log)
+others_log=$(mktemp -t kafkalite-other-checks.XXXXXX.log)
 oldest=$(.venv/bin/python -c 'from kafkalite.testing.releases import OLDEST_KAFKA_VERSION as v; print(v)')
-beside() {
+spark_job() {
     local status=0 t0=$SECONDS
     .venv/bin/python -m pytest -p no:cacheprovider --durations=15 "$@" tests/spark tests/spark_cluster "$beside_spark" \
         || status=$?
@@ -40,19 +46,26 @@ beside() {
     KAFKALITE_KAFKA_VERSION=$oldest .venv/bin/python -m pytest -p no:cacheprovider "$@" tests/matrix \
         || { s=$?; [ "$s" -eq 5 ] || status=$s; }
     echo "==> the version matrix on Kafka $oldest took $((SECONDS - t0)) s"
-    # The documentation site: built with --strict, the guides' examples run, the pages
-    # checked in headless Chromium (scripts/ci/docs.sh); then kafkalite installed from
-    # its wheel with no compiler, and from its sdist (scripts/ci/wheel_check.sh).
-    for part in scripts/ci/docs.sh scripts/ci/wheel_check.sh; do
+    return "$status"
+}
+other_checks() {
+    local status=0 t0
+    for part in scripts/ci/docs.sh scripts/ci/wheel_check.sh scripts/ci/spark_releases.sh scripts/ci/pythons.sh; do
+        [ -f "$part" ] || continue
         t0=$SECONDS
         bash "$part" || status=1
         echo "==> $part took $((SECONDS - t0)) s"
     done
     return "$status"
 }
-beside "$@" >"$spark_log" 2>&1 &
+spark_job "$@" >"$spark_log" 2>&1 &
 spark_pid=$!
-trap 'kill "$spark_pid" 2>/dev/null || true' EXIT
+others_pid=
+case " $* " in
+    *" -k "*) ;;  # a selection of tests: only the pytest sessions
+    *) other_checks >"$others_log" 2>&1 & others_pid=$! ;;
+esac
+trap 'kill $spark_pid $others_pid 2>/dev/null || true' EXIT
 started=$SECONDS
 rest=0
 # --durations: the slowest tests, printed at the end, show where CI's time goes.
@@ -61,11 +74,19 @@ rest=0
 echo "==> the rest of the suite took $((SECONDS - started)) s (exit $rest); waiting for the Spark tests"
 spark=0
 wait "$spark_pid" || spark=$?
+others=0
+if [ -n "$others_pid" ]; then
+    wait "$others_pid" || others=$?
+fi
 trap - EXIT
+if [ -n "$others_pid" ]; then
+    echo "==> the other checks (scripts/ci/), $((SECONDS - started)) s since the start (exit $others):"
+    cat "$others_log"
+fi
 echo "==> Spark tests (tests/spark, tests/spark_cluster), $beside_spark and the matrix on Kafka $oldest, $((SECONDS - started)) s since the start (exit $spark):"
 cat "$spark_log"
-rm -f "$spark_log"
+rm -f "$spark_log" "$others_log"
 # Exit code 5: "no tests collected" (a -k that selects tests of one half only).
-if { [ "$rest" -ne 0 ] && [ "$rest" -ne 5 ]; } || { [ "$spark" -ne 0 ] && [ "$spark" -ne 5 ]; }; then
+if { [ "$rest" -ne 0 ] && [ "$rest" -ne 5 ]; } || { [ "$spark" -ne 0 ] && [ "$spark" -ne 5 ]; } || [ "$others" -ne 0 ]; then
     exit 1
 fi
