@@ -214,3 +214,19 @@ def test_the_console_tools(kafka_broker) -> None:
     out = cli("consume", "--topic", topic, "--from-beginning", "--max-messages", "3", "--group", topic).stdout
     assert sorted(out.split()) == ["a", "b", "c"]
     assert topic in cli("groups", "--describe", "--group", topic).stdout
+
+
+@pytest.mark.timeout(180)
+def test_a_read_of_many_fetches_reaches_the_end(kafka_broker, topic_factory) -> None:
+    """Many fetches per partition (small fetch sizes), so every later Fetch carries what
+    the earlier answers taught the consumer (leader and last fetched epochs): on Kafka
+    2.1 a field its Fetch v10 cannot carry stalled the consumer at its second fetch."""
+    topic = topic_factory(partitions=3)
+    with Producer(settings(kafka_broker, **{"enable.idempotence": True, "linger.ms": 20})) as producer:
+        for i in range(30_000):
+            producer.send(topic, b"%d" % i, partition=i % 3)
+        producer.flush(60)
+    records = consume_all(kafka_broker, topic, 30_000, **{"max.partition.fetch.bytes": 16_384,
+                                                         "fetch.max.bytes": 65_536})
+    assert len(records) == 30_000
+    assert sorted(int(r.value) for r in records) == list(range(30_000))

@@ -46,7 +46,7 @@ from kafkalite.config import Config
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetch_session import FetchPlan, FetchSessionHandler, PartitionFetchData
 from kafkalite.consumer.subscription import SubscriptionState, is_fetchable
-from kafkalite.errors import KafkaError, error_for_code
+from kafkalite.errors import KafkaError, UnsupportedVersionForClientError, error_for_code
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.cluster import BrokerNode
 from kafkalite.net.transport import BrokerConnection
@@ -373,7 +373,10 @@ class Fetcher:
             self._retry_at[node] = time.monotonic() + self.client.reconnect_delay(node) + \
                 self.cfg["retry.backoff.ms"] / 1000.0
             self._session(node).handle_error()
-            log.debug("fetch from node %s failed: %s", node, exc)
+            # A request this client cannot build for the broker is a client bug, not a
+            # passing fault: say so where it is seen (a retry cannot mend it).
+            level = logging.WARNING if isinstance(exc, UnsupportedVersionForClientError) else logging.DEBUG
+            log.log(level, "fetch from node %s failed: %s", node, exc)
             if self.stall is not None:
                 for tp in wanted:
                     self.stall.fetch_failed(tp, exc)
@@ -413,9 +416,12 @@ class Fetcher:
             topic = topics.get(tp.topic)
             if topic is None:
                 topic = topics[tp.topic] = FetchRequestFetchTopic(topic=tp.topic, topic_id=d.topic_id, partitions=[])
+            # The last fetched epoch (KIP-595's diverging-epoch check) goes from Fetch v12
+            # (Kafka 2.7) on; an older broker checks the leader epoch alone, as for Java.
             topic.partitions.append(FetchRequestFetchPartition(
                 partition=tp.partition, current_leader_epoch=d.current_leader_epoch, fetch_offset=d.fetch_offset,
-                last_fetched_epoch=d.last_fetched_epoch, log_start_offset=-1, partition_max_bytes=d.max_bytes))
+                last_fetched_epoch=d.last_fetched_epoch if version >= 12 else -1, log_start_offset=-1,
+                partition_max_bytes=d.max_bytes))
         forgotten: dict[tuple[str, uuid.UUID], list[int]] = defaultdict(list)
         for tp, topic_id in plan.forgotten:
             forgotten[(tp.topic, topic_id)].append(tp.partition)
