@@ -195,3 +195,35 @@ def test_finalizing_transactions_v2(kafka_broker, admin) -> None:
     feature = f.UPDATE_FEATURES if not has(kafka_broker, f.UPDATE_FEATURES) else f.feature_level("transaction.version", 2)
     check(kafka_broker, feature,
           lambda: admin.update_features({"transaction.version": 2}, validate_only=True)["transaction.version"].result())
+
+
+@pytest.mark.timeout(120)
+def test_offsets_in_a_transaction_with_the_groups_metadata(kafka_broker, topic) -> None:
+    """KIP-447: TxnOffsetCommit with the group's generation needs Kafka 2.5; the group id
+    alone works on every release."""
+    group = unique_topic_name("txn-offsets")
+    tp = TopicPartition(topic, 0)
+    with Producer(settings(kafka_broker, **{"transactional.id": unique_topic_name("txn-offsets")})) as producer, \
+            Consumer(settings(kafka_broker, **{"group.id": group, "auto.offset.reset": "earliest",
+                                               "enable.auto.commit": False})) as consumer:
+        producer.init_transactions(60)
+        consumer.subscribe([topic])
+        wait_until(lambda: consumer.poll(0.5) or consumer.assignment(), 60, "the consumer's assignment")
+        metadata = consumer.group_metadata()
+        assert metadata.generation_id >= 0
+
+        def with_generation() -> None:
+            producer.begin_transaction()
+            try:
+                producer.send_offsets_to_transaction({tp: 0}, metadata, 30)
+            except UnsupportedFeatureError:
+                producer.abort_transaction(30)
+                raise
+            producer.commit_transaction(60)
+
+        check(kafka_broker, f.GROUP_METADATA_COMMIT, with_generation)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({tp: 1}, group, 30)
+        producer.commit_transaction(60)
+    with AdminClient(settings(kafka_broker)) as admin:
+        assert admin.list_consumer_group_offsets([group])[group].result()[tp].offset == 1

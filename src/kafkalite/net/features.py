@@ -59,6 +59,7 @@ from kafkalite.protocol.messages.list_partition_reassignments import (
 from kafkalite.protocol.messages.list_transactions import ListTransactionsRequest
 from kafkalite.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafkalite.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from kafkalite.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kafkalite.protocol.messages.update_features import UpdateFeaturesRequest
 
 
@@ -156,6 +157,10 @@ STATIC_MEMBERSHIP = BrokerFeature(
 CREATE_TOPIC_DEFAULTS = BrokerFeature(
     "create_topics() with the broker's default partitions or replication factor (-1)", "KIP-464",
     CreateTopicsRequest, "2.4", min_version=4)
+GROUP_METADATA_COMMIT = BrokerFeature(
+    "send_offsets_to_transaction() with consumer.group_metadata()", "KIP-447", TxnOffsetCommitRequest, "2.5",
+    min_version=3,
+    note="pass the group id alone (a str) to commit without the group's fencing on older brokers")
 INCREMENTAL_ALTER_CONFIGS = BrokerFeature(
     "incremental_alter_configs()", "KIP-339", IncrementalAlterConfigsRequest, "2.3")
 OFFSET_DELETE = BrokerFeature(
@@ -210,7 +215,7 @@ def feature_level_missing(versions: ApiVersionTable, name: str, level: int) -> s
 FEATURES: tuple[BrokerFeature, ...] = (
     KIP848_GROUPS, SHARE_GROUPS, TRANSACTIONS_V2, FETCH_TOPIC_IDS, DESCRIBE_TOPIC_PARTITIONS, ELR,
     CONSUMER_GROUP_DESCRIBE, DESCRIBE_CLUSTER, TELEMETRY_PUSH, STATIC_MEMBERSHIP, CREATE_TOPIC_DEFAULTS,
-    INCREMENTAL_ALTER_CONFIGS,
+    GROUP_METADATA_COMMIT, INCREMENTAL_ALTER_CONFIGS,
     OFFSET_DELETE, PARTITION_REASSIGNMENTS, CLIENT_QUOTAS, SCRAM_CREDENTIALS, PRODUCER_STATE,
     TRANSACTION_ADMIN, LIST_TRANSACTIONS, UPDATE_FEATURES,
 )

@@ -34,6 +34,7 @@ from kafkalite.errors import (
     error_for_code,
 )
 from kafkalite.net.client import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NetworkClient
+from kafkalite.net.features import GROUP_METADATA_COMMIT
 from kafkalite.producer.idempotence import IdempotenceState
 from kafkalite.producer.transactions import TransactionManager, TxnState
 from kafkalite.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -368,6 +369,10 @@ class TransactionClient:
             version = conn.api_version(TxnOffsetCommitRequest)
             if not self.txn.tv2:
                 version = min(version, 4)  # v5 implies transactions v2 (implicit AddOffsetsToTxn)
+            if version < 3 and (group.generation_id >= 0 or group.member_id or group.group_instance_id):
+                # KIP-447's fencing by group generation needs TxnOffsetCommit v3 (Kafka 2.5):
+                # as Java's TxnOffsetCommitRequest.Builder, refuse to drop it silently.
+                conn.require(GROUP_METADATA_COMMIT, transactional_id=self.transactional_id)
             topics: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
             for tp, om in pending.items():
                 topics.setdefault(tp.topic, []).append(TxnOffsetCommitRequestPartition(
