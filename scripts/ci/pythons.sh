@@ -10,6 +10,7 @@
 #
 #   bash scripts/ci/pythons.sh                  # all of it
 #   bash scripts/ci/pythons.sh 3.13             # one Python (3.10, 3.12, 3.13, or "pure")
+#   KAFKALITE_PYTHONS_UNIT_ON="3.10 3.13" bash scripts/ci/pythons.sh   # the unit suite on these only
 #
 # The venvs live in .venv-py310, .venv-py312, .venv-py313 and .venv-pure (reused when
 # present). The interpreters come from $PYTHON310 / $PYTHON312 / $PYTHON313 /
@@ -37,6 +38,9 @@ SHORT_SET=(
     "tests/integration/test_consumer_async.py::test_group_with_coroutine_listener_and_commits"
     "tests/integration/test_other_platforms.py"
 )
+# The Pythons that run the whole unit suite (all three unless told otherwise; each runs
+# the short integration set either way).
+UNIT_ON=${KAFKALITE_PYTHONS_UNIT_ON:-3.10 3.12 3.13}
 # The pure-Python build's extras: what the short set imports (no Spark, no Kerberos);
 # tests/conftest.py also imports hypothesis.
 PURE_EXTRAS="testing,avro,protobuf,jsonschema,oauth,pkcs12"
@@ -71,7 +75,7 @@ run_pytest() {  # run_pytest <label> <python> <pytest arguments...>: its summary
     shift 2
     out=$(mktemp -t kafkalite-pythons.XXXXXX.log)
     run_part "$label" bash -c '"$@" 2>&1 | tee "$0"; exit "${PIPESTATUS[0]}"' \
-        "$out" "$python" -m pytest -p no:cacheprovider -q "$@" || status=$?
+        "$out" "$python" -m pytest -p no:cacheprovider -q --durations=10 "$@" || status=$?
     line=$(grep -E '^=* ?[0-9]+ (passed|failed|errors?|skipped)|^=* ?no tests ran' "$out" | tail -1)
     summaries+=("$label: ${line:-no pytest summary (exit $status)}")
     [ -n "$line" ] || totals+=("1 errors")
@@ -115,7 +119,9 @@ one_python() {  # one_python 3.12
     dir=.venv-py${version/./}
     run_part "CPython $version: venv with kafkalite[dev]" make_venv "$python" "$dir" -e ".[dev]" || return 0
     run_part "CPython $version: C kernels without warnings" kernels_without_warnings "$dir" || true
-    run_pytest "CPython $version: unit suite" "$dir/bin/python" tests/unit || true
+    if [[ " $UNIT_ON " == *" $version "* ]]; then
+        run_pytest "CPython $version: unit suite" "$dir/bin/python" tests/unit || true
+    fi
     run_pytest "CPython $version: short integration set" "$dir/bin/python" "${SHORT_SET[@]}" || true
 }
 
