@@ -169,7 +169,10 @@ printf '%s\n' "${totals[@]}" | grep -oE '[0-9]+ (passed|failed|errors?|skipped|x
             if (parts > 0 && n["failed"] + n["errors"] == 0) n["errors"] = parts  # a part outside pytest failed
             line = ""
             split("failed passed skipped xfailed xpassed errors", order, " ")
-            for (i = 1; i <= 6; i++) if (n[order[i]]) line = line (line ? ", " : "") n[order[i]] " " order[i]
+            for (i = 1; i <= 6; i++) if (n[order[i]]) {
+                word = (order[i] == "errors" && n[order[i]] == 1) ? "error" : order[i]
+                line = line (line ? ", " : "") n[order[i]] " " word
+            }
             printf "========== %s in %d s (scripts/ci/pythons.sh) ==========\n", (line ? line : "no tests ran"), secs
         }'
 [ "${#failed[@]}" -eq 0 ]
