@@ -78,10 +78,8 @@ def test_a_sub_millisecond_timer_is_not_rounded_up_to_a_millisecond() -> None:
     took = _first_sleep_under(new_engine_loop(), 0.0003, 0.00095, deadline_s=20.0)
     assert took[-1] < 0.00095, (len(took), sorted(took)[:5])
     assert min(took) >= 0.0003  # and never early
-    # The control: the same wait on asyncio's own epoll loop is rounded up, every time.
-    plain = asyncio.SelectorEventLoop(selectors.EpollSelector())
-    rounded = _first_sleep_under(plain, 0.0003, 0.00095, deadline_s=0.1)
-    assert min(rounded) >= 0.001, sorted(rounded)[:5]
+    # (The rounding itself, on asyncio's selector, is the control of the next test: a
+    # loop's sleep can also end early when anything else wakes its selector.)
 
 
 @linux_only
