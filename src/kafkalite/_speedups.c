@@ -372,7 +372,10 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "kafkalite._speedups",
     "C implementations of kafkalite's per-record kernels (see kafkalite.protocol.record_codec).", -1,
-    methods,
+    methods, NULL, NULL, NULL, NULL,
+    /* No slots: single-phase initialisation, which a free-threaded CPython (3.13t) runs
+     * with the GIL enabled. The kernels must keep it until docs/free-threading.md's list
+     * of shared state is done. */
 };
 
 PyMODINIT_FUNC

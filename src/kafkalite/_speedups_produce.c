@@ -1298,13 +1298,34 @@ typedef struct {
 static PyTypeObject SendType;
 static PyObject *send_kwnames[7]; /* topic, value, key, partition, timestamp, headers, callback */
 
+/* The producer behind the weakref, as a new reference: 1 when it is alive, 0 (and *owner
+ * NULL) when it is gone, -1 with an exception set. 3.13 deprecates PyWeakref_GetObject (it
+ * hands back a borrowed reference that another thread could free) for PyWeakref_GetRef. */
+static int
+send_owner(SendObject *self, PyObject **owner)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyWeakref_GetRef(self->owner, owner);
+#else
+    PyObject *borrowed = PyWeakref_GetObject(self->owner);
+    *owner = NULL;
+    if (borrowed == NULL)
+        return -1;
+    if (borrowed == Py_None)
+        return 0;
+    *owner = Py_NewRef(borrowed);
+    return 1;
+#endif
+}
+
 static PyObject *
 send_fallback(SendObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    PyObject *owner = PyWeakref_GetObject(self->owner);
-    if (owner == NULL)
+    PyObject *owner;
+    int alive = send_owner(self, &owner);
+    if (alive < 0)
         return NULL;
-    if (owner == Py_None) {
+    if (alive == 0) {
         PyErr_SetString(PyExc_ReferenceError, "the producer no longer exists");
         return NULL;
     }
@@ -1313,10 +1334,11 @@ send_fallback(SendObject *self, PyObject *const *args, size_t nargsf, PyObject *
     PyObject *small[17], **stack = small;
     if (total + 1 > 17) {
         stack = PyMem_Malloc((total + 1) * sizeof(PyObject *));
-        if (!stack)
+        if (!stack) {
+            Py_DECREF(owner);
             return PyErr_NoMemory();
+        }
     }
-    Py_INCREF(owner);
     stack[0] = owner;
     for (Py_ssize_t i = 0; i < total; i++)
         stack[i + 1] = args[i];
@@ -1432,12 +1454,15 @@ DEALLOC(SendObject)
 static PyObject *
 send_get_wrapped(SendObject *self, void *closure)
 {
-    PyObject *owner = PyWeakref_GetObject(self->owner);
-    if (owner == NULL)
+    PyObject *owner;
+    int alive = send_owner(self, &owner);
+    if (alive < 0)
         return NULL;
-    if (owner == Py_None)
+    if (alive == 0)
         return Py_NewRef(self->func);
-    return PyMethod_New(self->func, owner);
+    PyObject *method = PyMethod_New(self->func, owner);
+    Py_DECREF(owner);
+    return method;
 }
 
 static PyObject *

@@ -60,8 +60,11 @@ def test_aborted_records_never_reach_read_committed_consumers(kafka_broker, topi
     expected = sorted([b"committed-a-%d" % i for i in range(10)] + [b"committed-b-%d" % i for i in range(10)])
     # Everything was written: a read_uncommitted reader sees the aborted records too.
     uncommitted = [r.value for rs in read_back(kafka_broker.bootstrap, topic).values() for r in rs]
-    assert sum(v.startswith(b"aborted-") for v in uncommitted) == 20
-    assert len(uncommitted) in (40, 41)  # the last record may have been aborted before it was sent
+    assert sorted(v for v in uncommitted if v.startswith(b"aborted-") and v != b"aborted-on-error") == sorted(
+        b"aborted-%d" % i for i in range(20))
+    # The last record may have been aborted before it was sent (the pure-Python build,
+    # slower to the send, found it sent).
+    assert uncommitted.count(b"aborted-on-error") in (0, 1) and len(uncommitted) in (40, 41)
     # Kafka's Java consumer with read_committed sees only the committed ones.
     java = _java_read_committed(kafka_broker, topic, 20)
     assert sorted(v.encode() for v in java) == expected

@@ -5,8 +5,9 @@ in the driver's environment (Python data sources run, on the driver and on every
 executor, the interpreter that variable names), with the same archive unpacked as
 ``./environment`` where the driver runs.
 
-The cluster's workers run nothing but the interpreter of that archive: the base
-Python here has no kafkalite, pyarrow or numpy.
+The cluster's workers run nothing but the interpreter of that archive, a venv made from
+the base Python without its site packages: kafkalite, pyarrow and numpy come from the
+archive, whatever the base Python has installed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 
 from kafkalite import Producer
 from kafkalite.testing.spark import SparkStandaloneCluster
+from tests.helpers.pythons import python_without_kafkalite
 from tests.spark_cluster.conftest import run_job, start_job
 from tests.spark_cluster.test_cluster import BOTH_EXECUTORS, read_all
 
@@ -35,6 +37,10 @@ def build_archive(where: Path) -> Path:
     env = where / "kafkalite_env"
     base_python = Path(sys.base_prefix) / "bin" / "python3"
     subprocess.run([str(base_python), "-m", "venv", str(env)], check=True)
+    # A new venv sees none of the base Python's site packages: what the executors import
+    # is what pip puts into it here.
+    probe = subprocess.run([str(env / "bin" / "python"), "-c", "import kafkalite"], capture_output=True, text=True)
+    assert "No module named 'kafkalite'" in probe.stderr, probe.stderr
     subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT),
                     "pyarrow>=16", "numpy"], check=True, timeout=600)
     archive = where / "kafkalite_env.zip"
@@ -44,10 +50,6 @@ def build_archive(where: Path) -> Path:
 
 def test_executors_run_kafkalite_from_a_shipped_venv(spark_cluster: SparkStandaloneCluster, kafka_broker: Any,
                                                     topic_factory: Any, tmp_path: Path) -> None:
-    base_python = Path(sys.base_prefix) / "bin" / "python3"
-    probe = subprocess.run([str(base_python), "-c", "import kafkalite"], capture_output=True)
-    assert probe.returncode != 0, "the base Python must lack kafkalite for this test to prove anything"
-
     archive = build_archive(tmp_path)
     driver_dir = tmp_path / "driver"
     subprocess.run([sys.executable, "-m", "pyspark_kafkalite.pack", "--unpack", str(archive),
@@ -70,14 +72,14 @@ def test_executors_run_kafkalite_from_a_shipped_venv(spark_cluster: SparkStandal
 
 
 def executor_python_without_kafkalite(where: Path) -> tuple[Path, Path]:
-    """(a PYSPARK_PYTHON, the base Python behind it on executors): the driver's Python
-    has kafkalite, the executors' (every process with KAFKALITE_TEST_EXECUTOR set, which
-    spark.executorEnv gives only them) is the base Python, with pyarrow and numpy (as
-    PySpark's own Arrow features need) but without kafkalite, as on a cluster where it
-    was installed on the driver's node only."""
+    """(a PYSPARK_PYTHON, the Python behind it on executors): the driver's Python has
+    kafkalite, the executors' (every process with KAFKALITE_TEST_EXECUTOR set, which
+    spark.executorEnv gives only them) is a venv made without kafkalite (whatever the
+    base Python has installed), with pyarrow and numpy (as PySpark's own Arrow features
+    need), as on a cluster where kafkalite was installed on the driver's node only."""
     import pyarrow
 
-    base_python = Path(sys.base_prefix) / "bin" / "python3"
+    base_python = python_without_kafkalite(where)
     deps = where / "executor_site"
     deps.mkdir()
     site = Path(pyarrow.__file__).resolve().parents[1]

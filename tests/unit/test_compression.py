@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import struct
+import tracemalloc
 import zlib
 
 import lz4.frame
@@ -106,6 +107,25 @@ def test_zstd_frames_with_and_without_content_size():
     assert zstandard.frame_content_size(framed) == -1
     assert c.decompress(4, framed) == data
     assert c.decompress(4, framed + framed) == data * 2  # concatenated frames, as zstd-jni reads
+
+
+def test_a_zstd_frame_declaring_more_than_it_can_hold_costs_what_it_holds():
+    # 14 bytes declaring 40 MiB of content (then a 5-byte raw block): a one-call
+    # decompression allocated the declared 40 MiB before finding the lie (tools/fuzz,
+    # on a fetch response). Chunked, it costs what the frame really decodes to.
+    frame = b"\x28\xb5\x2f\xfd" + bytes([0x80, 0x00]) + struct.pack("<I", 40 << 20) + bytes([0x29, 0, 0]) + b"hello"
+    assert zstandard.frame_content_size(frame) == 40 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(CorruptRecordsError, match="zstd data is corrupt"):
+            c.decompress(4, frame)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    # A real, highly compressible frame that declares its size still decodes, either path.
+    for data in (b"\x00" * 5_000_000, DATA[2]):
+        assert c.decompress(4, zstandard.ZstdCompressor(write_content_size=True).compress(data)) == data
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])

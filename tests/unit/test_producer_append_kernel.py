@@ -154,6 +154,20 @@ def test_send_function_takes_send_arguments_like_the_method():
 
 
 @needs_c
+def test_a_send_function_outliving_its_producer_says_so():
+    # The C send holds its producer by a weak reference (PyWeakref_GetRef from 3.13,
+    # PyWeakref_GetObject before): once the producer is gone, the general path refuses.
+    p = make_producer(append_kernel.c_impl)
+    send = p.send
+    assert inspect.ismethod(send.__wrapped__) and send.__wrapped__.__self__ is p
+    del p
+    gc.collect()
+    assert not inspect.ismethod(send.__wrapped__)  # the plain function, nothing to bind
+    with pytest.raises(ReferenceError, match="the producer no longer exists"):
+        send("t", b"v", nope=1)  # not the common case: the general path, through the weakref
+
+
+@needs_c
 def test_c_futures_have_the_python_methods():
     p = make_producer(append_kernel.c_impl)
     p.send("t", b"a")

@@ -40,6 +40,11 @@ def test_keyed_partition_uses_all_partitions_and_masks_the_sign_bit() -> None:
 
 
 class _FixedRandom(random.Random):
+    # Before 3.11, random.Random.__new__ seeds itself from the constructor's arguments
+    # (hashing them: "unhashable type: 'list'"); it must see none of ours.
+    def __new__(cls, values: list[int]) -> _FixedRandom:
+        return super().__new__(cls)
+
     def __init__(self, values: list[int]) -> None:
         super().__init__(0)
         self.values = values

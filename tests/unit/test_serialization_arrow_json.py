@@ -89,6 +89,28 @@ def test_decode_and_encode_round_trip() -> None:
     assert json_to_struct(back, SCHEMA).to_pylist() == rows
 
 
+@pytest.mark.parametrize("text", [
+    "2024-05-01T12:30:15.250000Z", "2024-05-01T12:30:15.25Z", "2024-05-01t12:30:15.25z",
+    "2024-05-01 12:30:15.25Z", "2024-05-01T14:30:15.25+02:00", "2024-05-01T10:00:15.25-02:30",
+    "2024-05-01T12:30:15.250000999Z", "2024-05-01T12:30:15.25",
+])
+def test_rfc3339_date_times_decode_alike_on_every_python(text: str) -> None:
+    # datetime.fromisoformat takes "Z" and 2 or 9 fraction digits only from 3.11 on: the
+    # same payload must give the same instant on 3.10 (the fraction cut to microseconds).
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}}
+    [row] = json_to_struct(pa.array([framed({"at": text})]), schema).to_pylist()
+    assert row["at"] == AT, text
+
+
+@pytest.mark.parametrize("text", ["20240501T123015Z", "2024-05-01T12:30:60Z", "2024-13-01T00:00:00Z"])
+def test_a_date_time_that_is_not_rfc3339_is_refused_naming_it(text: str) -> None:
+    # The ISO 8601 basic form (3.11's fromisoformat takes it), a leap second (Python's
+    # datetime cannot hold one), a month 13.
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}}
+    with pytest.raises(SerializationError, match=f"row 0 of the JSON column.*'{text}' is not an RFC 3339 date-time"):
+        json_to_struct(pa.array([framed({"at": text})]), schema)
+
+
 def test_bad_rows_fail_fast_name_the_kafka_record_or_become_null() -> None:
     batch = pa.record_batch({"topic": pa.array(["readings"] * 4), "partition": pa.array([1] * 4, pa.int32()),
                              "offset": pa.array([7, 8, 9, 10], pa.int64()),

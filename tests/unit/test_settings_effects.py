@@ -81,7 +81,11 @@ def test_setup_timeout_doubles_per_failed_attempt_up_to_the_max() -> None:
 async def test_each_failed_connection_attempt_waits_longer(monkeypatch) -> None:
     """A listener that accepts and never answers: each attempt times out, and the next
     one gets twice the time (the handshake is bounded by 3x the setup timeout)."""
-    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    # The accepted connections stay referenced: from 3.13 asyncio closes a stream whose
+    # writer is garbage-collected, which would reset the connection instead of leaving
+    # the client waiting (a "lost during the handshake", not the timeout under test).
+    accepted: list[asyncio.StreamWriter] = []
+    server = await asyncio.start_server(lambda r, w: accepted.append(w), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     seen: list[float] = []
     real_connect = client_module.BrokerConnection.connect
@@ -105,6 +109,9 @@ async def test_each_failed_connection_attempt_waits_longer(monkeypatch) -> None:
     finally:
         await client.close()
         server.close()
+        for writer in accepted:
+            writer.close()
+    assert len(accepted) == 4  # each attempt reached the listener and was left unanswered
     assert [round(t / n, 1) for t, n in zip(seen, [0.1, 0.2, 0.4, 0.4])] == [pytest.approx(1.0, abs=0.25)] * 4
     # Each attempt lasted its own (growing) timeout: at least that long (a busy machine only
     # adds), and not the 10 s default; the upper bound is generous.

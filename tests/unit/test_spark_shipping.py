@@ -1,7 +1,8 @@
 """The data source's objects reach Spark tasks pickled; where the task's Python cannot
 import kafkalite (or has another version) they fail with the cause and the fix named
-(pyspark_kafkalite/shipping.py). Here with a real interpreter without kafkalite: the base
-Python of this venv, with only PySpark's own zips on its path, as an executor has them.
+(pyspark_kafkalite/shipping.py). Here with a real interpreter without kafkalite: a venv
+made for the test (whatever the base Python has installed), with only PySpark's own zips
+on its path, as an executor has them.
 On a real cluster: tests/spark_cluster/test_shipping.py."""
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import copy
 import os
 import pickle
 import subprocess
-import sys
 from pathlib import Path
 
 import pyspark
@@ -19,7 +19,7 @@ from pyspark import cloudpickle
 from pyspark_kafkalite.shipping import load_in_task
 from pyspark_kafkalite.source import KafkaLiteDataSource
 
-BASE_PYTHON = Path(sys.base_prefix) / "bin" / "python3"
+from tests.helpers.pythons import python_without_kafkalite
 
 
 def reader() -> object:
@@ -35,20 +35,18 @@ def test_objects_round_trip_through_the_task_loader() -> None:
 
 
 def test_a_python_without_kafkalite_names_itself_and_the_fix(tmp_path: Path) -> None:
-    probe = subprocess.run([str(BASE_PYTHON), "-c", "import kafkalite"], capture_output=True,
-                           env={"PATH": os.environ.get("PATH", "")})  # its own path only, as below
-    assert probe.returncode != 0, "the base Python must lack kafkalite for this test to prove anything"
+    python = python_without_kafkalite(tmp_path)  # whatever the base Python has installed
     pickled = tmp_path / "reader.pkl"
     pickled.write_bytes(cloudpickle.dumps((reader(), KafkaLiteDataSource({}))))
     lib = Path(pyspark.__file__).parent / "python" / "lib"
     path = os.pathsep.join(str(p) for p in sorted(lib.glob("*.zip")))  # pyspark.zip, py4j: what executors have
     done = subprocess.run(
-        [str(BASE_PYTHON), "-c", f"import pickle; pickle.loads(open({str(pickled)!r}, 'rb').read())"],
+        [str(python), "-c", f"import pickle; pickle.loads(open({str(pickled)!r}, 'rb').read())"],
         capture_output=True, text=True, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path})
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith('ModuleNotFoundError: format("kafkalite") cannot run in this Spark task'), done.stderr
-    assert f"its Python, {BASE_PYTHON} on host" in last and "cannot import 'pyspark_kafkalite'" in last
+    assert f"its Python, {python} on host" in last and "cannot import 'pyspark_kafkalite'" in last
     assert "pip install 'kafkalite[spark]'" in last and "spark.archives=kafkalite_env.zip#environment" in last
 
 

@@ -46,6 +46,14 @@ if sys.platform == "linux":
 _PR_SET_TIMERSLACK = 29  # <linux/prctl.h>
 _TIMER_SLACK_NS = 1000
 
+# What this system offers, decided once. Elsewhere (macOS, Windows, BSD) both are False and
+# the engine runs asyncio's own loop with the system's timer slack; the unit tests set them
+# False on Linux to run those paths (tests/unit/test_net_other_platforms.py).
+HAVE_EPOLL = sys.platform == "linux" and hasattr(select, "epoll")
+"""Whether :func:`new_engine_loop` can use :class:`PreciseEpollSelector`."""
+HAVE_PRCTL = sys.platform == "linux"
+"""Whether :func:`tighten_timer_slack` can set the thread's timer slack."""
+
 if sys.platform == "linux":
 
     class PreciseEpollSelector(selectors.EpollSelector):
@@ -78,7 +86,7 @@ def new_engine_loop() -> asyncio.AbstractEventLoop:
     """A new event loop for an engine thread: with :class:`PreciseEpollSelector` on
     Linux under asyncio's default event loop policy; otherwise the policy's loop (an
     application that installed another policy, e.g. uvloop's, keeps its loop)."""
-    if sys.platform == "linux" and type(asyncio.get_event_loop_policy()) is asyncio.DefaultEventLoopPolicy:
+    if HAVE_EPOLL and type(asyncio.get_event_loop_policy()) is asyncio.DefaultEventLoopPolicy:
         return asyncio.SelectorEventLoop(PreciseEpollSelector())
     return asyncio.new_event_loop()
 
@@ -86,7 +94,7 @@ def new_engine_loop() -> asyncio.AbstractEventLoop:
 def tighten_timer_slack() -> bool:
     """Set the calling thread's timer slack to 1 us (Linux ``prctl(PR_SET_TIMERSLACK)``);
     False where that is not available (other systems, no C library found)."""
-    if sys.platform != "linux":
+    if not HAVE_PRCTL:
         return False
     try:
         libc = ctypes.CDLL(None)

@@ -39,6 +39,7 @@ import base64
 import datetime
 import io
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -169,11 +170,49 @@ def json_schema_to_arrow_schema(schema: SchemaInput) -> Any:
 
 # -- values ---------------------------------------------------------------------------
 
+# JSON Schema's ``date-time`` is RFC 3339 section 5.6. ``datetime.fromisoformat`` cannot be
+# the parser: before 3.11 it refuses the ``Z`` suffix and fractions other than 3 or 6
+# digits, and from 3.11 it takes ISO 8601 forms RFC 3339 does not allow, so the same
+# payload would decode on one Python and fail on another.
+_DATE_TIME = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?",
+    re.ASCII,
+)
+
+
+def _parse_date_time(text: str) -> datetime.datetime:
+    """An RFC 3339 ``date-time`` as a datetime, the same on every Python kafkalite supports.
+
+    The fraction is cut to microseconds (Arrow's ``timestamp("us")``); a value without an
+    offset is taken as UTC, as Arrow takes a naive datetime for a UTC column::
+
+        >>> _parse_date_time("2024-05-01T12:30:15.25Z")
+        datetime.datetime(2024, 5, 1, 12, 30, 15, 250000, tzinfo=datetime.timezone.utc)
+
+    Raises SerializationError naming the text when it is not one (a leap second ``:60``
+    included: Python's datetime cannot hold it).
+    """
+    match = _DATE_TIME.fullmatch(text)
+    if match is None:
+        raise SerializationError(f"{text!r} is not an RFC 3339 date-time (like 2024-05-01T12:30:15.25Z)")
+    year, month, day, hour, minute, second, fraction, _z, sign, off_h, off_m = match.groups()
+    micros = int((fraction or "0")[:6].ljust(6, "0"))
+    try:
+        zone = datetime.timezone.utc
+        if sign is not None:
+            offset = datetime.timedelta(hours=int(off_h), minutes=int(off_m))
+            zone = datetime.timezone(-offset if sign == "-" else offset)
+        return datetime.datetime(int(year), int(month), int(day), int(hour), int(minute),
+                                 int(second), micros, tzinfo=zone)
+    except ValueError as exc:
+        raise SerializationError(f"{text!r} is not an RFC 3339 date-time: {exc}") from None
+
 
 def _reader(arrow_type: Any) -> Callable[[Any], Any] | None:
     """json.loads' value -> what pa.array takes for ``arrow_type`` (None: as it is)."""
     if pa.types.is_timestamp(arrow_type):
-        return lambda v: datetime.datetime.fromisoformat(v) if isinstance(v, str) else v
+        return lambda v: _parse_date_time(v) if isinstance(v, str) else v
     if pa.types.is_date32(arrow_type):
         return lambda v: datetime.date.fromisoformat(v) if isinstance(v, str) else v
     if pa.types.is_struct(arrow_type):

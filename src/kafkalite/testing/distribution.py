@@ -304,8 +304,15 @@ class KafkaDistribution:
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block."""
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block.
+
+    Without ``fcntl`` (Windows) the block runs unlocked: two processes may then download
+    the same file at once, each verified and renamed into place atomically.
+    """
     with path.open("a") as handle:
+        if fcntl is None:
+            yield
+            return
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
