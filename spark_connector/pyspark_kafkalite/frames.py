@@ -31,6 +31,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import LongType, StructField, StructType
 
+from kafkalite.errors import InvalidArgumentTypeError
 from pyspark_kafkalite.capabilities import refuse_streaming_read_options, require_streaming_reads
 from pyspark_kafkalite.options import ReadOptions, WriteOptions
 from pyspark_kafkalite.planning import OffsetRange, Planner
@@ -57,9 +58,11 @@ SINK_COLUMNS = ("key", "value", "topic", "partition", "headers")
 
 
 def plain_options(options: Mapping[str, Any]) -> dict[str, str]:
-    """The options as strings (None left out, as Spark's ``.option()`` does); a TypeError for a non-dict."""
+    """The options as strings (None left out, as Spark's ``.option()`` does); an
+    ``InvalidArgumentTypeError`` (a ``TypeError``) for a non-dict."""
     if not isinstance(options, Mapping):
-        raise TypeError(f"options must be a dict of option names to values, got {type(options).__name__}")
+        raise InvalidArgumentTypeError(
+            f"options must be a dict of option names to values, got {type(options).__name__}")
     return {str(k): str(v) for k, v in options.items() if v is not None}
 
 

@@ -51,6 +51,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("src/kafkalite/aio/__init__.py", "__getattr__", "AttributeError"): _GETATTR,
     ("src/kafkalite/serialization/__init__.py", "__getattr__", "AttributeError"): _GETATTR,
     ("spark_connector/pyspark_kafkalite/__init__.py", "__getattr__", "AttributeError"): _GETATTR,
+    ("spark_connector/pyspark_kafkalite/__init__.py", "__getattr__", "ImportError"):
+        "`from pyspark_kafkalite import DefaultSource` (Spark's data-source lookup) on a Spark without the "
+        "Python Data Source API: an import statement reports a name that cannot be imported with ImportError",
     ("src/kafkalite/config.py", "Config.__getitem__", "KeyError"):
         "the mapping protocol: `in` and .get() rely on KeyError",
     ("src/kafkalite/config.py", "Config.__getattr__", "AttributeError"):
