@@ -201,6 +201,7 @@ class LocalBroker(ToolsMixin):
         self._paused = False
         self._zookeeper = zookeeper
         self._owns_zookeeper = zookeeper is None and self.mode == ZOOKEEPER
+        self._log_offset = 0
 
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"
@@ -441,6 +442,10 @@ class LocalBroker(ToolsMixin):
         if self._owns_zookeeper:
             self.zookeeper.start()
         self.write_config()
+        try:  # where this start's log lines begin
+            self._log_offset = self.server_log.stat().st_size
+        except OSError:
+            self._log_offset = 0
         self.process = processes.spawn(
             self.command(),
             log_path=self.stdout_log,
@@ -487,7 +492,14 @@ class LocalBroker(ToolsMixin):
     def _registration_still_held(self) -> bool:
         """ZooKeeper mode: did the last start fail because this broker id is still
         registered by the session of a process that was killed?"""
-        return self.mode == ZOOKEEPER and "NodeExistsException" in tail(self.server_log, 20)
+        if self.mode != ZOOKEEPER:
+            return False
+        try:
+            with self.server_log.open("rb") as log:
+                log.seek(self._log_offset)
+                return b"NodeExistsException" in log.read()  # what this start wrote
+        except OSError:
+            return False
 
     def _raise_start_error(self, what: str) -> None:
         text = self.log_tail(60)
