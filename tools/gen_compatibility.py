@@ -17,20 +17,15 @@ from pathlib import Path
 
 from kafkalite.net.features import FEATURE_LEVELS, FEATURES, BrokerFeature
 from kafkalite.testing.java import needs_java11
-from kafkalite.testing.releases import KEPT, ZOOKEEPER, modes_of
+from kafkalite.testing.releases import KEPT, ZOOKEEPER, modes_of, release_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "compatibility.md"
 RESULTS = ROOT / "docs" / "data" / "matrix-results.json"
 
 
-def _release(version: str) -> tuple[int, int]:
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
-
-
 def _cell(feature: BrokerFeature, version: str) -> str:
-    if _release(version) >= _release(feature.since):
+    if release_of(version) >= release_of(feature.since):
         return "yes"
     return "fallback" if feature.fallback else "**error**"
 

@@ -8,19 +8,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kafkalite.net.features import BrokerFeature
+from kafkalite.testing.releases import release_of
 
 T = TypeVar("T")
 
 
-def release(version: str) -> tuple[int, int]:
-    """``"2.8.2"`` -> ``(2, 8)``."""
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
-
-
 def has(broker: Any, feature: BrokerFeature) -> bool:
     """Whether the broker's release has ``feature`` by the table (its first release)."""
-    return release(broker.version) >= release(feature.since)
+    return release_of(broker.version) >= release_of(feature.since)
 
 
 def wait_until(condition: Callable[[], T], timeout: float = 60.0, what: str = "condition") -> T:

@@ -21,8 +21,9 @@ from kafkalite import (
     TopicPartition,
 )
 from kafkalite.admin.group_types import GroupType
+from kafkalite.testing.releases import release_of
 from kafkalite.testing.topics import unique_topic_name
-from tests.matrix.support import release, settings, wait_until
+from tests.matrix.support import settings, wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -190,7 +191,7 @@ def test_kafkas_own_tools_read_kafkalite_and_the_other_way_round(kafka_broker, t
     lines = [line for line in out.stdout.splitlines() if "\t" in line]
     assert lines == [f"k{i}\tfrom-kafkalite-{i}" for i in range(5)], out.stderr[-2000:]
     # --bootstrap-server arrived in the console producer with Kafka 2.5 (KIP-499)
-    where = "--bootstrap-server" if release(kafka_broker.version) >= (2, 5) else "--broker-list"
+    where = "--bootstrap-server" if release_of(kafka_broker.version) >= (2, 5) else "--broker-list"
     done = kafka_broker.run_tool("kafka-console-producer", [where, kafka_broker.bootstrap, "--topic", topic],
                                  input="".join(f"from-java-{i}\n" for i in range(3)), timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -23,18 +23,13 @@ from kafkalite.testing.distribution import (
     DEFAULT_KAFKA_VERSION,
     KafkaDistribution,
 )
-from kafkalite.testing.releases import OLDEST_KAFKA_VERSION
+from kafkalite.testing.releases import OLDEST_KAFKA_VERSION, release_of
 
 #: Features whose API is in a release's specs before the table's "since": it came as a
 #: preview (ConsumerGroupHeartbeat is in 3.6's specs as unstable; 3.7-3.9 serve it off by
 #: default and answer UNSUPPORTED_VERSION), so the table names the first release where
 #: it works as shipped.
 PREVIEWS = {KIP848_GROUPS.name: "3.6", CONSUMER_GROUP_DESCRIBE.name: "3.7"}
-
-
-def _release(version: str) -> tuple[int, int]:
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
 
 
 def _spec_max_version(jar: zipfile.ZipFile, name: str) -> int | None:
@@ -58,7 +53,7 @@ def test_the_table_agrees_with_each_releases_own_specs(version: str) -> None:
             top = _spec_max_version(jar, api_name(feature.api))
             served = top is not None and top >= feature.min_version
             since = PREVIEWS.get(feature.name, feature.since)
-            assert served == (_release(version) >= _release(since)), (feature.name, version, top)
+            assert served == (release_of(version) >= release_of(since)), (feature.name, version, top)
 
 
 def test_every_api_feature_is_checked_above() -> None:

@@ -175,8 +175,9 @@ def needs_java11(kafka_version: str) -> bool:
     >>> needs_java11("2.1.1"), needs_java11("2.8.2")
     (True, False)
     """
-    major, minor = (int(x) for x in kafka_version.split(".")[:2])
-    return (major, minor) < (2, 6)
+    from kafkalite.testing.releases import release_of
+
+    return release_of(kafka_version) < (2, 6)
 
 
 def find_java_for(kafka_version: str, env: Mapping[str, str] | None = None) -> JavaRuntime:

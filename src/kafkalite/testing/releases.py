@@ -73,14 +73,19 @@ OLDEST_KAFKA_VERSION = KEPT[0].version
 """The oldest release kafkalite supports and tests (ZooKeeper mode)."""
 
 
-def _parts(version: str) -> tuple[int, int]:
+def release_of(version: str) -> tuple[int, int]:
+    """A release's ``(major, minor)``, for comparing releases.
+
+    >>> release_of("2.8.2") < release_of("3.0.0")
+    True
+    """
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
 
 
 def modes_of(version: str) -> tuple[str, ...]:
     """The modes the harness can run ``version`` in, the default first."""
-    release = _parts(version)
+    release = release_of(version)
     if release < (2, 1):
         raise ModeError(f"Kafka {version} is older than 2.1, the oldest release kafkalite supports")
     if release < (3, 3):
