@@ -39,7 +39,7 @@ def test_kip848_groups_on_a_zookeeper_broker_fail_at_once(kafka_broker_zk, topic
         err = first_error(consumer, 30.0)
         assert isinstance(err, UnsupportedFeatureError), err
         # "at once": the first heartbeat's connection, not a time-out (generous for a busy machine)
-        assert time.monotonic() - started < 20
+        assert time.monotonic() - started < 30
         text = str(err)
         assert "group.protocol=consumer (KIP-848) needs Apache Kafka 4.0 or later" in text
         assert "does not serve ConsumerGroupHeartbeat" in text and kafka_broker_zk.bootstrap in text

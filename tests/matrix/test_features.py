@@ -181,11 +181,20 @@ def test_producer_and_transaction_admin(kafka_broker, admin, topic) -> None:
 @pytest.mark.timeout(90)
 def test_transactions_v2_follow_the_cluster(kafka_broker, topic) -> None:
     """The producer uses the transaction version the cluster finalized (v1 before 4.0)."""
+    value = unique_topic_name("tv").encode()
     with Producer(settings(kafka_broker, **{"transactional.id": unique_topic_name("tv")})) as producer:
         producer.init_transactions(60)
         producer.begin_transaction()
-        producer.send(topic, b"tv", partition=0)
+        producer.send(topic, value, partition=0)
         producer.commit_transaction(60)
+    tp = TopicPartition(topic, 0)
+    seen: list = []
+    with Consumer(settings(kafka_broker, **{"isolation.level": "read_committed"})) as reader:
+        reader.assign([tp])
+        reader.seek_to_beginning([tp])
+        wait_until(lambda: seen.extend(r.value for r in reader.poll(0.5)) or value in seen, 60,
+                   "the committed record, read_committed")
+    assert seen.count(value) == 1
 
 
 @pytest.mark.timeout(60)
