@@ -79,8 +79,8 @@ async def create_topics(core: AdminCore, new_topics: Iterable[NewTopic], *, vali
         conn = await core.client.connection(node)
         # The broker's defaults (-1) need CreateTopics v4 (Kafka 2.4, KIP-464): before it,
         # Java's admin client fails those topics at once; so does this one.
-        if conn.versions is not None and CREATE_TOPIC_DEFAULTS.missing(conn.versions):
-            why = CREATE_TOPIC_DEFAULTS.missing(conn.versions) or ""
+        why = CREATE_TOPIC_DEFAULTS.missing(conn.versions) if conn.versions is not None else None
+        if why is not None:
             for n in names:
                 t = by_name[n]
                 if not t.replica_assignment and (t.num_partitions == -1 or t.replication_factor == -1):
