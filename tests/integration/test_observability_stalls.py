@@ -1,7 +1,8 @@
 """Stalled consumers announce themselves: one warning naming the partitions and the reason.
 
 Against real brokers: the application stops calling poll(); a partition stays paused
-with records waiting; every fetch is refused by a topic ACL (the secured broker).
+with records waiting; every fetch is refused by a topic ACL (the secured broker); every
+fetch succeeds but its batch fails the CRC check (through the fault proxies).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 import pytest
 
 from kafkalite import Consumer, Producer, TopicPartition
-from kafkalite.errors import TopicAuthorizationError
+from kafkalite.errors import CorruptRecordsError, TopicAuthorizationError
 from kafkalite.testing.properties import SECURE_PRESET
 from kafkalite.testing.topics import unique_topic_name
 from tests.integration.security_support import grant, round_trip, wait_until
@@ -112,3 +113,26 @@ def test_fetches_refused_by_an_acl_are_the_reason(kafka_broker_sasl, caplog) -> 
             except TopicAuthorizationError:
                 pass
         assert len(stall_warnings(caplog)) == 1
+
+
+def test_a_batch_corrupt_on_every_read_is_the_reason(kafka_cluster, network_faults, caplog) -> None:
+    # Each fetch succeeds and poll() raises CorruptRecordsError every time (an application
+    # that logs it and polls on, never seeking past): the warning names that error.
+    caplog.set_level(logging.WARNING, logger=STALL_LOGGER)
+    topic = kafka_cluster.create_topic(unique_topic_name("stall-crc"), 1, 3)
+    fill(kafka_cluster.bootstrap, topic, 1, 5)
+    tp = TopicPartition(topic, 0)
+    cfg = {"bootstrap.servers": network_faults.bootstrap, "stall.warning.ms": 2000}
+    with network_faults.corrupt(1.0, records_only=True), Consumer(cfg) as consumer:
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        raised = 0
+        deadline = time.monotonic() + 30
+        while not stall_warnings(caplog) and time.monotonic() < deadline:
+            try:
+                consumer.poll(0.2)
+            except CorruptRecordsError:
+                raised += 1
+        warnings = stall_warnings(caplog)
+        assert raised and len(warnings) == 1, (raised, warnings)
+        assert f"{topic}-0: poll() raised (CorruptRecordsError: corrupt data in {topic}-0" in warnings[0]

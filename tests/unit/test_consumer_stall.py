@@ -146,3 +146,25 @@ def test_forget_drops_partition_state() -> None:
     d.returned([A])
     d.forget({A, B})
     assert not d.fetch_errors and not d.leaderless and not d.last_returned
+
+
+def test_an_error_poll_raises_each_time_is_the_reason_until_records_flow() -> None:
+    # The fetches succeed, yet poll() raises the partition's error on every call (a batch
+    # that fails its CRC on every read): the warning names that error, not "not fetched".
+    from kafkalite.errors import CorruptRecordsError
+
+    d, clock = detector(stall_ms=1000)
+    d.check({A: PartitionView(lag=5), B: PartitionView(lag=5)})
+    d.fetch_ok(A)
+    d.raised(A, CorruptRecordsError("corrupt data in orders-0 (CRC mismatch)", topic="orders", partition=0))
+    clock.now += 1.5
+    d.polled()
+    warning = d.check({A: PartitionView(lag=5), B: PartitionView(lag=5)})
+    assert warning is not None
+    assert warning.partitions[A].startswith("poll() raised (CorruptRecordsError: corrupt data in orders-0")
+    assert warning.partitions[B] == "not fetched"
+    d.returned([A])  # records of A came out: the error is over
+    assert d.check({A: PartitionView(lag=5)}) is None
+    clock.now += 1.5
+    warning = d.check({A: PartitionView(lag=5)})
+    assert warning is not None and warning.partitions[A] == "not fetched"

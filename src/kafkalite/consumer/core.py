@@ -697,6 +697,7 @@ class ConsumerCore:
                 if not valid:
                     continue
                 assert fetch.error is not None
+                self.observe.raised(fetch.tp, fetch.error)
                 if collected:
                     # Return what we have; the error is raised by the next poll().
                     self.errors.appendleft(fetch.error)
@@ -723,7 +724,8 @@ class ConsumerCore:
             start = len(out)
             try:
                 n = fetch.take(remaining, out)
-            except KafkaError:
+            except KafkaError as exc:
+                self.observe.raised(tp, exc)
                 if out:
                     break  # raised again by the next poll(); records before it go out now
                 raise
@@ -771,7 +773,8 @@ class ConsumerCore:
             batches: list[Batch] = []
             try:
                 fetch.take_batches(batches)
-            except KafkaError:
+            except KafkaError as exc:
+                self.observe.raised(tp, exc)
                 if out:
                     break  # raised again by the next call; batches before it go out now
                 raise

@@ -104,6 +104,10 @@ class ConsumerObservability:
             self.metrics.last_timestamp.update(last_timestamps)
             self.stall.returned(list(last_timestamps))
 
+    def raised(self, tp: TopicPartition, error: BaseException) -> None:
+        """poll() raises ``error`` of ``tp``'s fetched data (a stall names it)."""
+        self.stall.raised(tp, error)
+
     def forget(self, partitions: set[TopicPartition]) -> None:
         """Partitions no longer assigned (revoked or lost)."""
         self.stall.forget(partitions)

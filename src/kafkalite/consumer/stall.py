@@ -11,11 +11,13 @@ client says nothing in most of these cases (it only leaves the group after
   the last fetch reported) or failing fetches, yet ``poll()`` returned none of theirs for
   ``stall.warning.ms``. Each partition gets a reason: *paused*, *waiting for a
   rebalance* (its assignment callback has not run, or it is being revoked, or the group
-  is rebalancing), *fetch errors* (the last error, e.g. a topic ACL denial), *no leader*
-  (the partition's leader is unknown or unreachable), else *not fetched*.
+  is rebalancing), *fetch errors* (the last error, e.g. a topic ACL denial), *poll()
+  raised* (the fetches succeed but poll() raises the partition's error each time, e.g. a
+  batch that fails its CRC check on every read), *no leader* (the partition's leader is
+  unknown or unreachable), else *not fetched*.
 
 It is a plain state object (no I/O, no threads, injectable clock): the poll side calls
-:meth:`polled` / :meth:`returned`, the fetcher :meth:`fetch_failed` / :meth:`fetch_ok` /
+:meth:`polled` / :meth:`returned` / :meth:`raised`, the fetcher :meth:`fetch_failed` / :meth:`fetch_ok` /
 :meth:`no_leader`, and an engine task calls :meth:`check` with a snapshot of the
 partitions about once a second. A warning is logged once per stall; the stall ends (and a
 new one may be reported) when the condition clears: ``poll()`` is called again, or
@@ -52,6 +54,7 @@ log = logging.getLogger("kafkalite.consumer.stall")
 PAUSED = "paused"
 REBALANCE = "waiting for a rebalance"
 FETCH_ERRORS = "fetch errors"
+RAISED = "poll() raised"
 NO_LEADER = "no leader"
 NOT_FETCHED = "not fetched"
 SLOW_APPLICATION = "slow application"
@@ -108,6 +111,7 @@ class StallDetector:
         self.last_returned: dict[TopicPartition, float] = {}
         self.fetch_errors: dict[TopicPartition, tuple[float, str]] = {}  # first failure time, last error
         self.leaderless: dict[TopicPartition, float] = {}
+        self.raised_errors: dict[TopicPartition, str] = {}  # the last error poll() raised, until records flow
         self._waiting_since: dict[TopicPartition, float] = {}
         self._poll_warned = False
         self._stall_warned: frozenset[TopicPartition] = frozenset()
@@ -128,6 +132,11 @@ class StallDetector:
         for tp in partitions:
             self.last_returned[tp] = t
             self._waiting_since.pop(tp, None)
+            self.raised_errors.pop(tp, None)
+
+    def raised(self, tp: TopicPartition, error: BaseException) -> None:
+        """poll() raised ``error`` for ``tp`` (its fetch succeeded, its data did not)."""
+        self.raised_errors[tp] = f"{type(error).__name__}: {error}"
 
     def still_polling(self, last_poll: float) -> None:
         """The application is inside a poll() that waits: that is not a stall."""
@@ -159,6 +168,7 @@ class StallDetector:
             self.last_returned.pop(tp, None)
             self.fetch_errors.pop(tp, None)
             self.leaderless.pop(tp, None)
+            self.raised_errors.pop(tp, None)
             self._waiting_since.pop(tp, None)
 
     # ------------------------------------------------------------ the check
@@ -211,7 +221,7 @@ class StallDetector:
             since = max(since, self.last_returned.get(tp, since))
             if now - since < self.stall_s:
                 continue
-            stalled[tp] = self._reason(view, rebalancing, failing, leaderless)
+            stalled[tp] = self._reason(view, rebalancing, failing, leaderless, self.raised_errors.get(tp))
         if not stalled:
             self._stall_warned = frozenset()
             return None
@@ -230,13 +240,15 @@ class StallDetector:
 
     @staticmethod
     def _reason(view: PartitionView, rebalancing: bool, failing: tuple[float, str] | None,
-                leaderless: float | None) -> str:
+                leaderless: float | None, raised: str | None) -> str:
         if view.paused:
             return PAUSED
         if view.awaiting_rebalance or rebalancing:
             return REBALANCE
         if failing is not None:
             return f"{FETCH_ERRORS} ({failing[1]})"
+        if raised is not None:
+            return f"{RAISED} ({raised})"
         if leaderless is not None:
             return NO_LEADER
         return NOT_FETCHED
