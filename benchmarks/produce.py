@@ -22,7 +22,7 @@ Two modes. The default (tuned) mode sets for every client ``acks=all``, idempote
 batch.size to each client. ``--defaults`` sets only ``acks=all``, idempotence and the
 codec: everything else (linger, batch size, buffers, queue limits) is the library's own.
 
-Each peer is called its fastest documented way (benchmarks/README.md, "Methods"):
+Each peer is called its fastest documented way (benchmarks/HISTORY.md, "Methods"):
 confluent-kafka ``produce()`` without a per-message callback, ``poll(0)`` every
 ``--poll-every`` sends (default 1000) and on BufferError, queue.buffering.max.* left
 at their defaults; ``confluent-kafka.cb`` is the same with a per-message delivery

@@ -7,7 +7,7 @@
   and errors references, the benchmark charts (PNG files drawn with matplotlib from
   ``benchmarks/results/*.json``), the compatibility table (``docs/data/compatibility.yaml``),
   and the repository's own markdown files the guides link to (``CONTRIBUTING.md``,
-  ``benchmarks/README.md``), which stay the source;
+  ``benchmarks/README.md`` and ``HISTORY.md``), which stay the source;
 * rewrites links that leave ``docs/`` (``../CONTRIBUTING.md``, ``../src/...``): to the
   page made from that file, or to the file in the repository on GitHub; a link to a file
   that does not exist is left alone, so ``--strict`` still fails on it.
@@ -35,7 +35,8 @@ from mkdocs.structure.pages import Page  # noqa: E402
 from tools.docs import api_pages, charts, compat_page, errors_page, public_api, settings_page  # noqa: E402
 
 #: Repository markdown files outside docs/ shown on the site: source path -> page path.
-MIRRORED = {"CONTRIBUTING.md": "contributing.md", "benchmarks/README.md": "benchmarks/index.md"}
+MIRRORED = {"CONTRIBUTING.md": "contributing.md", "benchmarks/README.md": "benchmarks/index.md",
+            "benchmarks/HISTORY.md": "benchmarks/history.md"}
 _LINK = re.compile(r"(\]\()([^)\s#]+)(#[^)\s]*)?(\))")
 
 
