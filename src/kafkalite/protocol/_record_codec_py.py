@@ -300,7 +300,7 @@ def decode_records(
     # 8191, deltas up to +-8191): a function call per field would triple the cost. The
     # second byte is read once (into c); a null key (0x01, the common case) is one test.
     try:
-        for i in range(count):
+        for i in range(count):  # noqa: B007 (i names the record an IndexError stopped at)
             # record length
             b = data[pos]
             if b < 0x80:
@@ -383,7 +383,8 @@ def decode_records(
             if plain:
                 append((off, ts, key, value, headers))
             else:
-                append(new(record_type, (off, ts, key, value, headers) + extra))
+                # Concatenation builds the tuple at once; (..., *extra) goes through a list.
+                append(new(record_type, (off, ts, key, value, headers) + extra))  # noqa: RUF005
     except IndexError:
         raise _corrupt(f"record {i} runs past the end of the batch") from None
     if pos != end:
