@@ -292,7 +292,10 @@ def decode_records(
     rvl = decode_varlong
     new = tuple.__new__
     lat = log_append_time
-    plain = not extra and record_type is tuple
+    # How each record tuple is made: 0 plain, 1 with four extra fields (the consumer's
+    # ConsumerRecord: one tuple, then the instance), 2 any other extra (concatenated).
+    shape = 0 if not extra and record_type is tuple else 1 if len(extra) == 4 else 2
+    e0, e1, e2, e3 = extra if shape == 1 else (None, None, None, None)
     out: list[Any] = []
     append = out.append
     i = 0
@@ -380,7 +383,9 @@ def decode_records(
                 headers, pos = _decode_headers(data, pos, rec_end)
             if pos != rec_end:
                 raise _corrupt(f"record length says {length} bytes but its fields take {pos - rec_end + length}")
-            if plain:
+            if shape == 1:
+                append(new(record_type, (off, ts, key, value, headers, e0, e1, e2, e3)))
+            elif shape == 0:
                 append((off, ts, key, value, headers))
             else:
                 # Concatenation builds the tuple at once; (..., *extra) goes through a list.
