@@ -162,6 +162,17 @@ def _encode_headers(headers: Headers, pos_tbl: tuple[bytes, ...] = _POS) -> byte
     return b"".join(parts)
 
 
+# Varints of offset deltas at or above _TABLE (batches of more than 8192 records, e.g.
+# 100-byte records in a 1 MB batch), made once each; bounded (deltas are below a batch's
+# record count, but the cache must not grow without limit on odd input).
+_LARGE_DELTAS: dict[int, bytes] = {}
+_LARGE_DELTAS_MAX = 1 << 16
+# Records whose key and value take fewer bytes than this are joined into one piece and
+# appended once (copying them twice costs less than three appends); larger ones are
+# appended piece by piece.
+_JOIN_BELOW = 512
+
+
 def encode_record_into(
     buf: bytearray,
     offset_delta: int,
@@ -171,6 +182,7 @@ def encode_record_into(
     headers: Headers | None,
     _tbl: tuple[bytes, ...] = _POS,
     _n: int = _TABLE,
+    _large: dict[int, bytes] = _LARGE_DELTAS,
 ) -> int:
     """Append one v2 record to ``buf``; return the number of bytes written.
 
@@ -178,16 +190,25 @@ def encode_record_into(
     sequence of ``(str key, bytes | None value)`` pairs (duplicates allowed) or None.
     """
     ts = _tbl[timestamp_delta] if 0 <= timestamp_delta < _n else encode_varlong(timestamp_delta)
-    od = _tbl[offset_delta] if 0 <= offset_delta < _n else encode_varint(offset_delta)
+    if 0 <= offset_delta < _n:
+        od = _tbl[offset_delta]
+    else:
+        od = _large.get(offset_delta)  # type: ignore[assignment]
+        if od is None:
+            od = encode_varint(offset_delta)
+            if offset_delta >= 0 and len(_large) < _LARGE_DELTAS_MAX:
+                _large[offset_delta] = od
     if key is None:
         kh = _NULL
         kl = 0
+        key = b""
     else:
         kl = len(key)
         kh = _tbl[kl] if kl < _n else encode_varint(kl)
     if value is None:
         vh = _NULL
         vl = 0
+        value = b""
     else:
         vl = len(value)
         vh = _tbl[vl] if vl < _n else encode_varint(vl)
@@ -201,13 +222,16 @@ def encode_record_into(
         # least half the allocation keeps the memory).
         buf += bytes((old + body) // 2 + body + 64)
         del buf[old:]
+    if kl + vl < _JOIN_BELOW:
+        # One join, one append: a str key or value raises TypeError here, before
+        # anything is written.
+        buf += b"".join((lh, _ZERO, ts, od, kh, key, vh, value, hb))
+        return len(lh) + body
     try:
-        buf += lh + _ZERO + ts + od + kh
-        if key:  # not None, not empty (kl > 0)
-            buf += key
+        buf += b"".join((lh, _ZERO, ts, od, kh))
+        buf += key
         buf += vh
-        if value:
-            buf += value
+        buf += value
     except TypeError:
         del buf[old:]  # never leave half a record behind (e.g. a str key)
         raise
