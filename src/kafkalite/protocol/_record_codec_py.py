@@ -702,4 +702,11 @@ class BuilderBase:
 
     def is_full(self) -> bool:
         """True once the estimate reaches the batch size (Java's ``isFull``)."""
-        return self._count > 0 and self.estimated_size_in_bytes() >= self._limit
+        # estimated_size_in_bytes() inline: the sticky partitioner asks once per record.
+        if self._count == 0:
+            return False
+        size = len(self._buf)
+        ratio = self._ratio
+        if ratio != 1.0:
+            size = _BATCH_OVERHEAD + int((size - _BATCH_OVERHEAD) * ratio)
+        return size >= self._limit
