@@ -213,20 +213,22 @@ def encode_record_into(
         vl = len(value)
         vh = _tbl[vl] if vl < _n else encode_varint(vl)
     hb = _encode_headers(headers) if headers else _ZERO
+    old = len(buf)
+    if kl + vl < _JOIN_BELOW:
+        # The record after its length in one join (its size is the join's length):
+        # a str key or value raises TypeError here, before anything is written.
+        rec = b"".join((_ZERO, ts, od, kh, key, vh, value, hb))
+        body = len(rec)
+        lh = _tbl[body] if body < _n else encode_varint(body)
+        if old + body + 5 >= buf.__alloc__():
+            _grow(buf, old, body)
+        buf += lh
+        buf += rec
+        return len(lh) + body
     body = 1 + len(ts) + len(od) + len(kh) + kl + len(vh) + vl + len(hb)
     lh = _tbl[body] if body < _n else encode_varint(body)
-    old = len(buf)
     if old + body + 5 >= buf.__alloc__():
-        # CPython grows a bytearray by 1/8 per resize, so a batch appended record by
-        # record would be copied ~8 times; grow by half instead (a later shrink to at
-        # least half the allocation keeps the memory).
-        buf += bytes((old + body) // 2 + body + 64)
-        del buf[old:]
-    if kl + vl < _JOIN_BELOW:
-        # One join, one append: a str key or value raises TypeError here, before
-        # anything is written.
-        buf += b"".join((lh, _ZERO, ts, od, kh, key, vh, value, hb))
-        return len(lh) + body
+        _grow(buf, old, body)
     try:
         buf += b"".join((lh, _ZERO, ts, od, kh))
         buf += key
@@ -237,6 +239,14 @@ def encode_record_into(
         raise
     buf += hb
     return len(lh) + body
+
+
+def _grow(buf: bytearray, size: int, record: int) -> None:
+    # CPython grows a bytearray by 1/8 per resize, so a batch appended record by record
+    # would be copied ~8 times; grow by half instead (a later shrink to at least half
+    # the allocation keeps the memory).
+    buf += bytes((size + record) // 2 + record + 64)
+    del buf[size:]
 
 
 def _varint_size(value: int) -> int:
