@@ -392,8 +392,7 @@ def decode_records(
                 if n < 0:
                     key = None
                 else:
-                    key = data[pos : pos + n]
-                    pos += n
+                    key = data[pos : (pos := pos + n)]
             # value
             b = data[pos]
             if b < 0x80:
@@ -407,8 +406,7 @@ def decode_records(
             if n < 0:
                 value = None
             else:
-                value = data[pos : pos + n]
-                pos += n
+                value = data[pos : (pos := pos + n)]  # the slice starts at the old pos
             # headers
             if data[pos] == 0:
                 headers: list[tuple[str, bytes | None]] = []
