@@ -389,10 +389,7 @@ def decode_records(
                     pos += 2
                 else:
                     n, pos = rv(data, pos)
-                if n < 0:
-                    key = None
-                else:
-                    key = data[pos : (pos := pos + n)]
+                key = None if n < 0 else data[pos : (pos := pos + n)]
             # value
             b = data[pos]
             if b < 0x80:
@@ -403,10 +400,7 @@ def decode_records(
                 pos += 2
             else:
                 n, pos = rv(data, pos)
-            if n < 0:
-                value = None
-            else:
-                value = data[pos : (pos := pos + n)]  # the slice starts at the old pos
+            value = None if n < 0 else data[pos : (pos := pos + n)]  # the slice starts at the old pos
             # headers
             if data[pos] == 0:
                 headers: list[tuple[str, bytes | None]] = []
