@@ -353,9 +353,9 @@ def decode_records(
                 pos += 2
             else:
                 length, pos = rv(data, pos)
+            # A length below 6 or past the batch is caught by the test of the fields'
+            # end against rec_end below (or reading past the data): not tested here.
             rec_end = pos + length
-            if length < 6 or rec_end > end:
-                raise _record_size_error(length, end - pos)
             # the attributes byte (ignored), then the timestamp delta
             b = data[pos + 1]
             if b < 0x80:
@@ -413,7 +413,7 @@ def decode_records(
             else:
                 headers, pos = _decode_headers(data, pos, rec_end)
             if pos != rec_end:
-                raise _corrupt(f"record length says {length} bytes but its fields take {pos - rec_end + length}")
+                raise _record_end_error(length, rec_end, pos, end)
             if shape == 1:
                 append(new(record_type, (off, ts, key, value, headers, e0, e1, e2, e3)))
             elif shape == 0:
@@ -428,6 +428,12 @@ def decode_records(
             f"incorrect declared batch size: {end - pos} bytes remain after {count} records"
         )
     return out
+
+
+def _record_end_error(length: int, rec_end: int, pos: int, end: int) -> CorruptRecordsError:
+    if length < 6 or rec_end > end:
+        return _record_size_error(length, end - (rec_end - length))
+    return _corrupt(f"record length says {length} bytes but its fields take {pos - rec_end + length}")
 
 
 def _record_size_error(length: int, remaining: int) -> CorruptRecordsError:
