@@ -88,6 +88,22 @@ class Broker:
             shutil.rmtree(self._run_dir, ignore_errors=True)
 
 
+def choose_kernels(pure_python: bool) -> str:
+    """Pick kafkalite's record kernels for the run; call before anything imports kafkalite.
+
+    ``pure_python`` sets ``KAFKALITE_PURE_PYTHON=1``: kafkalite runs its pure-Python
+    reference kernels, what a user without the compiled extension gets (the peers are
+    unaffected). Returns the kernels in use, "c" or "python", for the run's header.
+    """
+    if pure_python:
+        os.environ["KAFKALITE_PURE_PYTHON"] = "1"
+    from kafkalite.protocol import record_codec
+
+    if pure_python and record_codec.IMPLEMENTATION != "python":
+        raise RuntimeError("kafkalite was imported before the pure-Python kernels were chosen")
+    return record_codec.IMPLEMENTATION
+
+
 def payload(size: int, seed: int = 7) -> bytes:
     """Random upper-case letters, as Kafka's ProducerPerformance makes its payload."""
     rng = random.Random(seed)

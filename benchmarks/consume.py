@@ -10,6 +10,7 @@ Usage::
     .venv/bin/python benchmarks/consume.py                      # starts its own broker
     .venv/bin/python benchmarks/consume.py --messages 200000 --sizes 100 --codecs none
     KAFKALITE_BOOTSTRAP=127.0.0.1:9092 .venv/bin/python benchmarks/consume.py
+    .venv/bin/python benchmarks/consume.py --pure-python --clients kafkalite,kafka-python,aiokafka,confluent-kafka
 
 Records per call: ``--batch`` (default 2000) for every client: kafkalite
 ``poll(max_records=)`` (``max.poll.records``), confluent-kafka ``consume(num_messages=)``,
@@ -23,6 +24,11 @@ the runs.
 
 Peers are optional (``pip install kafkalite[bench]``); a missing one is reported and
 skipped. Numbers mean something only on a quiet machine: run it alone.
+
+``--pure-python`` runs kafkalite without its C kernels (``KAFKALITE_PURE_PYTHON=1``, set
+before kafkalite is imported): what users without the compiled extension get, against
+the same peers in the same run (benchmarks/README.md, "Pure Python"). The peers run as
+installed (aiokafka with its compiled record extensions, when its wheel has them).
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Broker, Row, load, print_settings, print_table, run_clients
+from common import Broker, Row, choose_kernels, load, print_settings, print_table, run_clients
 
 BATCH = 2000  # records per poll()/getmany()/consume() call, the same for every client (--batch)
 DEFAULTS = False  # --defaults: each client's own records per call
@@ -297,7 +303,10 @@ def main() -> int:
     ap.add_argument("--trace-context", action="store_true",
                     help="fill the topic with records that each carry a W3C traceparent header "
                          "(written by kafkalite's producer instead of ProducerPerformance)")
+    ap.add_argument("--pure-python", action="store_true",
+                    help="kafkalite without its C kernels (KAFKALITE_PURE_PYTHON=1); the peers as installed")
     args = ap.parse_args()
+    kernels = choose_kernels(args.pure_python)
     BATCH, DEFAULTS = args.batch, args.defaults
     wanted = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in wanted if c not in CLIENTS and c != "java"]
@@ -315,7 +324,7 @@ def main() -> int:
                 print(f"{case}: filling {topic} with {args.messages} records ...", flush=True)
                 (fill_with_trace_context if args.trace_context else fill)(broker, topic, args.messages, size, codec)
                 per_call = "each client's defaults" if DEFAULTS else f"{BATCH} records per call"
-                print(f"{case}: {per_call}; {load()}", flush=True)
+                print(f"{case}: {per_call}, kafkalite kernels: {kernels}; {load()}", flush=True)
                 print_methods(wanted)
                 clients: dict[str, Callable[[], float | tuple[float, float]]] = {}
                 for name in wanted:

@@ -15,6 +15,7 @@ Usage::
     .venv/bin/python benchmarks/produce.py --cluster             # also a 3-node cluster, replication 3
     .venv/bin/python benchmarks/produce.py --clients kafkalite,java --repeat 3
     KAFKALITE_BOOTSTRAP=127.0.0.1:9092 .venv/bin/python benchmarks/produce.py
+    .venv/bin/python benchmarks/produce.py --pure-python --clients kafkalite,kafka-python,aiokafka,confluent-kafka
 
 Two modes. The default (tuned) mode sets for every client ``acks=all``, idempotence,
 ``compression.type``, ``linger.ms=5`` (the Java default) and ``batch.size=1000000``
@@ -30,6 +31,11 @@ callback (the pattern of confluent-kafka's own examples); ``confluent-kafka.flus
 never polls until BufferError / flush(). Peers are optional (``pip install
 kafkalite[bench]``); a missing one is reported and skipped. Throughput means something
 only on a quiet machine; the CPU column is comparable on a busy one too.
+
+``--pure-python`` runs kafkalite without its C kernels (``KAFKALITE_PURE_PYTHON=1``, set
+before kafkalite is imported): what users without the compiled extension get, against
+the same peers in the same run (benchmarks/README.md, "Pure Python"). The peers run as
+installed (aiokafka with its compiled record extensions, when its wheel has them).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
     Broker,
     Row,
+    choose_kernels,
     load,
     meter_provider,
     payload,
@@ -332,7 +339,10 @@ def main() -> int:
     ap.add_argument("--clients", default=",".join(DEFAULT_CLIENTS))
     ap.add_argument("--repeat", type=int, default=1, help="runs per client; the best is kept")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON (benchmarks/results/, charted by the docs)")
+    ap.add_argument("--pure-python", action="store_true",
+                    help="kafkalite without its C kernels (KAFKALITE_PURE_PYTHON=1); the peers as installed")
     args = ap.parse_args()
+    kernels = choose_kernels(args.pure_python)
     METHOD.defaults, METHOD.batch_size, METHOD.poll_every = args.defaults, args.batch_size, args.poll_every
     wanted = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in wanted if c not in PY_CLIENTS and c != "java"]
@@ -353,7 +363,8 @@ def main() -> int:
                     mode = ("each client's defaults (acks=all, idempotent)" if args.defaults else
                             f"acks=all, idempotent, linger.ms={LINGER_MS}, "
                             + (f"batch.size={args.batch_size}" if args.batch_size else "each client's batch.size"))
-                    print(f"{case}: {args.messages} records, {where}, {mode}; {load()}", flush=True)
+                    print(f"{case}: {args.messages} records, {where}, {mode}, kafkalite kernels: {kernels}; "
+                          f"{load()}", flush=True)
                     print_methods(wanted, codec)
 
                     def fresh_topic(name: str, size: int = size, codec: str = codec, broker: Broker = broker) -> str:

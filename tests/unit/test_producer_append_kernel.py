@@ -27,7 +27,13 @@ from kafkalite.producer.producer import Producer
 from kafkalite.protocol.records import RecordBatch
 from tests.helpers.settings import resolve
 
-needs_c = pytest.mark.skipif(append_kernel.c_impl is None, reason="kafkalite._speedups is not built")
+# The C append path needs the C futures and builder, which the process only uses when
+# the C kernels are active (not under KAFKALITE_PURE_PYTHON=1, which runs the rest of
+# this file against the pure-Python path alone).
+needs_c = pytest.mark.skipif(append_kernel.IMPLEMENTATION != "c",
+                             reason="the C kernels are not built or not active (KAFKALITE_PURE_PYTHON=1)")
+#: The C append path when it is the active one, else None.
+ACTIVE_C = append_kernel.c_impl if append_kernel.IMPLEMENTATION == "c" else None
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -105,8 +111,7 @@ def test_sticky_partition_switches_the_same_way():
     assert sum(counts) == 2000 and sum(1 for n in counts if n) >= 3  # it did move around
 
 
-@pytest.mark.parametrize("impl", [append_kernel.python_impl] + ([append_kernel.c_impl] if append_kernel.c_impl
-                                                                else []), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("impl", [append_kernel.python_impl] + ([ACTIVE_C] if ACTIVE_C else []), ids=lambda m: m.__name__)
 def test_declines_leave_everything_to_the_general_path(impl):
     p = make_producer(impl)
     appender = p._appender
@@ -230,8 +235,7 @@ def test_the_pure_python_path_passes_the_producer_unit_tests():
     assert " passed" in done.stdout
 
 
-@pytest.mark.parametrize("impl", [append_kernel.python_impl] + ([append_kernel.c_impl] if append_kernel.c_impl
-                                                                else []), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("impl", [append_kernel.python_impl] + ([ACTIVE_C] if ACTIVE_C else []), ids=lambda m: m.__name__)
 def test_send_many_builds_what_send_builds(impl):
     rng = random.Random(3)
     values = [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 200))) for _ in range(2500)]
@@ -254,7 +258,7 @@ def test_send_many_builds_what_send_builds(impl):
 
 
 def test_send_many_outcome_reports_each_failed_record():
-    impl = append_kernel.c_impl or append_kernel.python_impl
+    impl = ACTIVE_C or append_kernel.python_impl
     p = make_producer(impl)
     outcome = p.send_many("t", [b"x" * 100] * 300, [b"k%d" % (i % 3) for i in range(300)])
     assert len({id(b) for b, _, _ in outcome._spans}) >= 3
@@ -274,7 +278,7 @@ def test_send_many_outcome_reports_each_failed_record():
 
 
 def test_send_many_with_serializers_and_non_bytes_values():
-    impl = append_kernel.c_impl or append_kernel.python_impl
+    impl = ACTIVE_C or append_kernel.python_impl
     p = make_producer(impl, **{"value.serializer": "str", "key.serializer": "str"})
     outcome = p.send_many("t", ["a", "bb", "ccc"], ["1", "2", "3"], timestamp=5)
     q = make_producer(impl)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from time import time as _time
 from typing import Any
 
 from kafkalite.errors import InvalidArgumentError
@@ -112,7 +113,8 @@ class Appender:
         state = self.topics.get(topic)
         if state is None or state.expired:
             return None
-        ts = _timestamp_ms(timestamp)
+        # No timestamp (the common case) is now; _timestamp_ms says what else is taken.
+        ts = int(_time() * 1000) if timestamp is None else _timestamp_ms(timestamp)
         if ts < 0:
             return None
         return self._place(state, key, value, partition, ts, callback, self.future_cls)

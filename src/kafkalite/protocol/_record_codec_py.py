@@ -24,8 +24,13 @@ are dropped, as Java does. Key/value lengths below -1 read as null, as Java's
 ``Utils.readBytes`` does.
 
 Speed notes (this is the hot path): small varints come from precomputed tables,
-globals are bound as default arguments (local lookups), records are written with a
-handful of ``bytearray +=`` and read with bytes slicing only.
+globals are bound as default arguments (local lookups), a record of less than 512 bytes
+of key and value is written with one ``bytes.join`` and two ``bytearray +=`` (larger
+ones piece by piece, not copied twice), and records are read inline with bytes
+indexing and slicing only (one- and two-byte varints by table, no call per field).
+What is left of the cost per record in pure Python is mostly the interpreter's and the
+allocator's: the record tuple, its headers list and its value bytes, and the cyclic
+GC, which tracks the first two (the C kernels untrack them).
 """
 
 from __future__ import annotations
@@ -73,6 +78,9 @@ _POS: tuple[bytes, ...] = tuple(_uvarint(n << 1) for n in range(_TABLE))
 # _ZZ[u] is the zigzag decoding of u < 2**14: one- and two-byte varints (whose 7-bit
 # groups the decoder reassembles) decode by lookup.
 _ZZ: tuple[int, ...] = tuple((u >> 1) ^ -(u & 1) for u in range(1 << 14))
+# _ZZ2[b | c << 8] is the zigzag decoding of the two-byte varint b, c (b >= 0x80 > c):
+# the decoder's second byte costs one lookup instead of a mask, a shift and an or.
+_ZZ2: tuple[int, ...] = tuple(_ZZ[(i & 0x7F) | (i >> 8 << 7)] if i & 0x80 else 0 for i in range(1 << 15))
 _NULL = b"\x01"  # zigzag(-1)
 _ZERO = b"\x00"
 
@@ -159,6 +167,17 @@ def _encode_headers(headers: Headers, pos_tbl: tuple[bytes, ...] = _POS) -> byte
     return b"".join(parts)
 
 
+# Varints of offset deltas at or above _TABLE (batches of more than 8192 records, e.g.
+# 100-byte records in a 1 MB batch), made once each; bounded (deltas are below a batch's
+# record count, but the cache must not grow without limit on odd input).
+_LARGE_DELTAS: dict[int, bytes] = {}
+_LARGE_DELTAS_MAX = 1 << 16
+# Records whose key and value take fewer bytes than this are joined into one piece and
+# appended once (copying them twice costs less than three appends); larger ones are
+# appended piece by piece.
+_JOIN_BELOW = 512
+
+
 def encode_record_into(
     buf: bytearray,
     offset_delta: int,
@@ -168,6 +187,7 @@ def encode_record_into(
     headers: Headers | None,
     _tbl: tuple[bytes, ...] = _POS,
     _n: int = _TABLE,
+    _large: dict[int, bytes] = _LARGE_DELTAS,
 ) -> int:
     """Append one v2 record to ``buf``; return the number of bytes written.
 
@@ -175,41 +195,63 @@ def encode_record_into(
     sequence of ``(str key, bytes | None value)`` pairs (duplicates allowed) or None.
     """
     ts = _tbl[timestamp_delta] if 0 <= timestamp_delta < _n else encode_varlong(timestamp_delta)
-    od = _tbl[offset_delta] if 0 <= offset_delta < _n else encode_varint(offset_delta)
+    if 0 <= offset_delta < _n:
+        od = _tbl[offset_delta]
+    else:
+        od = _large.get(offset_delta)  # type: ignore[assignment]
+        if od is None:
+            od = encode_varint(offset_delta)
+            if offset_delta >= 0 and len(_large) < _LARGE_DELTAS_MAX:
+                _large[offset_delta] = od
     if key is None:
         kh = _NULL
         kl = 0
+        key = b""
     else:
         kl = len(key)
         kh = _tbl[kl] if kl < _n else encode_varint(kl)
     if value is None:
         vh = _NULL
         vl = 0
+        value = b""
     else:
         vl = len(value)
         vh = _tbl[vl] if vl < _n else encode_varint(vl)
     hb = _encode_headers(headers) if headers else _ZERO
+    old = len(buf)
+    if kl + vl < _JOIN_BELOW:
+        # The record after its length in one join (its size is the join's length):
+        # a str key or value raises TypeError here, before anything is written.
+        rec = b"".join((_ZERO, ts, od, kh, key, vh, value, hb))
+        body = len(rec)
+        lh = _tbl[body] if body < _n else encode_varint(body)
+        if old + body + 5 >= buf.__alloc__():
+            _grow(buf, old, body)
+        buf += lh
+        buf += rec
+        return len(lh) + body
     body = 1 + len(ts) + len(od) + len(kh) + kl + len(vh) + vl + len(hb)
     lh = _tbl[body] if body < _n else encode_varint(body)
-    old = len(buf)
     if old + body + 5 >= buf.__alloc__():
-        # CPython grows a bytearray by 1/8 per resize, so a batch appended record by
-        # record would be copied ~8 times; grow by half instead (a later shrink to at
-        # least half the allocation keeps the memory).
-        buf += bytes((old + body) // 2 + body + 64)
-        del buf[old:]
+        _grow(buf, old, body)
     try:
-        buf += lh + _ZERO + ts + od + kh
-        if key:  # not None, not empty (kl > 0)
-            buf += key
+        buf += b"".join((lh, _ZERO, ts, od, kh))
+        buf += key
         buf += vh
-        if value:
-            buf += value
+        buf += value
     except TypeError:
         del buf[old:]  # never leave half a record behind (e.g. a str key)
         raise
     buf += hb
     return len(lh) + body
+
+
+def _grow(buf: bytearray, size: int, record: int) -> None:
+    # CPython grows a bytearray by 1/8 per resize, so a batch appended record by record
+    # would be copied ~8 times; grow by half instead (a later shrink to at least half
+    # the allocation keeps the memory).
+    buf += bytes((size + record) // 2 + record + 64)
+    del buf[size:]
 
 
 def _varint_size(value: int) -> int:
@@ -284,84 +326,86 @@ def decode_records(
     data, pos, end = _as_bytes(buf, start, end)
     _check_count(count, pos, end)
     zz = _ZZ  # zigzag decoding of one- and two-byte varints, by table
+    zz2 = _ZZ2
     rv = decode_varint
     rvl = decode_varlong
     new = tuple.__new__
-    plain = not extra and record_type is tuple
+    lat = log_append_time
+    # How each record tuple is made: 0 plain, 1 with four extra fields (the consumer's
+    # ConsumerRecord: one tuple, then the instance), 2 any other extra (concatenated).
+    shape = 0 if not extra and record_type is tuple else 1 if len(extra) == 4 else 2
+    e0, e1, e2, e3 = extra if shape == 1 else (None, None, None, None)
     out: list[Any] = []
     append = out.append
     i = 0
     # Every varint below is read inline when it takes one or two bytes (lengths up to
-    # 8191, deltas up to +-8191): a function call per field would triple the cost.
+    # 8191, deltas up to +-8191): a function call per field would triple the cost. The
+    # second byte is read once (into c); a null key (0x01, the common case) is one test.
     try:
-        while i < count:
+        for i in range(count):  # noqa: B007 (i names the record an IndexError stopped at)
             # record length
             b = data[pos]
             if b < 0x80:
                 length = zz[b]
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                length = zz[(b & 0x7F) | (data[pos + 1] << 7)]
+            elif (c := data[pos + 1]) < 0x80:
+                length = zz2[b | c << 8]
                 pos += 2
             else:
                 length, pos = rv(data, pos)
+            # A length below 6 or past the batch is caught by the test of the fields'
+            # end against rec_end below (or reading past the data): not tested here.
             rec_end = pos + length
-            if length < 6 or rec_end > end:
-                raise _record_size_error(length, end - pos)
-            # attributes (ignored), then the timestamp delta
-            pos += 1
-            b = data[pos]
+            # the attributes byte (ignored), then the timestamp delta
+            b = data[pos + 1]
             if b < 0x80:
                 ts = base_timestamp + zz[b]
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                ts = base_timestamp + zz[(b & 0x7F) | (data[pos + 1] << 7)]
                 pos += 2
+            elif (c := data[pos + 2]) < 0x80:
+                ts = base_timestamp + zz2[b | c << 8]
+                pos += 3
             else:
-                tsd, pos = rvl(data, pos)
+                tsd, pos = rvl(data, pos + 1)
                 ts = base_timestamp + tsd
-            if log_append_time is not None:
-                ts = log_append_time
+            if lat is not None:
+                ts = lat
+            # offset delta
             b = data[pos]
             if b < 0x80:
                 off = base_offset + zz[b]
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                off = base_offset + zz[(b & 0x7F) | (data[pos + 1] << 7)]
+            elif (c := data[pos + 1]) < 0x80:
+                off = base_offset + zz2[b | c << 8]
                 pos += 2
             else:
                 od, pos = rv(data, pos)
                 off = base_offset + od
             # key
             b = data[pos]
-            if b < 0x80:
-                n = zz[b]
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                n = zz[(b & 0x7F) | (data[pos + 1] << 7)]
-                pos += 2
-            else:
-                n, pos = rv(data, pos)
-            if n < 0:
+            if b == 1:  # zigzag -1: null
                 key = None
+                pos += 1
             else:
-                key = data[pos : pos + n]
-                pos += n
+                if b < 0x80:
+                    n = zz[b]
+                    pos += 1
+                elif (c := data[pos + 1]) < 0x80:
+                    n = zz2[b | c << 8]
+                    pos += 2
+                else:
+                    n, pos = rv(data, pos)
+                key = None if n < 0 else data[pos : (pos := pos + n)]
             # value
             b = data[pos]
             if b < 0x80:
                 n = zz[b]
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                n = zz[(b & 0x7F) | (data[pos + 1] << 7)]
+            elif (c := data[pos + 1]) < 0x80:
+                n = zz2[b | c << 8]
                 pos += 2
             else:
                 n, pos = rv(data, pos)
-            if n < 0:
-                value = None
-            else:
-                value = data[pos : pos + n]
-                pos += n
+            value = None if n < 0 else data[pos : (pos := pos + n)]  # the slice starts at the old pos
             # headers
             if data[pos] == 0:
                 headers: list[tuple[str, bytes | None]] = []
@@ -369,12 +413,14 @@ def decode_records(
             else:
                 headers, pos = _decode_headers(data, pos, rec_end)
             if pos != rec_end:
-                raise _corrupt(f"record length says {length} bytes but its fields take {pos - rec_end + length}")
-            if plain:
+                raise _record_end_error(length, rec_end, pos, end)
+            if shape == 1:
+                append(new(record_type, (off, ts, key, value, headers, e0, e1, e2, e3)))
+            elif shape == 0:
                 append((off, ts, key, value, headers))
             else:
-                append(new(record_type, (off, ts, key, value, headers, *extra)))
-            i += 1
+                # Concatenation builds the tuple at once; (..., *extra) goes through a list.
+                append(new(record_type, (off, ts, key, value, headers) + extra))  # noqa: RUF005
     except IndexError:
         raise _corrupt(f"record {i} runs past the end of the batch") from None
     if pos != end:
@@ -384,37 +430,64 @@ def decode_records(
     return out
 
 
+def _record_end_error(length: int, rec_end: int, pos: int, end: int) -> CorruptRecordsError:
+    if length < 6 or rec_end > end:
+        return _record_size_error(length, end - (rec_end - length))
+    return _corrupt(f"record length says {length} bytes but its fields take {pos - rec_end + length}")
+
+
 def _record_size_error(length: int, remaining: int) -> CorruptRecordsError:
     if length < 6:
         return _corrupt(f"invalid record length {length}")
     return _corrupt(f"record length {length} exceeds the {remaining} bytes left in the batch")
 
 
-def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[list[tuple[str, bytes | None]], int]:
-    count, pos = decode_varint(data, pos)
+def _decode_headers(data: bytes, pos: int, rec_end: int,
+                    zz: tuple[int, ...] = _ZZ) -> tuple[list[tuple[str, bytes | None]], int]:
+    # One-byte varints (header counts and sizes below 64) are read inline, as in
+    # decode_records; reading past the data raises IndexError there too (its caller
+    # turns it into CorruptRecordsError).
+    b = data[pos]
+    if b < 0x80:
+        count = zz[b]
+        pos += 1
+    else:
+        count, pos = decode_varint(data, pos)
     if count < 0:
         raise _corrupt(f"invalid header count {count}")
     if count * 2 > rec_end - pos:
         raise _corrupt(f"header count {count} exceeds what the record's remaining bytes can hold")
     headers: list[tuple[str, bytes | None]] = []
+    append = headers.append
     for _ in range(count):
-        n, pos = decode_varint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            n = zz[b]
+            pos += 1
+        else:
+            n, pos = decode_varint(data, pos)
         if n < 0:
             raise _corrupt(f"invalid negative header key size {n}")
-        if pos + n > rec_end:
+        end = pos + n
+        if end > rec_end:
             raise _corrupt("header key runs past the end of the record")
         # Java decodes header keys with replacement of malformed UTF-8; so do we.
-        hkey = data[pos : pos + n].decode("utf-8", "replace")
-        pos += n
-        n, pos = decode_varint(data, pos)
+        hkey = data[pos:end].decode("utf-8", "replace")
+        b = data[end]
+        if b < 0x80:
+            n = zz[b]
+            pos = end + 1
+        else:
+            n, pos = decode_varint(data, end)
         if n < 0:
             hval = None
         else:
-            if pos + n > rec_end:
+            end = pos + n
+            if end > rec_end:
                 raise _corrupt("header value runs past the end of the record")
-            hval = data[pos : pos + n]
-            pos += n
-        headers.append((hkey, hval))
+            hval = data[pos:end]
+            pos = end
+        append((hkey, hval))
     return headers, pos
 
 
@@ -642,4 +715,11 @@ class BuilderBase:
 
     def is_full(self) -> bool:
         """True once the estimate reaches the batch size (Java's ``isFull``)."""
-        return self._count > 0 and self.estimated_size_in_bytes() >= self._limit
+        # estimated_size_in_bytes() inline: the sticky partitioner asks once per record.
+        if self._count == 0:
+            return False
+        size = len(self._buf)
+        ratio = self._ratio
+        if ratio != 1.0:
+            size = _BATCH_OVERHEAD + int((size - _BATCH_OVERHEAD) * ratio)
+        return size >= self._limit
