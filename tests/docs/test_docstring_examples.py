@@ -1,0 +1,186 @@
+"""Every example of the public API's docstrings runs, against the session's broker.
+
+The examples are found by ``tools/docs/docstring_examples.py`` (the ``Example::``
+convention, CONTRIBUTING.md "Docstring examples") and run in this one process, one
+after the other, each in a fresh namespace holding the preamble the convention
+documents:
+
+* every public name of ``kafkalite``, ``kafkalite.admin`` (its type modules),
+  ``kafkalite.errors``, ``kafkalite.types`` and ``kafkalite.serialization`` (for an asyncio example, the
+  clients of ``kafkalite.aio`` under the same names), plus ``asyncio``;
+* ``bootstrap``: the broker's address (``127.0.0.1:9092`` in an example is replaced by it);
+* ``topic``: ``"orders"``, 3 partitions, holding the records ``k0:v0``, ``k1:v1``,
+  ``k2:v2`` (one per partition, by explicit partition);
+* ``producer``, ``consumer`` (group ``docs-<n>``, ``auto.offset.reset=earliest``,
+  nothing subscribed) and ``admin``: clients made for the example when its code names
+  them, and closed after it;
+* with ``needs schema_registry``: ``registry_url``, a running Schema Registry.
+
+An asyncio example runs with top-level ``await`` on the session's one event loop. What
+an example shows as its outcome it states with ``assert``, which is checked. Topics an
+example creates are deleted after it, and the preamble's topic is made again if the
+example deleted or changed it, so examples do not depend on each other's order.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import importlib
+import itertools
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+import kafkalite
+import kafkalite.aio
+import kafkalite.errors
+import kafkalite.serialization
+import kafkalite.types
+from kafkalite import AdminClient, NewTopic, Producer
+from tests.docs.conftest import delete_topics, user_topics
+from tools.docs.docstring_examples import DocExample, collect
+from tools.docs.public_api import PUBLIC_MODULES
+
+ADDRESS = "127.0.0.1:9092"
+TOPIC = "orders"
+EXAMPLES = collect()
+RUNNABLE = [e for e in EXAMPLES if e.skip is None]
+_groups = itertools.count()
+
+
+#: the modules whose names ``kafkalite.admin`` exports (lazily, so without ``__all__``)
+_ADMIN_TYPES = tuple(importlib.import_module(m) for m in PUBLIC_MODULES if m.startswith("kafkalite.admin."))
+
+
+def _public(module: Any) -> dict[str, Any]:
+    names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
+    return {n: getattr(module, n) for n in names if not n.startswith("_")}
+
+
+def _base_namespace(front: str) -> dict[str, Any]:
+    ns: dict[str, Any] = {"__name__": "__main__", "asyncio": asyncio, "kafkalite": kafkalite}
+    for module in (*_ADMIN_TYPES, kafkalite.serialization, kafkalite.types, kafkalite.errors, kafkalite):
+        ns.update(_public(module))
+    if front == "asyncio":
+        ns.update(_public(kafkalite.aio))
+    return ns
+
+
+@dataclass
+class Session:
+    bootstrap: str
+    loop: asyncio.AbstractEventLoop
+
+
+def fill_topic(bootstrap: str) -> None:
+    """The preamble's topic: ``orders``, 3 partitions, one record ``kN:vN`` in partition N."""
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        if TOPIC in admin.list_topics():
+            delete_topics(admin, [TOPIC])
+        admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=1)]).all()
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for n in range(3):
+            producer.send(TOPIC, f"v{n}".encode(), key=f"k{n}".encode(), partition=n)
+        producer.flush()
+
+
+@pytest.fixture(scope="module")
+def session(guide_broker: str) -> Iterator[Session]:
+    with AdminClient({"bootstrap.servers": guide_broker}) as admin:
+        delete_topics(admin, user_topics(admin))
+    fill_topic(guide_broker)
+    loop = asyncio.new_event_loop()
+    try:
+        yield Session(guide_broker, loop)
+    finally:
+        loop.close()
+
+
+def _clients(example: DocExample, bootstrap: str) -> dict[str, Any]:
+    """The preamble's clients the example names, made for it."""
+    aio = example.front == "asyncio"
+    kinds = {"producer": kafkalite.aio.Producer if aio else kafkalite.Producer,
+             "consumer": kafkalite.aio.Consumer if aio else kafkalite.Consumer,
+             "admin": kafkalite.aio.AdminClient if aio else kafkalite.AdminClient}
+    out = {}
+    for name, kind in kinds.items():
+        if re.search(rf"\b{name}\b", example.code):
+            config = {"bootstrap.servers": bootstrap}
+            if name == "consumer":
+                config |= {"group.id": f"docs-{next(_groups)}", "auto.offset.reset": "earliest"}
+            out[name] = kind(config)
+    return out
+
+
+_CLIENTS = ("Producer", "Consumer", "ShareConsumer", "AdminClient")
+
+
+def _left_open(ns: dict[str, Any], clients: dict[str, Any]) -> list[Any]:
+    """The preamble's clients and those the example made (closed again, as a script's end
+    would close them: close() is idempotent)."""
+    made = [v for v in ns.values() if type(v).__name__ in _CLIENTS and type(v).__module__.startswith("kafkalite.")]
+    return list({id(c): c for c in [*clients.values(), *made]}.values())
+
+
+async def _close_async(clients: list[Any]) -> None:
+    for client in clients:
+        await client.close()
+
+
+def run_docstring_example(example: DocExample, session: Session, registry_url: str | None) -> None:
+    """Run one example in its preamble; clean up what it left."""
+    ns = _base_namespace(example.front)
+    ns |= {"bootstrap": session.bootstrap, "topic": TOPIC}
+    if registry_url is not None:
+        ns["registry_url"] = registry_url
+    code = compile(example.code.replace(ADDRESS, session.bootstrap), example.id, "exec",
+                   flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    with AdminClient({"bootstrap.servers": session.bootstrap}) as admin:
+        before_topics = set(user_topics(admin))
+    before_threads = set(threading.enumerate())
+    clients: dict[str, Any] = {}
+    try:
+        if example.front == "asyncio":
+            async def run() -> None:
+                clients.update(_clients(example, session.bootstrap))
+                ns.update(clients)
+                result = eval(code, ns)  # a coroutine when the example awaits
+                if asyncio.iscoroutine(result):
+                    await result
+            session.loop.run_until_complete(run())
+        else:
+            clients.update(_clients(example, session.bootstrap))
+            ns.update(clients)
+            exec(code, ns)
+    finally:
+        if example.front == "asyncio":
+            session.loop.run_until_complete(_close_async(_left_open(ns, clients)))
+        else:
+            for client in _left_open(ns, clients):
+                client.close()
+        with AdminClient({"bootstrap.servers": session.bootstrap}) as admin:
+            delete_topics(admin, sorted(set(user_topics(admin)) - before_topics))
+            if TOPIC not in admin.list_topics() or TOPIC not in before_topics:
+                fill_topic(session.bootstrap)
+    leaked = [t for t in set(threading.enumerate()) - before_threads if t.is_alive() and not t.daemon]
+    assert not leaked, f"{example.id} left threads running: {leaked}"
+
+
+def test_examples_are_found() -> None:
+    # the convention is seen (a changed header would hide every example), on both fronts
+    assert len(RUNNABLE) > 50
+    fronts = {e.front for e in RUNNABLE}
+    assert fronts == {"blocking", "asyncio"}, fronts
+
+
+@pytest.mark.broker
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("example", RUNNABLE, ids=[e.id for e in RUNNABLE])
+def test_docstring_example_runs(example: DocExample, session: Session, request: pytest.FixtureRequest) -> None:
+    registry = request.getfixturevalue("schema_registry").url if "schema_registry" in example.needs else None
+    run_docstring_example(example, session, registry)

@@ -1,0 +1,151 @@
+"""The examples in the public API's docstrings: found, checked for, and listed for running.
+
+The convention (CONTRIBUTING.md, "Docstring examples"): an example is a line
+``Example::`` (or ``Examples::``) followed by an indented block of Python, as the
+existing docstrings write it and as mkdocstrings shows it (a code block). The line may
+say what the example needs:
+
+* ``Example::`` runs against the documented preamble (:data:`PREAMBLE_NAMES`): a
+  broker, the topic ``orders`` with three records, and fresh clients named
+  ``producer``, ``consumer`` and ``admin`` (the asyncio front's own on
+  ``kafkalite.aio`` pages, where the example is written with ``await``);
+* ``Example (needs schema_registry)::`` also gets ``registry_url`` (the test starts a
+  Schema Registry);
+* ``Example (not run: <reason>)::`` is shown but not run, and must say why (a Spark
+  session, an OIDC provider ...: a service the example runner cannot start);
+* any other words in the parentheses are a caption (``Example (explicit acknowledgement)::``).
+
+Every public class, function, method and property shown by the API reference must have
+one (:func:`without_example`), except the names of :data:`PENDING`, the list of those
+still to write, which may only shrink: the docs build (``tools/docs/hooks.py``) and
+``tests/unit/test_public_api_docs.py`` fail on a name missing an example that is not
+listed, and on a listed name that has one (or no longer exists).
+
+    from tools.docs.docstring_examples import collect, without_example
+    for example in collect():
+        print(example.id, example.front, example.needs)
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.docs.public_api import docstring_of, documented_objects
+
+#: ``Example::`` / ``Examples::`` / ``Example (needs schema_registry)::`` / ``Example (not run: why)::``
+_HEADER = re.compile(r"^(?P<indent>\s*)Examples?(?:\s*\((?P<marker>[^)]*)\))?::\s*$")
+#: Services a docstring example may ask for (the runner starts them).
+SERVICES = ("schema_registry",)
+#: The names the example runner binds before each example (documented in CONTRIBUTING.md).
+PREAMBLE_NAMES = ("bootstrap", "topic", "producer", "consumer", "admin")
+#: Names still without an example; one per line, ``#`` comments allowed. Only shrinks.
+PENDING_FILE = Path(__file__).with_name("examples_pending.txt")
+
+
+@dataclass(frozen=True)
+class DocExample:
+    """One example block of one public object's docstring."""
+
+    where: str  # the dotted public name it was found under (the first, when shared)
+    index: int  # its position among the docstring's examples
+    code: str
+    front: str  # "asyncio" (kafkalite.aio and the Async* types) or "blocking"
+    needs: tuple[str, ...]
+    skip: str | None  # the reason given by "not run: ..."
+
+    @property
+    def id(self) -> str:
+        return f"{self.where}#{self.index}" if self.index else self.where
+
+
+def parse(doc: str, where: str = "?") -> list[tuple[str, tuple[str, ...], str | None]]:
+    """``(code, needs, skip reason)`` of each example block of ``doc``."""
+    lines = doc.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = _HEADER.match(line)
+        if m is None:
+            continue
+        indent = len(m.group("indent"))
+        body: list[str] = []
+        for nxt in lines[i + 1:]:
+            if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
+                break
+            body.append(nxt)
+        code = textwrap.dedent("\n".join(body)).strip("\n")
+        if not code:
+            raise ValueError(f"{where}: an 'Example::' line without an indented block after it")
+        needs: tuple[str, ...] = ()
+        skip = None
+        marker = (m.group("marker") or "").strip()
+        if marker.startswith("needs"):
+            needs = tuple(marker[len("needs"):].split())
+            unknown = set(needs) - set(SERVICES)
+            if unknown:
+                raise ValueError(f"{where}: unknown service {sorted(unknown)} (known: {SERVICES})")
+        elif marker.startswith("not run"):
+            skip = marker[len("not run"):].lstrip(":").strip()
+            if not skip:
+                raise ValueError(f"{where}: 'Example (not run: ...)' must say why")
+        out.append((code + "\n", needs, skip))
+    return out
+
+
+def _front(where: str) -> str:
+    parts = where.split(".")
+    return "asyncio" if where.startswith("kafkalite.aio.") or any(p.startswith("Async") for p in parts) else "blocking"
+
+
+def required() -> list[tuple[str, Any]]:
+    """``(dotted name, object)`` of every public name that needs an example."""
+    return list(documented_objects())
+
+
+def has_example(obj: Any) -> bool:
+    return bool(parse(docstring_of(obj)))
+
+
+def pending() -> list[str]:
+    """The names of :data:`PENDING_FILE`."""
+    if not PENDING_FILE.exists():
+        return []
+    return [line.split("#")[0].strip() for line in PENDING_FILE.read_text(encoding="utf-8").splitlines()
+            if line.split("#")[0].strip()]
+
+
+def without_example() -> list[str]:
+    """Public names whose docstring has no example."""
+    return sorted(where for where, obj in required() if not has_example(obj))
+
+
+def example_problems() -> list[str]:
+    """What fails the build: a name without an example that is not pending, a pending name
+    that has one or is gone."""
+    missing = set(without_example())
+    listed = pending()
+    names = {where for where, _ in required()}
+    problems = [f"public API without an example (Example:: block): {n}" for n in sorted(missing - set(listed))]
+    problems += [f"{PENDING_FILE.name} lists {n}, which has an example now: remove it"
+                 for n in listed if n in names and n not in missing]
+    problems += [f"{PENDING_FILE.name} lists {n}, which is not a public name" for n in listed if n not in names]
+    return problems
+
+
+def collect() -> list[DocExample]:
+    """Every example of the public API, once per front (a method shared by several
+    classes, such as an error's, is collected where it is first shown)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for where, obj in required():
+        front = _front(where)
+        for index, (code, needs, skip) in enumerate(parse(docstring_of(obj), where)):
+            if (front, code) in seen:
+                continue
+            seen.add((front, code))
+            out.append(DocExample(where, index, code, front, needs, skip))
+    return out
+
