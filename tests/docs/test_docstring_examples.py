@@ -19,7 +19,8 @@ documents:
 An asyncio example runs with top-level ``await`` on the session's one event loop. What
 an example shows as its outcome it states with ``assert``, which is checked. Topics an
 example creates are deleted after it, and the preamble's topic is made again if the
-example deleted or changed it, so examples do not depend on each other's order.
+example deleted it or changed its partitions or offsets (records sent to it, records
+deleted), so examples do not depend on each other's order.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import kafkalite.aio
 import kafkalite.errors
 import kafkalite.serialization
 import kafkalite.types
-from kafkalite import AdminClient, NewTopic, Producer
+from kafkalite import AdminClient, NewTopic, OffsetSpec, Producer, TopicPartition
 from tests.docs.conftest import delete_topics, user_topics
 from tools.docs.docstring_examples import DocExample, collect
 from tools.docs.public_api import PUBLIC_MODULES
@@ -101,6 +102,17 @@ def session(guide_broker: str) -> Iterator[Session]:
         loop.close()
 
 
+def _topic_state(admin: AdminClient) -> object:
+    """The preamble topic's partitions and their offsets (what an example may change)."""
+    if TOPIC not in admin.list_topics():
+        return None
+    partitions = admin.describe_topics([TOPIC])[TOPIC].result().partitions
+    specs = {TopicPartition(TOPIC, p.partition): OffsetSpec.latest() for p in partitions}
+    latest = admin.list_offsets(specs).all()
+    earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in specs}).all()
+    return sorted((tp.partition, latest[tp].offset, earliest[tp].offset) for tp in specs)
+
+
 def _clients(example: DocExample, bootstrap: str) -> dict[str, Any]:
     """The preamble's clients the example names, made for it."""
     aio = example.front == "asyncio"
@@ -142,6 +154,7 @@ def run_docstring_example(example: DocExample, session: Session, registry_url: s
                    flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     with AdminClient({"bootstrap.servers": session.bootstrap}) as admin:
         before_topics = set(user_topics(admin))
+        before_state = _topic_state(admin)
     before_threads = set(threading.enumerate())
     clients: dict[str, Any] = {}
     try:
@@ -165,7 +178,7 @@ def run_docstring_example(example: DocExample, session: Session, registry_url: s
                 client.close()
         with AdminClient({"bootstrap.servers": session.bootstrap}) as admin:
             delete_topics(admin, sorted(set(user_topics(admin)) - before_topics))
-            if TOPIC not in admin.list_topics() or TOPIC not in before_topics:
+            if TOPIC not in before_topics or _topic_state(admin) != before_state:
                 fill_topic(session.bootstrap)
     leaked = [t for t in set(threading.enumerate()) - before_threads if t.is_alive() and not t.daemon]
     assert not leaked, f"{example.id} left threads running: {leaked}"

@@ -53,7 +53,7 @@ class DocExample:
     where: str  # the dotted public name it was found under (the first, when shared)
     index: int  # its position among the docstring's examples
     code: str
-    front: str  # "asyncio" (kafkalite.aio and the Async* types) or "blocking"
+    front: str  # "asyncio" (defined by an Async* class: kafkalite.aio, AsyncRecordFuture ...) or "blocking"
     needs: tuple[str, ...]
     skip: str | None  # the reason given by "not run: ..."
 
@@ -95,9 +95,13 @@ def parse(doc: str, where: str = "?") -> list[tuple[str, tuple[str, ...], str | 
     return out
 
 
-def _front(where: str) -> str:
-    parts = where.split(".")
-    return "asyncio" if where.startswith("kafkalite.aio.") or any(p.startswith("Async") for p in parts) else "blocking"
+def _front(obj: Any) -> str:
+    """``asyncio`` for what an asyncio class defines (``AsyncProducer.send``, ``AsyncRecordFuture``,
+    ``AsyncProducerFront.close``), else ``blocking``: an inherited method's example is
+    written for the class that defines it."""
+    target = obj.fget if isinstance(obj, property) else obj
+    qualname = str(getattr(target, "__qualname__", ""))
+    return "asyncio" if qualname.split(".")[0].startswith("Async") else "blocking"
 
 
 def required() -> list[tuple[str, Any]]:
@@ -141,7 +145,7 @@ def collect() -> list[DocExample]:
     seen: set[tuple[str, str]] = set()
     out = []
     for where, obj in required():
-        front = _front(where)
+        front = _front(obj)
         for index, (code, needs, skip) in enumerate(parse(docstring_of(obj), where)):
             if (front, code) in seen:
                 continue
