@@ -223,7 +223,7 @@ class BlockingProducerFront(ShapeChecked):
         Example::
 
             producer.send("orders", b"last")
-            producer.close(timeout=10.0)           # flushes first; a closed producer refuses send()
+            producer.close(timeout=10.0)     # flushes first; a closed producer refuses send()
         """
         core = self._core
         if not self._engine.running:
