@@ -14,7 +14,9 @@ documents:
 * ``producer``, ``consumer`` (group ``docs-<n>``, ``auto.offset.reset=earliest``,
   nothing subscribed) and ``admin``: clients made for the example when its code names
   them, and closed after it;
-* with ``needs schema_registry``: ``registry_url``, a running Schema Registry.
+* with ``needs schema_registry``: ``registry_url``, a running Schema Registry;
+* with ``needs secured_broker``: ``admin`` is a client of the secured broker
+  (``kafka_broker_sasl``: SASL, ACLs on), signed in as its super user ``admin``.
 
 An asyncio example runs with top-level ``await`` on the session's one event loop. What
 an example shows as its outcome it states with ``assert``, which is checked. Topics an
@@ -113,8 +115,9 @@ def _topic_state(admin: AdminClient) -> object:
     return sorted((tp.partition, latest[tp].offset, earliest[tp].offset) for tp in specs)
 
 
-def _clients(example: DocExample, bootstrap: str) -> dict[str, Any]:
-    """The preamble's clients the example names, made for it."""
+def _clients(example: DocExample, bootstrap: str, secured: dict[str, Any] | None) -> dict[str, Any]:
+    """The preamble's clients the example names, made for it (``admin`` of the secured
+    broker with ``secured``, its settings)."""
     aio = example.front == "asyncio"
     kinds = {"producer": kafkalite.aio.Producer if aio else kafkalite.Producer,
              "consumer": kafkalite.aio.Consumer if aio else kafkalite.Consumer,
@@ -122,7 +125,9 @@ def _clients(example: DocExample, bootstrap: str) -> dict[str, Any]:
     out = {}
     for name, kind in kinds.items():
         if re.search(rf"\b{name}\b", example.code):
-            config = {"bootstrap.servers": bootstrap}
+            config: dict[str, Any] = {"bootstrap.servers": bootstrap}
+            if name == "admin" and secured is not None:
+                config = dict(secured)
             if name == "consumer":
                 config |= {"group.id": f"docs-{next(_groups)}", "auto.offset.reset": "earliest"}
             out[name] = kind(config)
@@ -144,7 +149,8 @@ async def _close_async(clients: list[Any]) -> None:
         await client.close()
 
 
-def run_docstring_example(example: DocExample, session: Session, registry_url: str | None) -> None:
+def run_docstring_example(example: DocExample, session: Session, registry_url: str | None,
+                          secured: dict[str, Any] | None) -> None:
     """Run one example in its preamble; clean up what it left."""
     ns = _base_namespace(example.front)
     ns |= {"bootstrap": session.bootstrap, "topic": TOPIC}
@@ -160,14 +166,14 @@ def run_docstring_example(example: DocExample, session: Session, registry_url: s
     try:
         if example.front == "asyncio":
             async def run() -> None:
-                clients.update(_clients(example, session.bootstrap))
+                clients.update(_clients(example, session.bootstrap, secured))
                 ns.update(clients)
                 result = eval(code, ns)  # a coroutine when the example awaits
                 if asyncio.iscoroutine(result):
                     await result
             session.loop.run_until_complete(run())
         else:
-            clients.update(_clients(example, session.bootstrap))
+            clients.update(_clients(example, session.bootstrap, secured))
             ns.update(clients)
             exec(code, ns)
     finally:
@@ -196,4 +202,9 @@ def test_examples_are_found() -> None:
 @pytest.mark.parametrize("example", RUNNABLE, ids=[e.id for e in RUNNABLE])
 def test_docstring_example_runs(example: DocExample, session: Session, request: pytest.FixtureRequest) -> None:
     registry = request.getfixturevalue("schema_registry").url if "schema_registry" in example.needs else None
-    run_docstring_example(example, session, registry)
+    secured = None
+    if "secured_broker" in example.needs:
+        broker = request.getfixturevalue("kafka_broker_sasl")
+        secured = broker.client_config("SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256", sasl_username="admin",
+                                       sasl_password="admin-secret")
+    run_docstring_example(example, session, registry, secured)

@@ -11,6 +11,9 @@ say what the example needs:
   ``kafkalite.aio`` pages, where the example is written with ``await``);
 * ``Example (needs schema_registry)::`` also gets ``registry_url`` (the test starts a
   Schema Registry);
+* ``Example (needs secured_broker)::`` gets an ``admin`` of the harness's secured broker
+  (SASL, ACLs on: ``kafka_broker_sasl``), signed in as its super user, for what a
+  broker without an authorizer refuses (the ACL calls);
 * ``Example (not run: <reason>)::`` is shown but not run, and must say why (a Spark
   session, an OIDC provider ...: a service the example runner cannot start);
 * any other words in the parentheses are a caption (``Example (explicit acknowledgement)::``).
@@ -39,7 +42,7 @@ from tools.docs.public_api import docstring_of, documented_objects
 #: ``Example::`` / ``Examples::`` / ``Example (needs schema_registry)::`` / ``Example (not run: why)::``
 _HEADER = re.compile(r"^(?P<indent>\s*)Examples?(?:\s*\((?P<marker>[^)]*)\))?::\s*$")
 #: Services a docstring example may ask for (the runner starts them).
-SERVICES = ("schema_registry",)
+SERVICES = ("schema_registry", "secured_broker")
 #: The names the example runner binds before each example (documented in CONTRIBUTING.md).
 PREAMBLE_NAMES = ("bootstrap", "topic", "producer", "consumer", "admin")
 #: Names still without an example; one per line, ``#`` comments allowed. Only shrinks.

@@ -82,6 +82,18 @@ class AbortTransactionSpec:
     producer_epoch: int
     coordinator_epoch: int
 
+    def __post_init__(self) -> None:
+        # describe_producers() reports an unknown coordinator epoch as None; sent as is it
+        # would fail deep in the request encoder, so refuse it here, naming the field.
+        if not isinstance(self.topic_partition, TopicPartition):
+            raise TypeError(f"AbortTransactionSpec.topic_partition must be a TopicPartition, "
+                            f"got {type(self.topic_partition).__name__}")
+        for name in ("producer_id", "producer_epoch", "coordinator_epoch"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"AbortTransactionSpec.{name} must be an int, got {value!r} "
+                                "(kafka-transactions abort uses 0 for an unknown coordinator epoch)")
+
 
 @dataclass(frozen=True)
 class ProducerIdAndEpoch:

@@ -328,7 +328,8 @@ class AsyncProducer(AsyncProducerFront):
 
         Example::
 
-            await (await producer.send("orders", b"v"))
+            await producer.send("orders", b"v")
+            await producer.flush()
             print(producer.metrics()["record-send-rate"])
         """
         return self._core.metrics.snapshot()

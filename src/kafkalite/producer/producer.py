@@ -303,7 +303,8 @@ class Producer(BlockingProducerFront):
 
         Example::
 
-            (producer.send("orders", b"v"))
+            producer.send("orders", b"v")
+            producer.flush()
             print(producer.metrics()["record-send-rate"])
         """
         return self._core.metrics.snapshot()
