@@ -14,6 +14,10 @@ documents:
 * ``producer``, ``consumer`` (group ``docs-<n>``, ``auto.offset.reset=earliest``,
   nothing subscribed) and ``admin``: clients made for the example when its code names
   them, and closed after it;
+* ``share_group``: a new share group's id, set to start from the earliest offset
+  (group config ``share.auto.offset.reset=earliest``; a share group starts from the
+  latest by default), and ``share_consumer``, a ShareConsumer in it (implicit
+  acknowledgement, nothing subscribed), when the example names them;
 * with ``needs schema_registry``: ``registry_url``, a running Schema Registry;
 * with ``needs secured_broker``: ``admin`` is a client of the secured broker
   (``kafka_broker_sasl``: SASL, ACLs on), signed in as its super user ``admin``.
@@ -45,6 +49,7 @@ import kafkalite.errors
 import kafkalite.serialization
 import kafkalite.types
 from kafkalite import AdminClient, NewTopic, OffsetSpec, Producer, TopicPartition
+from kafkalite.admin import AlterConfigOp, ConfigResource
 from tests.docs.conftest import delete_topics, user_topics
 from tools.docs.docstring_examples import DocExample, collect
 from tools.docs.public_api import PUBLIC_MODULES
@@ -122,7 +127,12 @@ def _clients(example: DocExample, bootstrap: str, secured: dict[str, Any] | None
     kinds = {"producer": kafkalite.aio.Producer if aio else kafkalite.Producer,
              "consumer": kafkalite.aio.Consumer if aio else kafkalite.Consumer,
              "admin": kafkalite.aio.AdminClient if aio else kafkalite.AdminClient}
-    out = {}
+    out: dict[str, Any] = {}
+    if re.search(r"\bshare_(group|consumer)\b", example.code):
+        out["share_group"] = _new_share_group(bootstrap)
+        if re.search(r"\bshare_consumer\b", example.code):
+            kind = kafkalite.aio.ShareConsumer if aio else kafkalite.ShareConsumer
+            out["share_consumer"] = kind({"bootstrap.servers": bootstrap, "group.id": out["share_group"]})
     for name, kind in kinds.items():
         if re.search(rf"\b{name}\b", example.code):
             config: dict[str, Any] = {"bootstrap.servers": bootstrap}
@@ -141,7 +151,17 @@ def _left_open(ns: dict[str, Any], clients: dict[str, Any]) -> list[Any]:
     """The preamble's clients and those the example made (closed again, as a script's end
     would close them: close() is idempotent)."""
     made = [v for v in ns.values() if type(v).__name__ in _CLIENTS and type(v).__module__.startswith("kafkalite.")]
-    return list({id(c): c for c in [*clients.values(), *made]}.values())
+    mine = [c for c in clients.values() if type(c).__name__ in _CLIENTS]
+    return list({id(c): c for c in [*mine, *made]}.values())
+
+
+def _new_share_group(bootstrap: str) -> str:
+    """A share group id no example used, reading from the earliest offset."""
+    group = f"docs-share-{next(_groups)}"
+    resource = ConfigResource("group", group)
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        admin.incremental_alter_configs({resource: [AlterConfigOp.set("share.auto.offset.reset", "earliest")]}).all()
+    return group
 
 
 async def _close_async(clients: list[Any]) -> None:
