@@ -215,7 +215,7 @@ class Conventions:
 
             from kafkalite.otel import Conventions
 
-            assert Conventions().message_counters["sent"] == ("messaging.publish.messages",)
+            assert Conventions().message_counters()["sent"] == ("messaging.publish.messages",)
         """
         sent: tuple[str, ...] = ()
         consumed: tuple[str, ...] = ()
