@@ -18,7 +18,8 @@ documents:
   (group config ``share.auto.offset.reset=earliest``; a share group starts from the
   latest by default), and ``share_consumer``, a ShareConsumer in it (implicit
   acknowledgement, nothing subscribed), when the example names them;
-* with ``needs schema_registry``: ``registry_url``, a running Schema Registry;
+* with ``needs schema_registry``: ``registry_url``, a running Schema Registry, and
+  ``registry``, a ``SchemaRegistryClient`` of it;
 * with ``needs secured_broker``: ``admin`` is a client of the secured broker
   (``kafka_broker_sasl``: SASL, ACLs on), signed in as its super user ``admin``.
 
@@ -176,6 +177,7 @@ def run_docstring_example(example: DocExample, session: Session, registry_url: s
     ns |= {"bootstrap": session.bootstrap, "topic": TOPIC}
     if registry_url is not None:
         ns["registry_url"] = registry_url
+        ns["registry"] = kafkalite.serialization.SchemaRegistryClient(registry_url)
     code = compile(example.code.replace(ADDRESS, session.bootstrap), example.id, "exec",
                    flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     with AdminClient({"bootstrap.servers": session.bootstrap}) as admin:

@@ -10,7 +10,7 @@ say what the example needs:
   ``producer``, ``consumer`` and ``admin`` (the asyncio front's own on
   ``kafkalite.aio`` pages, where the example is written with ``await``);
 * ``Example (needs schema_registry)::`` also gets ``registry_url`` (the test starts a
-  Schema Registry);
+  Schema Registry) and ``registry``, a ``SchemaRegistryClient`` of it;
 * ``Example (needs secured_broker)::`` gets an ``admin`` of the harness's secured broker
   (SASL, ACLs on: ``kafka_broker_sasl``), signed in as its super user, for what a
   broker without an authorizer refuses (the ACL calls);
