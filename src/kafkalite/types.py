@@ -160,15 +160,69 @@ class ConsumerRecord(tuple[Any, ...]):
         @property
         def leader_epoch(self) -> int | None: ...
     else:
-        offset = property(_itemgetter(0), doc="The record's offset in its partition.")
-        timestamp = property(_itemgetter(1), doc="Milliseconds since the epoch (see timestamp_type).")
-        key = property(_itemgetter(2), doc="The key (bytes, a deserialized object, or None).")
-        value = property(_itemgetter(3), doc="The value (bytes, a deserialized object, or None).")
-        headers = property(_itemgetter(4), doc="List of (str, bytes | None) in wire order.")
-        timestamp_type = property(_itemgetter(5), doc="0 create time, 1 log-append time, -1 none.")
-        topic = property(_itemgetter(6), doc="The topic.")
-        partition = property(_itemgetter(7), doc="The partition.")
-        leader_epoch = property(_itemgetter(8), doc="Leader epoch of the batch, or None.")
+        offset = property(_itemgetter(0), doc="""The record's offset in its partition.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.offset == 42
+        """)
+        timestamp = property(_itemgetter(1), doc="""Milliseconds since the epoch (see timestamp_type).
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.timestamp == 1700000000000
+        """)
+        key = property(_itemgetter(2), doc="""The key (bytes, a deserialized object, or None).
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.key == b"k"
+        """)
+        value = property(_itemgetter(3), doc="""The value (bytes, a deserialized object, or None).
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.value == b"v"
+        """)
+        headers = property(_itemgetter(4), doc="""List of (str, bytes | None) in wire order.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.headers == [("trace", b"abc")]
+        """)
+        timestamp_type = property(_itemgetter(5), doc="""0 create time, 1 log-append time, -1 none.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.timestamp_type == TimestampType.CREATE_TIME
+        """)
+        topic = property(_itemgetter(6), doc="""The topic.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.topic == "orders"
+        """)
+        partition = property(_itemgetter(7), doc="""The partition.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.partition == 0
+        """)
+        leader_epoch = property(_itemgetter(8), doc="""Leader epoch of the batch, or None.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.leader_epoch == 5
+        """)
 
     @property
     def serialized_key_size(self) -> int:

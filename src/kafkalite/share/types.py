@@ -91,7 +91,13 @@ class ShareConsumerRecord(ConsumerRecord):
         @property
         def delivery_count(self) -> int: ...
     else:
-        delivery_count = property(_itemgetter(9), doc="How many times this record has been delivered (1 = first).")
+        delivery_count = property(_itemgetter(9), doc="""How many times this record has been delivered (1 = first).
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            assert all(r.delivery_count == 1 for r in share_consumer.poll(timeout=10.0))   # first deliveries
+        """)
 
     @property
     def serialized_key_size(self) -> int:
