@@ -13,14 +13,20 @@ from kafkalite.testing import LocalBroker
 
 
 @pytest.fixture(scope="session")
-def guide_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def guide_local_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
     """A broker like the guides' (`up` keeps Kafka's auto.create.topics.enable=true)."""
     broker = LocalBroker(run_dir=tmp_path_factory.mktemp("guide-broker"), auto_create_topics=True)
     broker.start(timeout=180)
     try:
-        yield broker.bootstrap
+        yield broker
     finally:
         broker.close()
+
+
+@pytest.fixture(scope="session")
+def guide_broker(guide_local_broker: LocalBroker) -> str:
+    """The guides' broker's address."""
+    return guide_local_broker.bootstrap
 
 
 def delete_topics(admin: AdminClient, topics: list[str]) -> None:

@@ -18,10 +18,15 @@ documents:
   (group config ``share.auto.offset.reset=earliest``; a share group starts from the
   latest by default), and ``share_consumer``, a ShareConsumer in it (implicit
   acknowledgement, nothing subscribed), when the example names them;
-* with ``needs schema_registry``: ``registry_url``, a running Schema Registry, and
-  ``registry``, a ``SchemaRegistryClient`` of it;
-* with ``needs secured_broker``: ``admin`` is a client of the secured broker
-  (``kafka_broker_sasl``: SASL, ACLs on), signed in as its super user ``admin``.
+* ``kafka_broker``: that broker's :class:`~kafkalite.testing.LocalBroker` (examples
+  of the testing harness; every public name of ``kafkalite.testing`` is in the
+  namespace too), and ``network_faults``: a
+  :class:`~kafkalite.testing.NetworkFaults` over one proxy in front of it;
+* with ``needs schema_registry``: ``registry_url``, ``schema_registry`` (the session's
+  registry service) and ``registry``, a ``SchemaRegistryClient`` of it;
+* with ``needs secured_broker``: ``secured_broker``, the harness's secured broker
+  (``kafka_broker_sasl``: SASL and TLS listeners, ACLs on), and ``admin`` is a client of
+  it signed in as its super user ``admin``.
 
 An asyncio example runs with top-level ``await`` on the session's one event loop. What
 an example shows as its outcome it states with ``assert``, which is checked. Topics an
@@ -48,9 +53,11 @@ import kafkalite
 import kafkalite.aio
 import kafkalite.errors
 import kafkalite.serialization
+import kafkalite.testing
 import kafkalite.types
 from kafkalite import AdminClient, NewTopic, OffsetSpec, Producer, TopicPartition
 from kafkalite.admin import AlterConfigOp, ConfigResource
+from kafkalite.testing import FaultyProxy, LocalBroker, NetworkFaults
 from tests.docs.conftest import delete_topics, user_topics
 from tools.docs.docstring_examples import DocExample, collect
 from tools.docs.public_api import PUBLIC_MODULES
@@ -73,7 +80,8 @@ def _public(module: Any) -> dict[str, Any]:
 
 def _base_namespace(front: str) -> dict[str, Any]:
     ns: dict[str, Any] = {"__name__": "__main__", "asyncio": asyncio, "kafkalite": kafkalite}
-    for module in (*_ADMIN_TYPES, kafkalite.serialization, kafkalite.types, kafkalite.errors, kafkalite):
+    for module in (kafkalite.testing, *_ADMIN_TYPES, kafkalite.serialization, kafkalite.types, kafkalite.errors,
+                   kafkalite):
         ns.update(_public(module))
     if front == "asyncio":
         ns.update(_public(kafkalite.aio))
@@ -82,8 +90,12 @@ def _base_namespace(front: str) -> dict[str, Any]:
 
 @dataclass
 class Session:
-    bootstrap: str
+    broker: LocalBroker
     loop: asyncio.AbstractEventLoop
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
 
 
 def fill_topic(bootstrap: str) -> None:
@@ -99,13 +111,13 @@ def fill_topic(bootstrap: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def session(guide_broker: str) -> Iterator[Session]:
-    with AdminClient({"bootstrap.servers": guide_broker}) as admin:
+def session(guide_local_broker: LocalBroker) -> Iterator[Session]:
+    with AdminClient({"bootstrap.servers": guide_local_broker.bootstrap}) as admin:
         delete_topics(admin, user_topics(admin))
-    fill_topic(guide_broker)
+    fill_topic(guide_local_broker.bootstrap)
     loop = asyncio.new_event_loop()
     try:
-        yield Session(guide_broker, loop)
+        yield Session(guide_local_broker, loop)
     finally:
         loop.close()
 
@@ -170,14 +182,24 @@ async def _close_async(clients: list[Any]) -> None:
         await client.close()
 
 
-def run_docstring_example(example: DocExample, session: Session, registry_url: str | None,
-                          secured: dict[str, Any] | None) -> None:
-    """Run one example in its preamble; clean up what it left."""
+def run_docstring_example(example: DocExample, session: Session, services: dict[str, Any]) -> None:
+    """Run one example in its preamble (``services``: the needed services' values); clean
+    up what it left."""
     ns = _base_namespace(example.front)
-    ns |= {"bootstrap": session.bootstrap, "topic": TOPIC}
-    if registry_url is not None:
-        ns["registry_url"] = registry_url
-        ns["registry"] = kafkalite.serialization.SchemaRegistryClient(registry_url)
+    ns |= {"bootstrap": session.bootstrap, "topic": TOPIC, "kafka_broker": session.broker}
+    secured = None
+    if "schema_registry" in services:
+        registry = services["schema_registry"]
+        ns |= {"schema_registry": registry, "registry_url": registry.url,
+               "registry": kafkalite.serialization.SchemaRegistryClient(registry.url)}
+    if "secured_broker" in services:
+        ns["secured_broker"] = broker = services["secured_broker"]
+        secured = broker.client_config("SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256", sasl_username="admin",
+                                       sasl_password="admin-secret")
+    proxy = None
+    if re.search(r"\bnetwork_faults\b", example.code):
+        proxy = FaultyProxy(session.broker.host, session.broker.port).start()
+        ns["network_faults"] = NetworkFaults({1: proxy})
     code = compile(example.code.replace(ADDRESS, session.bootstrap), example.id, "exec",
                    flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     with AdminClient({"bootstrap.servers": session.bootstrap}) as admin:
@@ -208,6 +230,8 @@ def run_docstring_example(example: DocExample, session: Session, registry_url: s
             delete_topics(admin, sorted(set(user_topics(admin)) - before_topics))
             if TOPIC not in before_topics or _topic_state(admin) != before_state:
                 fill_topic(session.bootstrap)
+        if proxy is not None:
+            proxy.close()
     leaked = [t for t in set(threading.enumerate()) - before_threads if t.is_alive() and not t.daemon]
     assert not leaked, f"{example.id} left threads running: {leaked}"
 
@@ -223,10 +247,6 @@ def test_examples_are_found() -> None:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("example", RUNNABLE, ids=[e.id for e in RUNNABLE])
 def test_docstring_example_runs(example: DocExample, session: Session, request: pytest.FixtureRequest) -> None:
-    registry = request.getfixturevalue("schema_registry").url if "schema_registry" in example.needs else None
-    secured = None
-    if "secured_broker" in example.needs:
-        broker = request.getfixturevalue("kafka_broker_sasl")
-        secured = broker.client_config("SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256", sasl_username="admin",
-                                       sasl_password="admin-secret")
-    run_docstring_example(example, session, registry, secured)
+    fixtures = {"schema_registry": "schema_registry", "secured_broker": "kafka_broker_sasl"}
+    services = {need: request.getfixturevalue(fixtures[need]) for need in example.needs}
+    run_docstring_example(example, session, services)
