@@ -19,10 +19,8 @@ say what the example needs:
 * any other words in the parentheses are a caption (``Example (explicit acknowledgement)::``).
 
 Every public class, function, method and property shown by the API reference must have
-one (:func:`without_example`), except the names of :data:`PENDING`, the list of those
-still to write, which may only shrink: the docs build (``tools/docs/hooks.py``) and
-``tests/unit/test_public_api_docs.py`` fail on a name missing an example that is not
-listed, and on a listed name that has one (or no longer exists).
+one (:func:`without_example`): the docs build (``tools/docs/hooks.py``) and
+``tests/unit/test_public_api_docs.py`` fail on a public name without one.
 
     from tools.docs.docstring_examples import collect, without_example
     for example in collect():
@@ -34,7 +32,6 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tools.docs.public_api import docstring_of, documented_objects
@@ -45,8 +42,6 @@ _HEADER = re.compile(r"^(?P<indent>\s*)Examples?(?:\s*\((?P<marker>[^)]*)\))?::\
 SERVICES = ("schema_registry", "secured_broker")
 #: The names the example runner binds before each example (documented in CONTRIBUTING.md).
 PREAMBLE_NAMES = ("bootstrap", "topic", "producer", "consumer", "admin")
-#: Names still without an example; one per line, ``#`` comments allowed. Only shrinks.
-PENDING_FILE = Path(__file__).with_name("examples_pending.txt")
 
 
 @dataclass(frozen=True)
@@ -116,30 +111,14 @@ def has_example(obj: Any) -> bool:
     return bool(parse(docstring_of(obj)))
 
 
-def pending() -> list[str]:
-    """The names of :data:`PENDING_FILE`."""
-    if not PENDING_FILE.exists():
-        return []
-    return [line.split("#")[0].strip() for line in PENDING_FILE.read_text(encoding="utf-8").splitlines()
-            if line.split("#")[0].strip()]
-
-
 def without_example() -> list[str]:
     """Public names whose docstring has no example."""
     return sorted(where for where, obj in required() if not has_example(obj))
 
 
 def example_problems() -> list[str]:
-    """What fails the build: a name without an example that is not pending, a pending name
-    that has one or is gone."""
-    missing = set(without_example())
-    listed = pending()
-    names = {where for where, _ in required()}
-    problems = [f"public API without an example (Example:: block): {n}" for n in sorted(missing - set(listed))]
-    problems += [f"{PENDING_FILE.name} lists {n}, which has an example now: remove it"
-                 for n in listed if n in names and n not in missing]
-    problems += [f"{PENDING_FILE.name} lists {n}, which is not a public name" for n in listed if n not in names]
-    return problems
+    """What fails the build: a public name without an example."""
+    return [f"public API without an example (an Example:: block): {n}" for n in without_example()]
 
 
 def collect() -> list[DocExample]:
