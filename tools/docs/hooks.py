@@ -1,8 +1,8 @@
 """MkDocs hooks (``mkdocs.yml``: ``hooks:``): the pages generated at build time.
 
 * checks the public API first: a public name no page shows, a public class, function,
-  method or property without a docstring, or without an example that is not listed as
-  pending, fails the build (``public_api.uncovered`` / ``undocumented``,
+  method or property without a docstring, or without an example (an ``Example::``
+  block), fails the build (``public_api.uncovered`` / ``undocumented``,
   ``docstring_examples.example_problems``);
 * adds the generated pages: the API reference (``reference/api/*.md``), the settings
   and errors references, the benchmark charts (PNG files drawn with matplotlib from
