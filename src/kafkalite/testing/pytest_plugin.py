@@ -372,7 +372,7 @@ def signin_services(kafkalite_session: KafkaTestSession) -> SignInServices:
 def kerberos_kdc(signin_services: SignInServices) -> Any:
     """Kafka's MiniKdc (``.keytab(name)``, ``.client_settings(name)``, ``.kinit(...)``).
 
-    Example (not run: starts Kafka's MiniKdc; the Kerberos tests use it)::
+    Example (not run: starts Kafka's MiniKdc; tests/integration/test_signin_kerberos.py uses it)::
 
         def test_kinit(kerberos_kdc):
             settings = kerberos_kdc.client_settings("client")
@@ -384,7 +384,7 @@ def kerberos_kdc(signin_services: SignInServices) -> Any:
 def oidc_provider(signin_services: SignInServices) -> Any:
     """mock-oauth2-server (``.client_settings(client_id)``, ``.token_endpoint``, ``.jwks_url``).
 
-    Example (not run: starts mock-oauth2-server; the OAUTHBEARER tests use it)::
+    Example (not run: starts mock-oauth2-server; tests/integration/test_signin_oidc.py uses it)::
 
         def test_token(oidc_provider):
             settings = oidc_provider.client_settings("kafkalite-client")
@@ -396,7 +396,7 @@ def oidc_provider(signin_services: SignInServices) -> Any:
 def kafka_broker_signin(signin_services: SignInServices) -> LocalBroker:
     """The broker with ``KERBEROS``, ``KERBEROS_REAUTH`` and ``OAUTH`` listeners.
 
-    Example (not run: starts the sign-in broker with its KDC and OIDC provider; the sign-in tests use it)::
+    Example (not run: starts the sign-in broker with its KDC and OIDC provider; tests/integration/test_signin_clients.py uses it)::
 
         def test_listeners(kafka_broker_signin):
             print(kafka_broker_signin.bootstrap_for("OAUTH"))
@@ -409,7 +409,7 @@ def kafka_broker_signin(signin_services: SignInServices) -> LocalBroker:
 def kafka_broker_kerberos(kafka_broker_signin: LocalBroker, kerberos_kdc: Any) -> BrokerListener:
     """The sign-in broker's GSSAPI listener.
 
-    Example (not run: starts the sign-in broker and a KDC; the Kerberos tests use it)::
+    Example (not run: starts the sign-in broker and a KDC; tests/integration/test_signin_kerberos.py uses it)::
 
         def test_gssapi(kafka_broker_kerberos, kerberos_kdc):
             with AdminClient(kafka_broker_kerberos.client_config(**kerberos_kdc.client_settings("client"))) as a:
@@ -422,7 +422,7 @@ def kafka_broker_kerberos(kafka_broker_signin: LocalBroker, kerberos_kdc: Any) -
 def kafka_broker_oauth(kafka_broker_signin: LocalBroker, oidc_provider: Any) -> BrokerListener:
     """The sign-in broker's OAUTHBEARER (OIDC) listener.
 
-    Example (not run: starts the sign-in broker and an OIDC provider; the OAUTHBEARER tests use it)::
+    Example (not run: starts the sign-in broker and an OIDC provider; tests/integration/test_signin_oidc.py uses it)::
 
         def test_oidc(kafka_broker_oauth, oidc_provider):
             with AdminClient(kafka_broker_oauth.client_config(**oidc_provider.client_settings("kafkalite-client"))) as a:

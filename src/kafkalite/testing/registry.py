@@ -66,7 +66,7 @@ SCHEMA_REGISTRY_URL_ENV = "KAFKALITE_SCHEMA_REGISTRY_URL"
 class RegistryStartError(RuntimeError):
     """The Schema Registry did not become ready; the message carries its log tail.
 
-    Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_harness.py runs these)::
+    Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
 
         try:
             ApicurioRegistry(port=kafka_broker.port).start(timeout=60)   # the port is taken
@@ -209,7 +209,7 @@ class ApicurioRegistry:
         url: the Confluent-compatible API root, the value of ``schema.registry.url``.
         base_url: ``http://127.0.0.1:PORT`` (Apicurio's own API and UI paths below it).
 
-    Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_harness.py runs these)::
+    Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
 
         with ApicurioRegistry() as registry:          # in memory, on a free loopback port
             print(registry.url)
@@ -375,7 +375,7 @@ class ApicurioRegistry:
         A registry whose port was chosen automatically retries on a fresh port if
         another process took it in the meantime.
 
-        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_harness.py runs these)::
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
 
             registry = ApicurioRegistry().start(timeout=120)
             SchemaRegistryClient(registry.url).get_subjects()
@@ -395,7 +395,7 @@ class ApicurioRegistry:
     def launch(self) -> None:
         """Start the JVM without waiting.
 
-        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_harness.py runs these)::
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
 
             registry = ApicurioRegistry()
             registry.launch()                             # no waiting: start other things meanwhile
@@ -453,7 +453,7 @@ class ApicurioRegistry:
     def stop(self, timeout: float = 20.0) -> int | None:
         """SIGTERM, then SIGKILL after ``timeout``.
 
-        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_harness.py runs these)::
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
 
             registry = ApicurioRegistry().start()
             registry.stop(timeout=20)
@@ -475,7 +475,7 @@ class ApicurioRegistry:
     def kill(self) -> int | None:
         """Kill the process at once; its exit code, or None if it was not started.
 
-        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_harness.py runs these)::
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
 
             registry = ApicurioRegistry().start()
             registry.kill()
@@ -493,7 +493,7 @@ class ApicurioRegistry:
     def close(self, *, remove: bool | None = None) -> None:
         """Stop (the in-memory schemas are gone) and delete an owned run dir.
 
-        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_harness.py runs these)::
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
 
             registry = ApicurioRegistry().start()
             registry.close()                              # the schemas are gone with it
