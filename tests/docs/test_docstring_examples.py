@@ -157,7 +157,9 @@ def _clients(example: DocExample, bootstrap: str, secured: dict[str, Any] | None
     return out
 
 
-_CLIENTS = ("Producer", "Consumer", "ShareConsumer", "AdminClient")
+#: the clients' class names, on both fronts (kafkalite.aio.Producer is AsyncProducer)
+_CLIENTS = ("Producer", "Consumer", "ShareConsumer", "AdminClient",
+            "AsyncProducer", "AsyncConsumer", "AsyncShareConsumer", "AsyncAdminClient")
 
 
 def _left_open(ns: dict[str, Any], clients: dict[str, Any]) -> list[Any]:
@@ -177,9 +179,15 @@ def _new_share_group(bootstrap: str) -> str:
     return group
 
 
-async def _close_async(clients: list[Any]) -> None:
+async def _close_async(clients: list[Any]) -> list[asyncio.Task[Any]]:
+    """Close the clients, then let the tasks they cancelled end (the loop runs only
+    while an example does); the tasks still running after 30 s, a leak."""
     for client in clients:
         await client.close()
+    others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    if others:
+        await asyncio.wait(others, timeout=30)
+    return [t for t in others if not t.done()]
 
 
 def run_docstring_example(example: DocExample, session: Session, services: dict[str, Any]) -> None:
@@ -222,7 +230,8 @@ def run_docstring_example(example: DocExample, session: Session, services: dict[
             exec(code, ns)
     finally:
         if example.front == "asyncio":
-            session.loop.run_until_complete(_close_async(_left_open(ns, clients)))
+            left_tasks = session.loop.run_until_complete(_close_async(_left_open(ns, clients)))
+            assert not left_tasks, f"{example.id} left tasks running: {left_tasks}"
         else:
             for client in _left_open(ns, clients):
                 client.close()
