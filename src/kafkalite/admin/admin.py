@@ -100,7 +100,7 @@ class AdminClient(BlockingAdminFront):
         with AdminClient({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
             result = admin.create_topics([NewTopic("payments", num_partitions=6, replication_factor=1)])
             result.all()                                   # raises TopicExistsError if it exists
-            print((admin.describe_topics(["payments"]))["payments"].result().partitions)
+            print(admin.describe_topics(["payments"])["payments"].result().partitions)
     """
 
     def __enter__(self) -> AdminClient:
@@ -142,8 +142,8 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            (admin.create_topics([NewTopic("scratch", num_partitions=1, replication_factor=1)])).all()
-            (admin.delete_topics(["scratch"])).all()       # or topic ids: [uuid.UUID(...)]
+            admin.create_topics([NewTopic("scratch", num_partitions=1, replication_factor=1)]).all()
+            admin.delete_topics(["scratch"]).all()       # or topic ids: [uuid.UUID(...)]
         """
         return self._run(topic_calls.delete_topics(self._core, topics, timeout=timeout), timeout)
 
@@ -175,7 +175,7 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            d = (admin.describe_topics(["orders"], use_describe_topic_partitions=True))["orders"].result()
+            d = admin.describe_topics(["orders"], use_describe_topic_partitions=True)["orders"].result()
             [(p.partition, p.isr, p.elr) for p in d.partitions]
         """
         return self._run(topic_calls.describe_topics(
@@ -190,8 +190,8 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            (admin.create_topics([NewTopic("growing", num_partitions=1, replication_factor=1)])).all()
-            (admin.create_partitions({"growing": 4})).all()         # or NewPartitions(4)
+            admin.create_topics([NewTopic("growing", num_partitions=1, replication_factor=1)]).all()
+            admin.create_partitions({"growing": 4}).all()         # or NewPartitions(4)
         """
         return self._run(topic_calls.create_partitions(self._core, new_partitions, validate_only=validate_only,
                                                        timeout=timeout), timeout)
@@ -209,7 +209,7 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             topic = ConfigResource("topic", "orders")
-            configs = (admin.describe_configs([topic], config_names={topic: ["retention.ms"]})).all()
+            configs = admin.describe_configs([topic], config_names={topic: ["retention.ms"]}).all()
             print(configs[topic]["retention.ms"].value)
         """
         return self._run(configs.describe_configs(self._core, resources, config_names=config_names,
@@ -225,8 +225,8 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             orders = ConfigResource("topic", "orders")
-            (admin.incremental_alter_configs({orders: [AlterConfigOp.set("retention.ms", "3600000")]})).all()
-            assert (admin.describe_configs([orders])).all()[orders]["retention.ms"].value == "3600000"
+            admin.incremental_alter_configs({orders: [AlterConfigOp.set("retention.ms", "3600000")]}).all()
+            assert admin.describe_configs([orders]).all()[orders]["retention.ms"].value == "3600000"
         """
         return self._run(configs.incremental_alter_configs(self._core, changes, validate_only=validate_only,
                                                            timeout=timeout), timeout)
@@ -286,8 +286,8 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            level = (admin.describe_features()).finalized["transaction.version"]
-            (admin.update_features({"transaction.version": level}, validate_only=True)).all()
+            level = admin.describe_features().finalized["transaction.version"]
+            admin.update_features({"transaction.version": level}, validate_only=True).all()
         """
         return self._run(cluster.update_features(self._core, updates, validate_only=validate_only,
                                                  timeout=timeout), timeout)
@@ -336,7 +336,7 @@ class AdminClient(BlockingAdminFront):
             consumer.subscribe(["orders"])
             consumer.poll(timeout=10.0)                # joins the group
             group = consumer.config["group.id"]
-            description = (admin.describe_consumer_groups([group]))[group].result()
+            description = admin.describe_consumer_groups([group])[group].result()
             assert len(description.members) == 1
         """
         return self._run(groups.describe_consumer_groups(
@@ -351,7 +351,7 @@ class AdminClient(BlockingAdminFront):
             tp = TopicPartition("orders", 0)
             consumer.assign([tp])
             consumer.commit({tp: 1})
-            (admin.delete_groups([consumer.config["group.id"]])).all()
+            admin.delete_groups([consumer.config["group.id"]]).all()
         """
         return self._run(groups.delete_groups(self._core, group_ids, timeout=timeout), timeout)
 
@@ -370,7 +370,7 @@ class AdminClient(BlockingAdminFront):
             consumer.assign([tp])
             consumer.commit({tp: 1})
             group = consumer.config["group.id"]
-            assert (admin.list_consumer_group_offsets([group]))[group].result()[tp].offset == 1
+            assert admin.list_consumer_group_offsets([group])[group].result()[tp].offset == 1
         """
         return self._run(groups.list_consumer_group_offsets(self._core, groups_, require_stable=require_stable,
                                                             timeout=timeout), timeout)
@@ -383,8 +383,8 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             tp = TopicPartition("orders", 0)
-            (admin.alter_consumer_group_offsets("billing-replay", {tp: 0})).all()
-            assert (admin.list_consumer_group_offsets(["billing-replay"]))["billing-replay"].result()[tp].offset == 0
+            admin.alter_consumer_group_offsets("billing-replay", {tp: 0}).all()
+            assert admin.list_consumer_group_offsets(["billing-replay"])["billing-replay"].result()[tp].offset == 0
         """
         return self._run(groups.alter_consumer_group_offsets(self._core, group_id, offsets_, timeout=timeout),
                          timeout)
@@ -396,8 +396,8 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             tp = TopicPartition("orders", 0)
-            (admin.alter_consumer_group_offsets("retired", {tp: 1})).all()
-            (admin.delete_consumer_group_offsets("retired", [tp])).all()
+            admin.alter_consumer_group_offsets("retired", {tp: 1}).all()
+            admin.delete_consumer_group_offsets("retired", [tp]).all()
         """
         return self._run(groups.delete_consumer_group_offsets(self._core, group_id, partitions,
                                                               timeout=timeout), timeout)
@@ -411,7 +411,7 @@ class AdminClient(BlockingAdminFront):
 
             consumer.subscribe(["orders"])
             consumer.poll(timeout=10.0)                # a member of the group
-            (admin.remove_members_from_consumer_group(consumer.config["group.id"])).all()   # every member
+            admin.remove_members_from_consumer_group(consumer.config["group.id"]).all()   # every member
         """
         return self._run(groups.remove_members_from_consumer_group(self._core, group_id, members, reason=reason,
                                                                    timeout=timeout), timeout)
@@ -427,7 +427,7 @@ class AdminClient(BlockingAdminFront):
             with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "docs-share"}) as share:
                 share.subscribe(["orders"])
                 share.poll(timeout=2.0)
-                description = (admin.describe_share_groups(["docs-share"]))["docs-share"].result()
+                description = admin.describe_share_groups(["docs-share"])["docs-share"].result()
                 assert len(description.members) == 1
         """
         return self._run(share_groups.describe_share_groups(
@@ -445,7 +445,7 @@ class AdminClient(BlockingAdminFront):
             with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "docs-share-list"}) as share:
                 share.subscribe(["orders"])
                 share.poll(timeout=2.0)
-            offsets = (admin.list_share_group_offsets(["docs-share-list"]))["docs-share-list"].result()
+            offsets = admin.list_share_group_offsets(["docs-share-list"])["docs-share-list"].result()
             print({tp.partition: o.start_offset for tp, o in offsets.items()})
         """
         return self._run(share_groups.list_share_group_offsets(self._core, groups_, timeout=timeout), timeout)
@@ -459,7 +459,7 @@ class AdminClient(BlockingAdminFront):
             with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "docs-share-alter"}) as share:
                 share.subscribe(["orders"])
                 share.poll(timeout=2.0)
-            (admin.alter_share_group_offsets("docs-share-alter", {TopicPartition("orders", 0): 0})).all()
+            admin.alter_share_group_offsets("docs-share-alter", {TopicPartition("orders", 0): 0}).all()
         """
         return self._run(share_groups.alter_share_group_offsets(self._core, group_id, offsets_,
                                                                 timeout=timeout), timeout)
@@ -473,7 +473,7 @@ class AdminClient(BlockingAdminFront):
             with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "docs-share-delete"}) as share:
                 share.subscribe(["orders"])
                 share.poll(timeout=2.0)
-            (admin.delete_share_group_offsets("docs-share-delete", ["orders"])).all()
+            admin.delete_share_group_offsets("docs-share-delete", ["orders"]).all()
         """
         return self._run(share_groups.delete_share_group_offsets(self._core, group_id, topics,
                                                                  timeout=timeout), timeout)
@@ -488,7 +488,7 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             tp = TopicPartition("orders", 0)
-            offsets = (admin.list_offsets({tp: OffsetSpec.latest()})).all()
+            offsets = admin.list_offsets({tp: OffsetSpec.latest()}).all()
             assert offsets[tp].offset == 1
         """
         return self._run(offsets.list_offsets(self._core, specs, isolation_level=isolation_level,
@@ -501,7 +501,7 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             tp = TopicPartition("orders", 0)
-            deleted = (admin.delete_records({tp: 1})).all()      # -1: everything
+            deleted = admin.delete_records({tp: 1}).all()      # -1: everything
             assert deleted[tp].low_watermark == 1
         """
         return self._run(offsets.delete_records(self._core, before, timeout=timeout), timeout)
@@ -515,7 +515,7 @@ class AdminClient(BlockingAdminFront):
         Example (needs secured_broker)::
 
             binding = AclBinding(ResourcePattern("topic", "orders"), AccessControlEntry("User:alice", "*", "read", "allow"))
-            (admin.create_acls([binding])).all()
+            admin.create_acls([binding]).all()
         """
         return self._run(acls.create_acls(self._core, bindings, timeout=timeout), timeout)
 
@@ -526,7 +526,7 @@ class AdminClient(BlockingAdminFront):
         Example (needs secured_broker)::
 
             binding = AclBinding(ResourcePattern("topic", "invoices"), AccessControlEntry("User:bob", "*", "write", "allow"))
-            (admin.create_acls([binding])).all()
+            admin.create_acls([binding]).all()
             assert binding in admin.describe_acls(AclBindingFilter(resource_type="topic", name="invoices"))
         """
         return self._run(acls.describe_acls(self._core, acl_filter, timeout=timeout), timeout)
@@ -538,8 +538,8 @@ class AdminClient(BlockingAdminFront):
         Example (needs secured_broker)::
 
             binding = AclBinding(ResourcePattern("group", "billing"), AccessControlEntry("User:carol", "*", "read", "allow"))
-            (admin.create_acls([binding])).all()
-            deleted = (admin.delete_acls([AclBindingFilter.for_binding(binding)])).all()
+            admin.create_acls([binding]).all()
+            deleted = admin.delete_acls([AclBindingFilter.for_binding(binding)]).all()
             assert list(deleted.values()) == [[binding]]
         """
         return self._run(acls.delete_acls(self._core, filters, timeout=timeout), timeout)
@@ -551,8 +551,8 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            (admin.alter_user_scram_credentials([UserScramCredentialUpsertion("alice", "SCRAM-SHA-256", "alice-secret")])).all()
-            info = (admin.describe_user_scram_credentials(["alice"]))["alice"].result()
+            admin.alter_user_scram_credentials([UserScramCredentialUpsertion("alice", "SCRAM-SHA-256", "alice-secret")]).all()
+            info = admin.describe_user_scram_credentials(["alice"])["alice"].result()
             assert [c.mechanism for c in info.credentials] == [ScramMechanism.SCRAM_SHA_256]
         """
         return self._run(scram.describe_user_scram_credentials(self._core, users, timeout=timeout), timeout)
@@ -565,10 +565,10 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            (admin.alter_user_scram_credentials([
+            admin.alter_user_scram_credentials([
                 UserScramCredentialUpsertion("dave", "SCRAM-SHA-512", "dave-secret", iterations=8192),
-            ])).all()
-            (admin.alter_user_scram_credentials([UserScramCredentialDeletion("dave", "SCRAM-SHA-512")])).all()
+            ]).all()
+            admin.alter_user_scram_credentials([UserScramCredentialDeletion("dave", "SCRAM-SHA-512")]).all()
         """
         return self._run(scram.alter_user_scram_credentials(self._core, alterations, timeout=timeout), timeout)
 
@@ -580,7 +580,7 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             alice = ClientQuotaEntity(user="alice")
-            (admin.alter_client_quotas([ClientQuotaAlteration(alice, {"producer_byte_rate": 1048576.0})])).all()
+            admin.alter_client_quotas([ClientQuotaAlteration(alice, {"producer_byte_rate": 1048576.0})]).all()
             quotas = admin.describe_client_quotas([ClientQuotaFilterComponent("user", "alice")])
             print(quotas)          # {ClientQuotaEntity(user=alice): {'producer_byte_rate': 1048576.0}}
         """
@@ -594,8 +594,8 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             bob = ClientQuotaEntity(user="bob", **{"client-id": "reports"})
-            (admin.alter_client_quotas([ClientQuotaAlteration(bob, {"consumer_byte_rate": 2097152.0})])).all()
-            (admin.alter_client_quotas([ClientQuotaAlteration(bob, {"consumer_byte_rate": None})])).all()   # removed
+            admin.alter_client_quotas([ClientQuotaAlteration(bob, {"consumer_byte_rate": 2097152.0})]).all()
+            admin.alter_client_quotas([ClientQuotaAlteration(bob, {"consumer_byte_rate": None})]).all()   # removed
         """
         return self._run(quotas.alter_client_quotas(self._core, alterations, validate_only=validate_only,
                                                     timeout=timeout), timeout)
@@ -623,8 +623,8 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             tp = TopicPartition("orders", 0)
-            broker = (admin.describe_cluster()).nodes[0].id
-            (admin.alter_partition_reassignments({tp: [broker]})).all()   # None cancels a running one
+            broker = admin.describe_cluster().nodes[0].id
+            admin.alter_partition_reassignments({tp: [broker]}).all()   # None cancels a running one
         """
         return self._run(operations.alter_partition_reassignments(self._core, reassignments, timeout=timeout),
                          timeout)
@@ -647,7 +647,7 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            for broker, dirs in (admin.describe_log_dirs()).all().items():
+            for broker, dirs in admin.describe_log_dirs().all().items():
                 for path, log_dir in dirs.items():
                     print(broker, path, len(log_dir.replicas))
         """
@@ -662,7 +662,7 @@ class AdminClient(BlockingAdminFront):
             tp = TopicPartition("orders", 0)
             producer.send("orders", b"v", partition=0)     # an idempotent producer
             producer.flush()
-            states = (admin.describe_producers([tp])).all()[tp]
+            states = admin.describe_producers([tp]).all()[tp]
             assert states and all(s.producer_id >= 0 for s in states)
         """
         return self._run(operations.describe_producers(self._core, partitions, timeout=timeout), timeout)
@@ -693,7 +693,7 @@ class AdminClient(BlockingAdminFront):
 
             tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-described"})
             tx.init_transactions()
-            description = (admin.describe_transactions(["docs-described"]))["docs-described"].result()
+            description = admin.describe_transactions(["docs-described"])["docs-described"].result()
             assert description.state == "Empty"                          # no transaction open
             tx.close()
         """
@@ -710,7 +710,7 @@ class AdminClient(BlockingAdminFront):
             tx.send("orders", b"x", partition=0)            # a transaction left open
             tx.flush()
             tp = TopicPartition("orders", 0)
-            states = (admin.describe_producers([tp])).all()[tp]
+            states = admin.describe_producers([tp]).all()[tp]
             hanging = next(s for s in states if s.current_transaction_start_offset is not None)
             # as kafka-transactions abort: an unknown coordinator epoch is 0
             spec = AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, hanging.coordinator_epoch or 0)
@@ -727,7 +727,7 @@ class AdminClient(BlockingAdminFront):
 
             tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-fenced"})
             tx.init_transactions()
-            (admin.fence_producers(["docs-fenced"])).all()   # tx's next transactional call fails: fenced
+            admin.fence_producers(["docs-fenced"]).all()   # tx's next transactional call fails: fenced
             tx.close()
         """
         return self._run(txn.fence_producers(self._core, transactional_ids, timeout=timeout), timeout)

@@ -348,7 +348,7 @@ class Consumer(BlockingConsumerFront):
             tp = TopicPartition("orders", 0)
             consumer.assign([tp])
             consumer.commit({tp: 1})
-            assert (consumer.committed([tp]))[tp].offset == 1
+            assert consumer.committed([tp])[tp].offset == 1
         """
         core = self._open_core()
         fe.require_group(self.config, "committed()")
@@ -530,7 +530,7 @@ class Consumer(BlockingConsumerFront):
             consumer.assign([tp])
             consumer.poll(timeout=10.0)
             consumer.commit_sync()                # the positions of what poll() returned
-            assert (consumer.committed([tp]))[tp].offset == 1
+            assert consumer.committed([tp])[tp].offset == 1
         """
         core = self._open_core()
         values = core.subs.all_consumed() if offsets is None else fe.offsets_arg(offsets)
