@@ -154,8 +154,29 @@ def check_definition(cls: ast.ClassDef, module: ast.Module, where: str) -> None:
 # ---------------------------------------------------------------- text
 
 
+def _drop_await_groups(text: str) -> str:
+    """``(await x).all()`` -> ``x.all()``: the parentheses only grouped the await (a call's
+    parentheses, ``f(await x)``, stay)."""
+    out, i = [], 0
+    while (start := text.find("(await ", i)) != -1:
+        before = text[start - 1] if start else " "
+        depth, end = 0, start
+        for end in range(start, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        if before.isalnum() or before in "_)]" or depth:
+            out.append(text[i:start + 1])
+            i = start + 1
+            continue
+        out.append(text[i:start] + text[start + 1:end])
+        i = end + 1
+    return "".join(out) + text[i:]
+
+
 def blocking_text(text: str, renames: dict[str, str]) -> str:
     """A docstring as the blocking front reads it: examples without await, blocking names."""
+    text = _drop_await_groups(text)
     text = re.sub(r"\bawait\s+", "", text)
     text = re.sub(r"\basync\s+(def|with|for)\b", r"\1", text)
     if renames:

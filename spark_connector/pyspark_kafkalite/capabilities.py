@@ -31,7 +31,14 @@ INSTEAD_OF_STREAMING = (
 
 
 def has_datasource_api() -> bool:
-    """Whether this PySpark has the Python Data Source API (``DataSource`` and the stream reader)."""
+    """Whether this PySpark has the Python Data Source API (``DataSource`` and the stream reader).
+
+    Example::
+
+        from pyspark_kafkalite import has_datasource_api
+
+        print(has_datasource_api())      # True with PySpark 4.0+, which format("kafkalite") needs
+    """
     import importlib
 
     try:

@@ -108,7 +108,7 @@ def read_kafka(spark: Any, options: Mapping[str, Any]) -> Any:
     evaluated. Streaming trigger options (``maxOffsetsPerTrigger`` ...) are refused: see
     :func:`~pyspark_kafkalite.read_kafka_incremental`.
 
-    Example::
+    Example (not run: needs a Spark session; tests/spark runs the data source)::
 
         df = read_kafka(spark, {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders",
                                 "startingOffsets": "earliest", "includeHeaders": "true"})
@@ -146,7 +146,7 @@ def write_kafka(df: Any, options: Mapping[str, Any]) -> int:
     every task flushes and checks every send; a failed task fails the write (Spark may
     retry it, which can write some rows twice).
 
-    Example::
+    Example (not run: needs a Spark session; tests/spark runs the data source)::
 
         written = write_kafka(df.selectExpr("CAST(id AS STRING) AS key", "payload AS value"),
                               {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "orders"})
@@ -163,7 +163,7 @@ def read_kafka_stream(spark: Any, options: Mapping[str, Any]) -> Any:
     first (a Spark Connect client's session needs that); a clear error on a Spark without
     the Python Data Source API (open-source Spark 3.5), saying what to use there.
 
-    Example::
+    Example (not run: needs a Spark session; tests/spark runs the data source)::
 
         stream = read_kafka_stream(spark, {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders"})
     """
@@ -176,7 +176,7 @@ def register_source(spark: Any) -> str:
     """Register ``format("kafkalite")`` in ``spark`` (a no-op where PySpark's lookup did
     already); returns its name.
 
-    Example::
+    Example (not run: needs a Spark session; tests/spark runs the data source)::
 
         spark.read.format(register_source(spark)).option("subscribe", "orders")...
     """

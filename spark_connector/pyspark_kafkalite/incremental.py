@@ -99,7 +99,7 @@ def read_kafka_incremental(spark: Any, checkpoint: str | os.PathLike[str], optio
     and ``maxBytesPerTrigger`` bound one run. A checkpoint written for other topics (its
     offsets name partitions the options do not read) is an error.
 
-    Example::
+    Example (not run: needs a Spark session; tests/spark runs the data source)::
 
         df, commit = read_kafka_incremental(spark, "/data/checkpoints/orders",
                                             {"kafka.bootstrap.servers": "127.0.0.1:9092",

@@ -158,7 +158,7 @@ class KafkaLiteBatchReader(ShippedToTasks, DataSourceReader):
 class KafkaLiteDataSource(ShippedToTasks, DataSource):
     """``format("kafkalite")``: Spark's Kafka source and sink, on kafkalite, no jar.
 
-    Example::
+    Example (not run: needs a Spark session; tests/spark runs the data source)::
 
         df = (spark.read.format("kafkalite")
               .option("kafka.bootstrap.servers", "127.0.0.1:9092")
@@ -169,20 +169,48 @@ class KafkaLiteDataSource(ShippedToTasks, DataSource):
 
     @classmethod
     def name(cls) -> str:
-        """The short name Spark knows the source by: ``spark.read.format("kafkalite")``."""
+        """The short name Spark knows the source by: ``spark.read.format("kafkalite")``.
+
+        Example (not run: needs a Spark session; tests/spark runs the data source)::
+
+            spark.dataSource.register(DefaultSource)
+            df = spark.read.format(DefaultSource.name()).option("kafka.bootstrap.servers", bootstrap).load()
+        """
         return "kafkalite"
 
     def schema(self) -> StructType:
+        """The columns of Spark's Kafka source: key, value, topic, partition, offset, timestamp, timestampType (and headers with ``includeHeaders``).
+
+        Example (not run: needs a Spark session; tests/spark runs the data source)::
+
+            spark.read.format("kafkalite").option("kafka.bootstrap.servers", bootstrap) \
+                .option("subscribe", "orders").load().printSchema()       # key, value, topic, partition, offset, ...
+        """
         # Called when the DataFrame is defined: bad options fail here, at analysis.
         opts = ReadOptions.parse(self.options, streaming=None)
         return kafka_schema(opts.include_headers)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader: ``spark.read.format("kafkalite")``; the options are checked here, at analysis.
+
+        Example (not run: needs a Spark session; tests/spark runs the data source)::
+
+            rows = spark.read.format("kafkalite").option("kafka.bootstrap.servers", bootstrap) \
+                .option("subscribe", "orders").option("startingOffsets", "earliest").load().collect()
+        """
         opts = ReadOptions.parse(self.options)
         check_schema(schema, opts)
         return KafkaLiteBatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The micro-batch reader: ``spark.readStream.format("kafkalite")``.
+
+        Example (not run: needs a Spark session; tests/spark runs the data source)::
+
+            query = (spark.readStream.format("kafkalite").option("kafka.bootstrap.servers", bootstrap)
+                     .option("subscribe", "orders").load()
+                     .writeStream.format("console").option("checkpointLocation", "/tmp/ckpt").start())
+        """
         from pyspark_kafkalite.stream import KafkaLiteStreamReader
 
         opts = ReadOptions.parse(self.options, streaming=True)
@@ -190,6 +218,13 @@ class KafkaLiteDataSource(ShippedToTasks, DataSource):
         return KafkaLiteStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """The batch writer: ``df.write.format("kafkalite")`` (append only, as Spark's Kafka sink).
+
+        Example (not run: needs a Spark session; tests/spark runs the data source)::
+
+            spark.createDataFrame([("k1", "v1")], "key STRING, value STRING").write.format("kafkalite") \
+                .option("kafka.bootstrap.servers", bootstrap).option("topic", "orders").save()
+        """
         from pyspark_kafkalite.writer import KafkaLiteBatchWriter, check_write_schema
 
         if overwrite:
@@ -202,6 +237,14 @@ class KafkaLiteDataSource(ShippedToTasks, DataSource):
         return KafkaLiteBatchWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The streaming writer: ``df.writeStream.format("kafkalite")``.
+
+        Example (not run: needs a Spark session; tests/spark runs the data source)::
+
+            (spark.readStream.format("rate").load().selectExpr("CAST(value AS STRING) AS value")
+                 .writeStream.format("kafkalite").option("kafka.bootstrap.servers", bootstrap)
+                 .option("topic", "orders").option("checkpointLocation", "/tmp/ckpt-out").start())
+        """
         from pyspark_kafkalite.writer import check_write_schema, stream_writer
 
         opts = WriteOptions.parse(self.options)

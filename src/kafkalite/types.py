@@ -21,7 +21,15 @@ Header = tuple[str, "bytes | None"]
 
 
 class TimestampType(enum.IntEnum):
-    """Where a record's timestamp comes from."""
+    """Where a record's timestamp comes from.
+
+    Example::
+
+        metadata = producer.send("orders", b"v").result(timeout=10)
+        consumer.assign([TopicPartition("orders", metadata.partition)])
+        consumer.seek(TopicPartition("orders", metadata.partition), metadata.offset)
+        assert consumer.poll(timeout=10.0)[0].timestamp_type == TimestampType.CREATE_TIME
+    """
 
     NO_TIMESTAMP_TYPE = -1
     CREATE_TIME = 0
@@ -29,7 +37,14 @@ class TimestampType(enum.IntEnum):
 
 
 class TopicPartition(NamedTuple):
-    """A partition of a topic."""
+    """A partition of a topic.
+
+    Example::
+
+        tp = TopicPartition("orders", 0)
+        consumer.assign([tp])
+        assert tp.topic == "orders" and tp.partition == 0
+    """
 
     topic: str
     partition: int
@@ -42,6 +57,13 @@ class OffsetAndMetadata(NamedTuple):
     """A committed position: the offset of the NEXT record to read, plus optional metadata.
 
     ``leader_epoch`` lets a consumer detect log truncation after a leader change (KIP-320).
+
+    Example::
+
+        tp = TopicPartition("orders", 0)
+        consumer.assign([tp])
+        consumer.commit({tp: OffsetAndMetadata(1, metadata="processed by worker 3")})
+        assert consumer.committed([tp])[tp].metadata == "processed by worker 3"
     """
 
     offset: int
@@ -50,7 +72,13 @@ class OffsetAndMetadata(NamedTuple):
 
 
 class RecordMetadata(NamedTuple):
-    """Where a sent record was written. ``offset`` is -1 with acks=0 (nobody told us)."""
+    """Where a sent record was written. ``offset`` is -1 with acks=0 (nobody told us).
+
+    Example::
+
+        metadata = producer.send("orders", b"v", key=b"k").result(timeout=10)
+        print(metadata.topic, metadata.partition, metadata.offset, metadata.timestamp)
+    """
 
     topic: str
     partition: int
@@ -61,7 +89,13 @@ class RecordMetadata(NamedTuple):
 
     @property
     def topic_partition(self) -> TopicPartition:
-        """The record's ``TopicPartition(topic, partition)``."""
+        """The record's ``TopicPartition(topic, partition)``.
+
+        Example::
+
+            metadata = producer.send("orders", b"v", partition=1).result(timeout=10)
+            assert metadata.topic_partition == TopicPartition("orders", 1)
+        """
         return TopicPartition(self.topic, self.partition)
 
 
@@ -126,19 +160,79 @@ class ConsumerRecord(tuple[Any, ...]):
         @property
         def leader_epoch(self) -> int | None: ...
     else:
-        offset = property(_itemgetter(0), doc="The record's offset in its partition.")
-        timestamp = property(_itemgetter(1), doc="Milliseconds since the epoch (see timestamp_type).")
-        key = property(_itemgetter(2), doc="The key (bytes, a deserialized object, or None).")
-        value = property(_itemgetter(3), doc="The value (bytes, a deserialized object, or None).")
-        headers = property(_itemgetter(4), doc="List of (str, bytes | None) in wire order.")
-        timestamp_type = property(_itemgetter(5), doc="0 create time, 1 log-append time, -1 none.")
-        topic = property(_itemgetter(6), doc="The topic.")
-        partition = property(_itemgetter(7), doc="The partition.")
-        leader_epoch = property(_itemgetter(8), doc="Leader epoch of the batch, or None.")
+        offset = property(_itemgetter(0), doc="""The record's offset in its partition.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.offset == 42
+        """)
+        timestamp = property(_itemgetter(1), doc="""Milliseconds since the epoch (see timestamp_type).
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.timestamp == 1700000000000
+        """)
+        key = property(_itemgetter(2), doc="""The key (bytes, a deserialized object, or None).
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.key == b"k"
+        """)
+        value = property(_itemgetter(3), doc="""The value (bytes, a deserialized object, or None).
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.value == b"v"
+        """)
+        headers = property(_itemgetter(4), doc="""List of (str, bytes | None) in wire order.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.headers == [("trace", b"abc")]
+        """)
+        timestamp_type = property(_itemgetter(5), doc="""0 create time, 1 log-append time, -1 none.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.timestamp_type == TimestampType.CREATE_TIME
+        """)
+        topic = property(_itemgetter(6), doc="""The topic.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.topic == "orders"
+        """)
+        partition = property(_itemgetter(7), doc="""The partition.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.partition == 0
+        """)
+        leader_epoch = property(_itemgetter(8), doc="""Leader epoch of the batch, or None.
+
+        Example::
+
+            record = ConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"v", [("trace", b"abc")], 5)
+            assert record.leader_epoch == 5
+        """)
 
     @property
     def serialized_key_size(self) -> int:
-        """Size of the key as stored in Kafka (-1 for a null key)."""
+        """Size of the key as stored in Kafka (-1 for a null key).
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            assert consumer.poll(timeout=10.0)[0].serialized_key_size == 2     # b"k0"
+        """
         if len(self) > 9:
             size: int = self[9]  # the layout's serialized key size
             return size
@@ -147,7 +241,13 @@ class ConsumerRecord(tuple[Any, ...]):
 
     @property
     def serialized_value_size(self) -> int:
-        """Size of the value as stored in Kafka (-1 for a null value)."""
+        """Size of the value as stored in Kafka (-1 for a null value).
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            assert consumer.poll(timeout=10.0)[0].serialized_value_size == 2   # b"v0"
+        """
         if len(self) > 10:
             size: int = self[10]  # the layout's serialized value size
             return size
@@ -156,7 +256,13 @@ class ConsumerRecord(tuple[Any, ...]):
 
     @property
     def topic_partition(self) -> TopicPartition:
-        """The record's ``TopicPartition(topic, partition)``."""
+        """The record's ``TopicPartition(topic, partition)``.
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 2)])
+            assert consumer.poll(timeout=10.0)[0].topic_partition == TopicPartition("orders", 2)
+        """
         """The record's ``TopicPartition(topic, partition)``."""
         return TopicPartition(self[6], self[7])
 
@@ -184,7 +290,15 @@ class ConsumerRecord(tuple[Any, ...]):
 
 class ConsumerGroupMetadata(NamedTuple):
     """A consumer's group identity, passed to ``Producer.send_offsets_to_transaction``
-    so the group coordinator can fence zombie members (KIP-447)."""
+    so the group coordinator can fence zombie members (KIP-447).
+
+    Example::
+
+        consumer.subscribe(["orders"])
+        consumer.poll(timeout=10.0)
+        meta = consumer.group_metadata()
+        print(meta.group_id, meta.generation_id, meta.member_id)
+    """
 
     group_id: str
     generation_id: int = -1
@@ -193,7 +307,16 @@ class ConsumerGroupMetadata(NamedTuple):
 
 
 class IsolationLevel(enum.IntEnum):
-    """What a consumer reads: every record, or only committed ones (``isolation.level``)."""
+    """What a consumer reads: every record, or only committed ones (``isolation.level``).
+
+    Example::
+
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "committed-only",
+                           "isolation.level": "read_committed"})
+        assert reader.config["isolation.level"] == "read_committed"
+        assert IsolationLevel.READ_COMMITTED == 1                   # the wire value
+        reader.close()
+    """
 
     READ_UNCOMMITTED = 0
     READ_COMMITTED = 1

@@ -23,15 +23,13 @@ import contextlib
 import io
 import re
 import threading
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from kafkalite import AdminClient
-from kafkalite.testing import LocalBroker
+from tests.docs.conftest import delete_topics, user_topics
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -111,17 +109,6 @@ def test_examples_are_found() -> None:
         assert name in ran, name
 
 
-@pytest.fixture(scope="module")
-def guide_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A broker like the guides' (`up` keeps Kafka's auto.create.topics.enable=true)."""
-    broker = LocalBroker(run_dir=tmp_path_factory.mktemp("guide-broker"), auto_create_topics=True)
-    broker.start(timeout=180)
-    try:
-        yield broker.bootstrap
-    finally:
-        broker.close()
-
-
 _clean_for: list[Path] = []
 
 
@@ -131,23 +118,7 @@ def fresh_page(example: Example, bootstrap: str) -> None:
         return
     _clean_for.append(example.path)
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
-        topics = [t for t in admin.list_topics() if not t.startswith("__")]
-        if topics:
-            admin.delete_topics(topics).all()
-        # deletion completes in the background: a page's first create_topics must not
-        # meet the old topic (TopicExistsError)
-        deadline = time.monotonic() + 60
-        while set(topics) & set(admin.list_topics()) or not _all_unknown(admin, topics):
-            assert time.monotonic() < deadline, f"topics still there 60 s after deletion: {topics}"
-            time.sleep(0.2)
-
-
-def _all_unknown(admin: AdminClient, topics: list[str]) -> bool:
-    """The broker's metadata no longer describes any of ``topics``."""
-    if not topics:
-        return True
-    result = admin.describe_topics(topics)
-    return all(item.error is not None for item in result.values())
+        delete_topics(admin, user_topics(admin))
 
 
 def run_example(example: Example, bootstrap: str, registry: str | None) -> str:

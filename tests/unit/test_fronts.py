@@ -260,3 +260,8 @@ def test_the_translation_keeps_the_text_and_removes_async() -> None:
             def __enter__(self) -> Thing:
                 return self
         ''')
+
+
+def test_blocking_docstrings_drop_the_parentheses_that_only_grouped_an_await() -> None:
+    text = 'assert (await admin.describe_topics(["o"]))["o"].ok and f(await x) and (await a(b)).c'
+    assert gen.blocking_text(text, {}) == 'assert admin.describe_topics(["o"])["o"].ok and f(x) and a(b).c'

@@ -1,8 +1,9 @@
 """MkDocs hooks (``mkdocs.yml``: ``hooks:``): the pages generated at build time.
 
-* checks the public API first: a public name no page shows, or a public class, function
-  or method without a docstring, fails the build (``public_api.uncovered`` /
-  ``undocumented``);
+* checks the public API first: a public name no page shows, a public class, function,
+  method or property without a docstring, or without an example (an ``Example::``
+  block), fails the build (``public_api.uncovered`` / ``undocumented``,
+  ``docstring_examples.example_problems``);
 * adds the generated pages: the API reference (``reference/api/*.md``), the settings
   and errors references, the benchmark charts (PNG files drawn with matplotlib from
   ``benchmarks/results/*.json``), the compatibility table (``docs/data/compatibility.yaml``),
@@ -32,7 +33,15 @@ from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 from mkdocs.structure.pages import Page  # noqa: E402
 
-from tools.docs import api_pages, charts, compat_page, errors_page, public_api, settings_page  # noqa: E402
+from tools.docs import (  # noqa: E402
+    api_pages,
+    charts,
+    compat_page,
+    docstring_examples,
+    errors_page,
+    public_api,
+    settings_page,
+)
 
 #: Repository markdown files outside docs/ shown on the site: source path -> page path.
 MIRRORED = {"CONTRIBUTING.md": "contributing.md", "benchmarks/README.md": "benchmarks/index.md",
@@ -44,6 +53,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     """Fail at once when the public API is not fully shown and documented."""
     problems = [f"public name shown on no API page: {n}" for n in public_api.uncovered()]
     problems += [f"public API without a docstring: {n}" for n in public_api.undocumented()]
+    problems += docstring_examples.example_problems()
     if problems:
         raise PluginError("the API reference is incomplete:\n  " + "\n  ".join(problems))
     return config

@@ -13,6 +13,7 @@ docstring. The docs build (``tools/docs/hooks.py``) fails on either, and
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import importlib
 import inspect
@@ -226,7 +227,11 @@ def docstring_of(obj: Any) -> str:
     """The object's docstring: a class's own; a method's own or, for an override, that of
     the method it overrides (``inspect.getdoc``'s rule, which ``help()`` follows too)."""
     if inspect.isclass(obj):
-        return str(obj.__dict__.get("__doc__") or "").strip()
+        doc = str(obj.__dict__.get("__doc__") or "").strip()
+        # a dataclass without a docstring gets its signature as __doc__ ("Node(id: int, ...)")
+        if dataclasses.is_dataclass(obj) and doc.startswith(f"{obj.__name__}("):
+            return ""
+        return doc
     return (inspect.getdoc(obj) or "").strip()
 
 

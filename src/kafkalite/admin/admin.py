@@ -98,9 +98,9 @@ class AdminClient(BlockingAdminFront):
     Example::
 
         with AdminClient({"bootstrap.servers": "127.0.0.1:9092"}) as admin:
-            result = admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=1)])
+            result = admin.create_topics([NewTopic("payments", num_partitions=6, replication_factor=1)])
             result.all()                                   # raises TopicExistsError if it exists
-            print((admin.describe_topics(["orders"]))["orders"].result().partitions)
+            print(admin.describe_topics(["payments"])["payments"].result().partitions)
     """
 
     def __enter__(self) -> AdminClient:
@@ -111,7 +111,13 @@ class AdminClient(BlockingAdminFront):
 
     def metrics(self) -> MetricsSnapshot:
         """Current metrics, ``{MetricName: value}``, with the Java admin client's names
-        (connection-count, connection-creation-total, failed-authentication-total, ...)."""
+        (connection-count, connection-creation-total, failed-authentication-total, ...).
+
+        Example::
+
+            admin.list_topics()
+            assert admin.metrics()["connection-count"] >= 1
+        """
         return self._core.registry.snapshot(METRICS_GROUP)
 
     # ------------------------------------------------------------ topics
@@ -124,7 +130,7 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            result = admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=1)])
+            result = admin.create_topics([NewTopic("payments", num_partitions=6, replication_factor=1)])
             result.all()   # raises TopicExistsError (or AdminBatchError naming each failure)
         """
         return self._run(topic_calls.create_topics(self._core, new_topics, validate_only=validate_only,
@@ -132,13 +138,25 @@ class AdminClient(BlockingAdminFront):
 
     def delete_topics(self, topics: Iterable[str | uuid.UUID], *,
                       timeout: float | None = None) -> AdminResult[str | uuid.UUID, None]:
-        """Delete topics by name or topic id (ids need Kafka 2.8+)."""
+        """Delete topics by name or topic id (ids need Kafka 2.8+).
+
+        Example::
+
+            admin.create_topics([NewTopic("scratch", num_partitions=1, replication_factor=1)]).all()
+            admin.delete_topics(["scratch"]).all()       # or topic ids: [uuid.UUID(...)]
+        """
         return self._run(topic_calls.delete_topics(self._core, topics, timeout=timeout), timeout)
 
     def list_topics(self, *, list_internal: bool = False,
                     timeout: float | None = None) -> dict[str, TopicListing]:
         """Every topic the client may describe, ``{name: TopicListing}`` sorted by name
-        (internal topics such as ``__consumer_offsets`` only with ``list_internal``)."""
+        (internal topics such as ``__consumer_offsets`` only with ``list_internal``).
+
+        Example::
+
+            topics = admin.list_topics()
+            assert "orders" in topics and "__consumer_offsets" not in topics
+        """
         return self._run(topic_calls.list_topics(self._core, list_internal=list_internal, timeout=timeout),
                          timeout)
 
@@ -157,7 +175,7 @@ class AdminClient(BlockingAdminFront):
 
         Example::
 
-            d = (admin.describe_topics(["orders"], use_describe_topic_partitions=True))["orders"].result()
+            d = admin.describe_topics(["orders"], use_describe_topic_partitions=True)["orders"].result()
             [(p.partition, p.isr, p.elr) for p in d.partitions]
         """
         return self._run(topic_calls.describe_topics(
@@ -168,7 +186,13 @@ class AdminClient(BlockingAdminFront):
     def create_partitions(self, new_partitions: Mapping[str, NewPartitions | int], *,
                           validate_only: bool = False,
                           timeout: float | None = None) -> AdminResult[str, None]:
-        """Grow topics to a new partition count (a decrease fails that topic with INVALID_PARTITIONS)."""
+        """Grow topics to a new partition count (a decrease fails that topic with INVALID_PARTITIONS).
+
+        Example::
+
+            admin.create_topics([NewTopic("growing", num_partitions=1, replication_factor=1)]).all()
+            admin.create_partitions({"growing": 4}).all()         # or NewPartitions(4)
+        """
         return self._run(topic_calls.create_partitions(self._core, new_partitions, validate_only=validate_only,
                                                        timeout=timeout), timeout)
 
@@ -185,7 +209,7 @@ class AdminClient(BlockingAdminFront):
         Example::
 
             topic = ConfigResource("topic", "orders")
-            configs = (admin.describe_configs([topic], config_names={topic: ["retention.ms"]})).all()
+            configs = admin.describe_configs([topic], config_names={topic: ["retention.ms"]}).all()
             print(configs[topic]["retention.ms"].value)
         """
         return self._run(configs.describe_configs(self._core, resources, config_names=config_names,
@@ -196,14 +220,27 @@ class AdminClient(BlockingAdminFront):
     def incremental_alter_configs(self, changes: Mapping[ConfigResource, Iterable[AlterConfigOp]], *,
                                   validate_only: bool = False,
                                   timeout: float | None = None) -> AdminResult[ConfigResource, None]:
-        """Apply SET / DELETE / APPEND / SUBTRACT operations to each resource's configs."""
+        """Apply SET / DELETE / APPEND / SUBTRACT operations to each resource's configs.
+
+        Example::
+
+            orders = ConfigResource("topic", "orders")
+            admin.incremental_alter_configs({orders: [AlterConfigOp.set("retention.ms", "3600000")]}).all()
+            assert admin.describe_configs([orders]).all()[orders]["retention.ms"].value == "3600000"
+        """
         return self._run(configs.incremental_alter_configs(self._core, changes, validate_only=validate_only,
                                                            timeout=timeout), timeout)
 
     def list_config_resources(self, types: Iterable[ResourceType | str] | None = None, *,
                               timeout: float | None = None) -> list[ConfigResource]:
         """Resources that have configs (KIP-1142, Kafka 4.1+); by default client metrics
-        resources, or the given ``types``."""
+        resources, or the given ``types``.
+
+        Example::
+
+            resources = admin.list_config_resources(["topic"])
+            assert ConfigResource("topic", "orders") in resources
+        """
         return self._run(configs.list_config_resources(self._core, types, timeout=timeout), timeout)
 
     # ------------------------------------------------------------ cluster
@@ -211,23 +248,47 @@ class AdminClient(BlockingAdminFront):
     def describe_cluster(self, *, include_authorized_operations: bool = False,
                          include_fenced_brokers: bool = False,
                          timeout: float | None = None) -> ClusterDescription:
-        """The cluster id, its brokers and the controller."""
+        """The cluster id, its brokers and the controller.
+
+        Example::
+
+            cluster = admin.describe_cluster()
+            print(cluster.cluster_id, [str(node) for node in cluster.nodes])
+        """
         return self._run(cluster.describe_cluster(self._core,
                                                   include_authorized_operations=include_authorized_operations,
                                                   include_fenced_brokers=include_fenced_brokers,
                                                   timeout=timeout), timeout)
 
     def controller(self, *, timeout: float | None = None) -> Node | None:
-        """The controller node as DescribeCluster reports it."""
+        """The controller node as DescribeCluster reports it.
+
+        Example::
+
+            node = admin.controller()
+            print(node.id, node.host, node.port)
+        """
         return (self.describe_cluster(timeout=timeout)).controller
 
     def describe_features(self, *, timeout: float | None = None) -> FeatureMetadata:
-        """Finalized and supported feature levels (KIP-584)."""
+        """Finalized and supported feature levels (KIP-584).
+
+        Example::
+
+            features = admin.describe_features()
+            print(features.finalized["metadata.version"], features.supported["metadata.version"])
+        """
         return self._run(cluster.describe_features(self._core, timeout=timeout), timeout)
 
     def update_features(self, updates: Mapping[str, FeatureUpdate | int], *, validate_only: bool = False,
                         timeout: float | None = None) -> AdminResult[str, None]:
-        """Upgrade or downgrade finalized feature levels (``{"transaction.version": 2}``)."""
+        """Upgrade or downgrade finalized feature levels (``{"transaction.version": 2}``).
+
+        Example::
+
+            level = admin.describe_features().finalized["transaction.version"]
+            admin.update_features({"transaction.version": level}, validate_only=True).all()
+        """
         return self._run(cluster.update_features(self._core, updates, validate_only=validate_only,
                                                  timeout=timeout), timeout)
 
@@ -253,19 +314,45 @@ class AdminClient(BlockingAdminFront):
     def list_consumer_groups(self, *, states: Iterable[GroupState | str] | None = None,
                              types: Iterable[GroupType | str] | None = None,
                              timeout: float | None = None) -> ListResult[GroupListing]:
-        """Classic consumer-protocol (and simple) groups plus KIP-848 consumer groups."""
+        """Classic consumer-protocol (and simple) groups plus KIP-848 consumer groups.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            consumer.commit({tp: 1})                   # a group with offsets and no members
+            groups = admin.list_consumer_groups()
+            assert consumer.config["group.id"] in [g.group_id for g in groups]
+        """
         listed = self.list_groups(states=states, types=types, timeout=timeout)
         return ListResult(listed.what, [g for g in listed if g.is_consumer_group], listed.by_broker)
 
     def describe_consumer_groups(self, group_ids: Iterable[str], *, include_authorized_operations: bool = False,
                                  timeout: float | None = None) -> AdminResult[str, ConsumerGroupDescription]:
-        """State, protocol, coordinator and members (with their assignments) of each group."""
+        """State, protocol, coordinator and members (with their assignments) of each group.
+
+        Example::
+
+            consumer.subscribe(["orders"])
+            consumer.poll(timeout=10.0)                # joins the group
+            group = consumer.config["group.id"]
+            description = admin.describe_consumer_groups([group])[group].result()
+            assert len(description.members) == 1
+        """
         return self._run(groups.describe_consumer_groups(
             self._core, group_ids, include_authorized_operations=include_authorized_operations, timeout=timeout),
             timeout)
 
     def delete_groups(self, group_ids: Iterable[str], *, timeout: float | None = None) -> AdminResult[str, None]:
-        """Delete groups (a group with members fails with NON_EMPTY_GROUP, per group)."""
+        """Delete groups (a group with members fails with NON_EMPTY_GROUP, per group).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            consumer.commit({tp: 1})
+            admin.delete_groups([consumer.config["group.id"]]).all()
+        """
         return self._run(groups.delete_groups(self._core, group_ids, timeout=timeout), timeout)
 
     delete_consumer_groups = delete_groups
@@ -275,27 +362,57 @@ class AdminClient(BlockingAdminFront):
   require_stable: bool = False, timeout: float | None = None,
     ) -> AdminResult[str, dict[TopicPartition, OffsetAndMetadata]]:
         """Committed offsets per group, ``{group: {partition: OffsetAndMetadata}}`` (all of a
-        group's, or the partitions given for it)."""
+        group's, or the partitions given for it).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            consumer.commit({tp: 1})
+            group = consumer.config["group.id"]
+            assert admin.list_consumer_group_offsets([group])[group].result()[tp].offset == 1
+        """
         return self._run(groups.list_consumer_group_offsets(self._core, groups_, require_stable=require_stable,
                                                             timeout=timeout), timeout)
 
     def alter_consumer_group_offsets(self, group_id: str,
                                      offsets_: Mapping[TopicPartition, OffsetAndMetadata | int], *,
                                      timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        """Commit offsets for a group with no active members (the broker refuses while it has some)."""
+        """Commit offsets for a group with no active members (the broker refuses while it has some).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            admin.alter_consumer_group_offsets("billing-replay", {tp: 0}).all()
+            assert admin.list_consumer_group_offsets(["billing-replay"])["billing-replay"].result()[tp].offset == 0
+        """
         return self._run(groups.alter_consumer_group_offsets(self._core, group_id, offsets_, timeout=timeout),
                          timeout)
 
     def delete_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition], *,
                                       timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        """Delete committed offsets of partitions the group no longer consumes."""
+        """Delete committed offsets of partitions the group no longer consumes.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            admin.alter_consumer_group_offsets("retired", {tp: 1}).all()
+            admin.delete_consumer_group_offsets("retired", [tp]).all()
+        """
         return self._run(groups.delete_consumer_group_offsets(self._core, group_id, partitions,
                                                               timeout=timeout), timeout)
 
     def remove_members_from_consumer_group(self, group_id: str, members: Iterable[MemberToRemove] | None = None,
                                            *, reason: str | None = None,
                                            timeout: float | None = None) -> AdminResult[MemberToRemove, None]:
-        """Remove members from a classic group (``members=None``: every member)."""
+        """Remove members from a classic group (``members=None``: every member).
+
+        Example::
+
+            consumer.subscribe(["orders"])
+            consumer.poll(timeout=10.0)                # a member of the group
+            admin.remove_members_from_consumer_group(consumer.config["group.id"]).all()   # every member
+        """
         return self._run(groups.remove_members_from_consumer_group(self._core, group_id, members, reason=reason,
                                                                    timeout=timeout), timeout)
 
@@ -303,7 +420,16 @@ class AdminClient(BlockingAdminFront):
 
     def describe_share_groups(self, group_ids: Iterable[str], *, include_authorized_operations: bool = False,
                               timeout: float | None = None) -> AdminResult[str, ShareGroupDescription]:
-        """State, coordinator and members (with their assignments) of each share group."""
+        """State, coordinator and members (with their assignments) of each share group.
+
+        Example::
+
+            with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "docs-share"}) as share:
+                share.subscribe(["orders"])
+                share.poll(timeout=2.0)
+                description = admin.describe_share_groups(["docs-share"])["docs-share"].result()
+                assert len(description.members) == 1
+        """
         return self._run(share_groups.describe_share_groups(
             self._core, group_ids, include_authorized_operations=include_authorized_operations, timeout=timeout),
             timeout)
@@ -312,18 +438,43 @@ class AdminClient(BlockingAdminFront):
   self, groups_: Mapping[str, Iterable[TopicPartition] | None] | Iterable[str], *,
   timeout: float | None = None,
     ) -> AdminResult[str, dict[TopicPartition, SharePartitionOffset]]:
-        """Start offsets (and lag, Kafka 4.1+) per share group and partition."""
+        """Start offsets (and lag, Kafka 4.1+) per share group and partition.
+
+        Example::
+
+            with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "docs-share-list"}) as share:
+                share.subscribe(["orders"])
+                share.poll(timeout=2.0)
+            offsets = admin.list_share_group_offsets(["docs-share-list"])["docs-share-list"].result()
+            print({tp.partition: o.start_offset for tp, o in offsets.items()})
+        """
         return self._run(share_groups.list_share_group_offsets(self._core, groups_, timeout=timeout), timeout)
 
     def alter_share_group_offsets(self, group_id: str, offsets_: Mapping[TopicPartition, int], *,
                                   timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        """Set the start offsets of an empty share group."""
+        """Set the start offsets of an empty share group.
+
+        Example::
+
+            with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "docs-share-alter"}) as share:
+                share.subscribe(["orders"])
+                share.poll(timeout=2.0)
+            admin.alter_share_group_offsets("docs-share-alter", {TopicPartition("orders", 0): 0}).all()
+        """
         return self._run(share_groups.alter_share_group_offsets(self._core, group_id, offsets_,
                                                                 timeout=timeout), timeout)
 
     def delete_share_group_offsets(self, group_id: str, topics: Iterable[str], *,
                                    timeout: float | None = None) -> AdminResult[str, None]:
-        """Forget an empty share group's state for whole topics."""
+        """Forget an empty share group's state for whole topics.
+
+        Example::
+
+            with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "docs-share-delete"}) as share:
+                share.subscribe(["orders"])
+                share.poll(timeout=2.0)
+            admin.delete_share_group_offsets("docs-share-delete", ["orders"]).all()
+        """
         return self._run(share_groups.delete_share_group_offsets(self._core, group_id, topics,
                                                                  timeout=timeout), timeout)
 
@@ -332,55 +483,120 @@ class AdminClient(BlockingAdminFront):
     def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec | str | int], *,
                      isolation_level: IsolationLevel | str = IsolationLevel.READ_UNCOMMITTED,
                      timeout: float | None = None) -> AdminResult[TopicPartition, ListOffsetsResultInfo]:
-        """Offsets per partition for earliest / latest / max-timestamp / a timestamp (ms)."""
+        """Offsets per partition for earliest / latest / max-timestamp / a timestamp (ms).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            offsets = admin.list_offsets({tp: OffsetSpec.latest()}).all()
+            assert offsets[tp].offset == 1
+        """
         return self._run(offsets.list_offsets(self._core, specs, isolation_level=isolation_level,
                                               timeout=timeout), timeout)
 
     def delete_records(self, before: Mapping[TopicPartition, int], *,
                        timeout: float | None = None) -> AdminResult[TopicPartition, DeletedRecords]:
-        """Delete records before the given offsets (-1: the high watermark, i.e. everything)."""
+        """Delete records before the given offsets (-1: the high watermark, i.e. everything).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            deleted = admin.delete_records({tp: 1}).all()      # -1: everything
+            assert deleted[tp].low_watermark == 1
+        """
         return self._run(offsets.delete_records(self._core, before, timeout=timeout), timeout)
 
     # ------------------------------------------------------------ security
 
     def create_acls(self, bindings: Iterable[AclBinding], *,
                     timeout: float | None = None) -> AdminResult[AclBinding, None]:
-        """Create ACL bindings; per binding: None or its error."""
+        """Create ACL bindings; per binding: None or its error.
+
+        Example (needs secured_broker)::
+
+            binding = AclBinding(ResourcePattern("topic", "orders"), AccessControlEntry("User:alice", "*", "read", "allow"))
+            admin.create_acls([binding]).all()
+        """
         return self._run(acls.create_acls(self._core, bindings, timeout=timeout), timeout)
 
     def describe_acls(self, acl_filter: AclBindingFilter | None = None, *,
                       timeout: float | None = None) -> list[AclBinding]:
-        """Every ACL binding matching ``acl_filter`` (default: all)."""
+        """Every ACL binding matching ``acl_filter`` (default: all).
+
+        Example (needs secured_broker)::
+
+            binding = AclBinding(ResourcePattern("topic", "invoices"), AccessControlEntry("User:bob", "*", "write", "allow"))
+            admin.create_acls([binding]).all()
+            assert binding in admin.describe_acls(AclBindingFilter(resource_type="topic", name="invoices"))
+        """
         return self._run(acls.describe_acls(self._core, acl_filter, timeout=timeout), timeout)
 
     def delete_acls(self, filters: Iterable[AclBindingFilter], *,
                     timeout: float | None = None) -> AdminResult[AclBindingFilter, list[AclBinding]]:
-        """Delete the ACLs matching each filter; each filter's value is what it deleted."""
+        """Delete the ACLs matching each filter; each filter's value is what it deleted.
+
+        Example (needs secured_broker)::
+
+            binding = AclBinding(ResourcePattern("group", "billing"), AccessControlEntry("User:carol", "*", "read", "allow"))
+            admin.create_acls([binding]).all()
+            deleted = admin.delete_acls([AclBindingFilter.for_binding(binding)]).all()
+            assert list(deleted.values()) == [[binding]]
+        """
         return self._run(acls.delete_acls(self._core, filters, timeout=timeout), timeout)
 
     def describe_user_scram_credentials(self, users: Iterable[str] | None = None, *,
                                         timeout: float | None = None
                                         ) -> AdminResult[str, UserScramCredentialsDescription]:
-        """SCRAM mechanisms and iteration counts per user (never the credentials themselves)."""
+        """SCRAM mechanisms and iteration counts per user (never the credentials themselves).
+
+        Example::
+
+            admin.alter_user_scram_credentials([UserScramCredentialUpsertion("alice", "SCRAM-SHA-256", "alice-secret")]).all()
+            info = admin.describe_user_scram_credentials(["alice"])["alice"].result()
+            assert [c.mechanism for c in info.credentials] == [ScramMechanism.SCRAM_SHA_256]
+        """
         return self._run(scram.describe_user_scram_credentials(self._core, users, timeout=timeout), timeout)
 
     def alter_user_scram_credentials(
   self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion], *,
   timeout: float | None = None,
     ) -> AdminResult[str, None]:
-        """Upsert or delete SCRAM credentials; results are keyed by user name."""
+        """Upsert or delete SCRAM credentials; results are keyed by user name.
+
+        Example::
+
+            admin.alter_user_scram_credentials([
+                UserScramCredentialUpsertion("dave", "SCRAM-SHA-512", "dave-secret", iterations=8192),
+            ]).all()
+            admin.alter_user_scram_credentials([UserScramCredentialDeletion("dave", "SCRAM-SHA-512")]).all()
+        """
         return self._run(scram.alter_user_scram_credentials(self._core, alterations, timeout=timeout), timeout)
 
     def describe_client_quotas(self, components: Iterable[ClientQuotaFilterComponent] = (), *,
                                strict: bool = False, timeout: float | None = None
                                ) -> dict[ClientQuotaEntity, dict[str, float]]:
-        """Quotas of the entities matching every component (none: all entities)."""
+        """Quotas of the entities matching every component (none: all entities).
+
+        Example::
+
+            alice = ClientQuotaEntity(user="alice")
+            admin.alter_client_quotas([ClientQuotaAlteration(alice, {"producer_byte_rate": 1048576.0})]).all()
+            quotas = admin.describe_client_quotas([ClientQuotaFilterComponent("user", "alice")])
+            print(quotas)          # {ClientQuotaEntity(user=alice): {'producer_byte_rate': 1048576.0}}
+        """
         return self._run(quotas.describe_client_quotas(self._core, components, strict=strict,
                                                        timeout=timeout), timeout)
 
     def alter_client_quotas(self, alterations: Iterable[ClientQuotaAlteration], *, validate_only: bool = False,
                             timeout: float | None = None) -> AdminResult[ClientQuotaEntity, None]:
-        """Set (a value) or remove (None) quota keys, per entity."""
+        """Set (a value) or remove (None) quota keys, per entity.
+
+        Example::
+
+            bob = ClientQuotaEntity(user="bob", **{"client-id": "reports"})
+            admin.alter_client_quotas([ClientQuotaAlteration(bob, {"consumer_byte_rate": 2097152.0})]).all()
+            admin.alter_client_quotas([ClientQuotaAlteration(bob, {"consumer_byte_rate": None})]).all()   # removed
+        """
         return self._run(quotas.alter_client_quotas(self._core, alterations, validate_only=validate_only,
                                                     timeout=timeout), timeout)
 
@@ -389,38 +605,81 @@ class AdminClient(BlockingAdminFront):
     def elect_leaders(self, election_type: ElectionType | str = ElectionType.PREFERRED,
                       partitions: Iterable[TopicPartition] | None = None, *,
                       timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        """Run preferred or unclean leader elections (``partitions=None``: every partition)."""
+        """Run preferred or unclean leader elections (``partitions=None``: every partition).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            result = admin.elect_leaders(ElectionType.PREFERRED, [tp])
+            print(result[tp].error)        # ElectionNotNeededError: the preferred replica leads already
+        """
         return self._run(operations.elect_leaders(self._core, election_type, partitions, timeout=timeout),
                          timeout)
 
     def alter_partition_reassignments(self, reassignments: Mapping[TopicPartition, Sequence[int] | None], *,
                                       timeout: float | None = None) -> AdminResult[TopicPartition, None]:
-        """Move partitions to new replica lists (None cancels an ongoing reassignment)."""
+        """Move partitions to new replica lists (None cancels an ongoing reassignment).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            broker = admin.describe_cluster().nodes[0].id
+            admin.alter_partition_reassignments({tp: [broker]}).all()   # None cancels a running one
+        """
         return self._run(operations.alter_partition_reassignments(self._core, reassignments, timeout=timeout),
                          timeout)
 
     def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None, *,
                                      timeout: float | None = None
                                      ) -> dict[TopicPartition, PartitionReassignment]:
-        """Ongoing reassignments (of ``partitions``, or all)."""
+        """Ongoing reassignments (of ``partitions``, or all).
+
+        Example::
+
+            assert admin.list_partition_reassignments() == {}      # nothing is moving
+        """
         return self._run(operations.list_partition_reassignments(self._core, partitions, timeout=timeout),
                          timeout)
 
     def describe_log_dirs(self, broker_ids: Iterable[int] | None = None, *,
                           timeout: float | None = None) -> AdminResult[int, dict[str, LogDirDescription]]:
-        """Log directories of each broker (default: every broker) with replica sizes."""
+        """Log directories of each broker (default: every broker) with replica sizes.
+
+        Example::
+
+            for broker, dirs in admin.describe_log_dirs().all().items():
+                for path, log_dir in dirs.items():
+                    print(broker, path, len(log_dir.replicas))
+        """
         return self._run(operations.describe_log_dirs(self._core, broker_ids, timeout=timeout), timeout)
 
     def describe_producers(self, partitions: Iterable[TopicPartition], *,
                            timeout: float | None = None) -> AdminResult[TopicPartition, list[ProducerState]]:
-        """Active idempotent and transactional producers per partition (from its leader)."""
+        """Active idempotent and transactional producers per partition (from its leader).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            producer.send("orders", b"v", partition=0)     # an idempotent producer
+            producer.flush()
+            states = admin.describe_producers([tp]).all()[tp]
+            assert states and all(s.producer_id >= 0 for s in states)
+        """
         return self._run(operations.describe_producers(self._core, partitions, timeout=timeout), timeout)
 
     def list_transactions(self, *, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
                           duration_ms: int | None = None, transactional_id_pattern: str | None = None,
                           timeout: float | None = None) -> ListResult[TransactionListing]:
         """Transactions of every broker's transaction coordinator, sorted by id; a
-        :class:`ListResult` like :meth:`list_groups` (``.errors`` by broker id)."""
+        :class:`ListResult` like :meth:`list_groups` (``.errors`` by broker id).
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-listed"})
+            tx.init_transactions()
+            assert "docs-listed" in [t.transactional_id for t in admin.list_transactions()]
+            tx.close()
+        """
         return self._run(txn.list_transactions(self._core, states=states, producer_ids=producer_ids,
                                                duration_ms=duration_ms,
                                                transactional_id_pattern=transactional_id_pattern,
@@ -428,14 +687,47 @@ class AdminClient(BlockingAdminFront):
 
     def describe_transactions(self, transactional_ids: Iterable[str], *,
                               timeout: float | None = None) -> AdminResult[str, TransactionDescription]:
-        """State, producer id and epoch, timeout and partitions of each transactional id."""
+        """State, producer id and epoch, timeout and partitions of each transactional id.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-described"})
+            tx.init_transactions()
+            description = admin.describe_transactions(["docs-described"])["docs-described"].result()
+            assert description.state == "Empty"                          # no transaction open
+            tx.close()
+        """
         return self._run(txn.describe_transactions(self._core, transactional_ids, timeout=timeout), timeout)
 
     def abort_transaction(self, spec: AbortTransactionSpec, *, timeout: float | None = None) -> None:
-        """Abort a hanging transaction on one partition (as ``kafka-transactions abort``)."""
+        """Abort a hanging transaction on one partition (as ``kafka-transactions abort``).
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-hanging"})
+            tx.init_transactions()
+            tx.begin_transaction()
+            tx.send("orders", b"x", partition=0)            # a transaction left open
+            tx.flush()
+            tp = TopicPartition("orders", 0)
+            states = admin.describe_producers([tp]).all()[tp]
+            hanging = next(s for s in states if s.current_transaction_start_offset is not None)
+            # as kafka-transactions abort: an unknown coordinator epoch is 0
+            spec = AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, hanging.coordinator_epoch or 0)
+            admin.abort_transaction(spec)
+            tx.close(timeout=0)
+        """
         self._run(txn.abort_transaction(self._core, spec, timeout=timeout), timeout)
 
     def fence_producers(self, transactional_ids: Iterable[str], *,
                         timeout: float | None = None) -> AdminResult[str, ProducerIdAndEpoch]:
-        """Fence the current producer of each transactional id (KIP-664: its epoch is bumped)."""
+        """Fence the current producer of each transactional id (KIP-664: its epoch is bumped).
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-fenced"})
+            tx.init_transactions()
+            admin.fence_producers(["docs-fenced"]).all()   # tx's next transactional call fails: fenced
+            tx.close()
+        """
         return self._run(txn.fence_producers(self._core, transactional_ids, timeout=timeout), timeout)

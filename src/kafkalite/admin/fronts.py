@@ -58,7 +58,14 @@ class AsyncAdminFront(ShapeChecked):
         return await coro
 
     async def close(self, timeout: float = 5.0) -> None:
-        """Close every connection (idempotent; at most ``timeout`` seconds)."""
+        """Close every connection (idempotent; at most ``timeout`` seconds).
+
+        Example::
+
+            await admin.list_topics()
+            await admin.close(timeout=5.0)
+            await admin.close()           # idempotent: nothing happens
+        """
         if self._closed:
             return
         self._closed = True
@@ -85,7 +92,14 @@ class BlockingAdminFront(ShapeChecked):
         return self._engine.run(coro, budget + _GRACE_S, getattr(coro, "__qualname__", "admin call"))
 
     def close(self, timeout: float = 5.0) -> None:
-        """Close every connection (idempotent; at most ``timeout`` seconds)."""
+        """Close every connection (idempotent; at most ``timeout`` seconds).
+
+        Example::
+
+            admin.list_topics()
+            admin.close(timeout=5.0)
+            admin.close()           # idempotent: nothing happens
+        """
         if self._closed:
             return
         self._closed = True

@@ -43,7 +43,13 @@ T = TypeVar("T")
 
 class ItemResult(Generic[V]):
     """The outcome of one item: a value or an error (future-like names: ``result()``,
-    ``exception()``, so code written for confluent-kafka's futures reads the same)."""
+    ``exception()``, so code written for confluent-kafka's futures reads the same).
+
+    Example::
+
+        result = admin.describe_topics(["orders", "missing"])
+        assert result["orders"].ok and not result["missing"].ok
+    """
 
     __slots__ = ("_error", "_value")
 
@@ -53,28 +59,55 @@ class ItemResult(Generic[V]):
 
     @property
     def ok(self) -> bool:
-        """True when the item succeeded."""
+        """True when the item succeeded.
+
+        Example::
+
+            assert admin.describe_topics(["orders"])["orders"].ok
+        """
         return self._error is None
 
     @property
     def error(self) -> KafkaError | None:
-        """The item's error, or None when it succeeded."""
+        """The item's error, or None when it succeeded.
+
+        Example::
+
+            item = admin.describe_topics(["missing"])["missing"]
+            assert isinstance(item.error, UnknownTopicOrPartitionError)
+        """
         return self._error
 
     @property
     def value(self) -> V | None:
-        """The value (None for a failed item; use :meth:`result` to raise instead)."""
+        """The value (None for a failed item; use :meth:`result` to raise instead).
+
+        Example::
+
+            assert admin.describe_topics(["missing"])["missing"].value is None      # no raising
+        """
         return self._value
 
     def result(self) -> V:
-        """The value, or raise the item's error."""
+        """The value, or raise the item's error.
+
+        Example::
+
+            description = admin.describe_topics(["orders"])["orders"].result()     # raises the item's error
+            assert description.name == "orders"
+        """
         if self._error is not None:
             raise self._error
         # No error: the item holds its value (None for calls that give none).
         return cast(V, self._value)
 
     def exception(self) -> KafkaError | None:
-        """The item's error, or None (``concurrent.futures.Future.exception()``'s name)."""
+        """The item's error, or None (``concurrent.futures.Future.exception()``'s name).
+
+        Example::
+
+            assert admin.describe_topics(["orders"])["orders"].exception() is None
+        """
         return self._error
 
     def __repr__(self) -> str:
@@ -91,6 +124,13 @@ class AdminBatchError(KafkaError):
 
     ``errors`` maps each failed item's key to its error; ``results`` is the whole
     :class:`AdminResult`, so the successful items stay reachable.
+
+    Example::
+
+        try:
+            admin.describe_topics(["missing-1", "missing-2"]).all()
+        except AdminBatchError as exc:
+            print(sorted(exc.errors))                  # ['missing-1', 'missing-2']
     """
 
     def __init__(self, what: str, errors: Mapping[Any, KafkaError], results: AdminResult[Any, Any]) -> None:
@@ -104,7 +144,14 @@ class AdminBatchError(KafkaError):
 
 
 class AdminResult(Mapping[K, ItemResult[V]], Generic[K, V]):
-    """Read-only mapping ``key -> ItemResult`` (see the module doc)."""
+    """Read-only mapping ``key -> ItemResult`` (see the module doc).
+
+    Example::
+
+        result = admin.describe_topics(["orders", "missing"])
+        for name, item in result.items():
+            print(name, item.ok)
+    """
 
     def __init__(self, what: str, items: Mapping[K, ItemResult[V]]) -> None:
         self.what = what
@@ -121,21 +168,44 @@ class AdminResult(Mapping[K, ItemResult[V]], Generic[K, V]):
 
     @property
     def ok(self) -> bool:
-        """True when every item succeeded."""
+        """True when every item succeeded.
+
+        Example::
+
+            assert not admin.describe_topics(["orders", "missing"]).ok
+        """
         return all(item.ok for item in self._items.values())
 
     @property
     def errors(self) -> dict[K, KafkaError]:
-        """``{key: KafkaError}`` of the items that failed (empty when all succeeded)."""
+        """``{key: KafkaError}`` of the items that failed (empty when all succeeded).
+
+        Example::
+
+            errors = admin.describe_topics(["orders", "missing"]).errors
+            assert list(errors) == ["missing"]
+        """
         return {k: item.error for k, item in self._items.items() if item.error is not None}
 
     @property
     def succeeded(self) -> dict[K, V]:
-        """The values of the items that succeeded."""
+        """The values of the items that succeeded.
+
+        Example::
+
+            found = admin.describe_topics(["orders", "missing"]).succeeded
+            assert list(found) == ["orders"]
+        """
         return {k: item.result() for k, item in self._items.items() if item.ok}
 
     def all(self) -> dict[K, V]:
-        """Every item's value, or raise :class:`AdminBatchError` naming each failure."""
+        """Every item's value, or raise :class:`AdminBatchError` naming each failure.
+
+        Example::
+
+            descriptions = admin.describe_topics(["orders"]).all()      # raises if any item failed
+            assert list(descriptions) == ["orders"]
+        """
         self.raise_on_error()
         return self.succeeded
 
@@ -147,7 +217,11 @@ class AdminResult(Mapping[K, ItemResult[V]], Generic[K, V]):
 
         Example::
 
-            admin.create_topics([NewTopic("orders", 3, 1)]).raise_on_error()
+            created = admin.create_topics([NewTopic("invoices", 3, 1)]).raise_on_error()
+            try:
+                admin.create_topics([NewTopic("invoices", 3, 1)]).raise_on_error()
+            except TopicExistsError as exc:    # one item: its own error, not AdminBatchError
+                print(exc)
         """
         errors = self.errors
         if errors:
@@ -203,22 +277,43 @@ class ListResult(list[T]):
 
     @property
     def errors(self) -> dict[int, KafkaError]:
-        """``{broker id: error}`` of the brokers that did not answer."""
+        """``{broker id: error}`` of the brokers that did not answer.
+
+        Example::
+
+            assert admin.list_groups().errors == {}      # {broker id: error} of brokers that did not answer
+        """
         return self.by_broker.errors
 
     @property
     def ok(self) -> bool:
-        """True when every broker answered (the list is complete)."""
+        """True when every broker answered (the list is complete).
+
+        Example::
+
+            assert admin.list_groups().ok
+        """
         return self.by_broker.ok
 
     def raise_on_error(self) -> ListResult[T]:
-        """Raise :class:`AdminBatchError` (``.errors`` by broker) unless every broker answered."""
+        """Raise :class:`AdminBatchError` (``.errors`` by broker) unless every broker answered.
+
+        Example::
+
+            groups = admin.list_groups().raise_on_error()   # the same list, once it is complete
+        """
         if not self.ok:
             raise AdminBatchError(self.what, self.errors, self.by_broker)
         return self
 
     def all(self) -> list[T]:
-        """The complete list as a plain list, or raise :class:`AdminBatchError`."""
+        """The complete list as a plain list, or raise :class:`AdminBatchError`.
+
+        Example::
+
+            groups = admin.list_groups().all()           # raises if a broker did not answer
+            print([g.group_id for g in groups])
+        """
         self.raise_on_error()
         return list(self)
 

@@ -21,7 +21,13 @@ from kafkalite.errors import ConfigError
 
 
 class AclResourceType(enum.IntEnum):
-    """The kind of resource an ACL protects (``ANY`` matches every kind in a filter)."""
+    """The kind of resource an ACL protects (``ANY`` matches every kind in a filter).
+
+    Example (needs secured_broker)::
+
+        pattern = ResourcePattern(AclResourceType.TRANSACTIONAL_ID, "billing-", PatternType.PREFIXED)
+        admin.create_acls([AclBinding(pattern, AccessControlEntry("User:alice", "*", "write", "allow"))]).all()
+    """
 
     UNKNOWN = 0
     ANY = 1
@@ -34,7 +40,13 @@ class AclResourceType(enum.IntEnum):
 
 
 class PatternType(enum.IntEnum):
-    """How an ACL's resource name matches: ``LITERAL``, ``PREFIXED``; ``ANY`` / ``MATCH`` in filters."""
+    """How an ACL's resource name matches: ``LITERAL``, ``PREFIXED``; ``ANY`` / ``MATCH`` in filters.
+
+    Example (needs secured_broker)::
+
+        pattern = ResourcePattern("topic", "orders-", PatternType.PREFIXED)    # every topic named orders-*
+        admin.create_acls([AclBinding(pattern, AccessControlEntry("User:alice", "*", "read", "allow"))]).all()
+    """
 
     UNKNOWN = 0
     ANY = 1
@@ -44,7 +56,13 @@ class PatternType(enum.IntEnum):
 
 
 class AclPermissionType(enum.IntEnum):
-    """Whether an ACL allows or denies (``ANY`` matches both in a filter)."""
+    """Whether an ACL allows or denies (``ANY`` matches both in a filter).
+
+    Example (needs secured_broker)::
+
+        deny = AccessControlEntry("User:mallory", "*", "all", AclPermissionType.DENY)
+        admin.create_acls([AclBinding(ResourcePattern("topic", "orders"), deny)]).all()
+    """
 
     UNKNOWN = 0
     ANY = 1
@@ -58,7 +76,13 @@ EnumArg = enum.IntEnum | str | int
 
 
 def parse_enum(cls: type[E], value: object, what: str) -> E:
-    """Parse an enum member from itself, its name in any case (``transactional-id``), or its code."""
+    """Parse an enum member from itself, its name in any case (``transactional-id``), or its code.
+
+    Example::
+
+        from kafkalite.admin.security_types import parse_enum
+        assert parse_enum(PatternType, "prefixed", "pattern type") is PatternType.PREFIXED
+    """
     if isinstance(value, cls):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
@@ -80,7 +104,13 @@ def parse_enum(cls: type[E], value: object, what: str) -> E:
 
 @dataclass(frozen=True, init=False)
 class ResourcePattern:
-    """What an ACL applies to: a resource type, a name (or prefix) and a pattern type."""
+    """What an ACL applies to: a resource type, a name (or prefix) and a pattern type.
+
+    Example::
+
+        pattern = ResourcePattern("group", "billing")
+        assert str(pattern) == "GROUP:LITERAL:billing"
+    """
 
     resource_type: AclResourceType
     name: str
@@ -97,7 +127,13 @@ class ResourcePattern:
 
 @dataclass(frozen=True, init=False)
 class AccessControlEntry:
-    """Who (``User:alice``), from where (``*``), may or may not do what."""
+    """Who (``User:alice``), from where (``*``), may or may not do what.
+
+    Example::
+
+        entry = AccessControlEntry("User:alice", "*", "describe", "allow")
+        assert entry.operation is AclOperation.DESCRIBE
+    """
 
     principal: str
     host: str
@@ -116,6 +152,15 @@ class AccessControlEntry:
 
 @dataclass(frozen=True)
 class AclBinding:
+    """An ACL: a resource pattern and the access control entry that applies to it.
+
+    Example (needs secured_broker)::
+
+        binding = AclBinding(ResourcePattern("topic", "payments"), AccessControlEntry("User:bob", "*", "write", "allow"))
+        admin.create_acls([binding]).all()
+        assert binding in admin.describe_acls(AclBindingFilter.for_binding(binding))
+    """
+
     pattern: ResourcePattern
     entry: AccessControlEntry
 
@@ -129,6 +174,11 @@ class AclBindingFilter:
 
     ``pattern_type`` MATCH finds every ACL that applies to ``name`` (literal, wildcard and
     prefixed ones), as ``kafka-acls --resource-pattern-type match`` does.
+
+    Example (needs secured_broker)::
+
+        for binding in admin.describe_acls(AclBindingFilter(principal="User:alice")):
+            print(binding)
     """
 
     resource_type: AclResourceType = AclResourceType.ANY
@@ -154,15 +204,23 @@ class AclBindingFilter:
     def any(cls) -> AclBindingFilter:
         """A filter that matches every ACL binding.
 
-        Example::
+        Example (needs secured_broker)::
 
-            admin.describe_acls(AclBindingFilter.any())
+            for binding in admin.describe_acls(AclBindingFilter.any()):
+                print(binding)
         """
         return cls()
 
     @classmethod
     def for_binding(cls, binding: AclBinding) -> AclBindingFilter:
-        """The filter that matches exactly ``binding``."""
+        """The filter that matches exactly ``binding``.
+
+        Example (needs secured_broker)::
+
+            binding = AclBinding(ResourcePattern("topic", "refunds"), AccessControlEntry("User:erin", "*", "read", "allow"))
+            admin.create_acls([binding]).all()
+            assert admin.delete_acls([AclBindingFilter.for_binding(binding)]).all()
+        """
         p, e = binding.pattern, binding.entry
         return cls(p.resource_type, p.name, p.pattern_type, e.principal, e.host, e.operation, e.permission_type)
 
@@ -200,12 +258,30 @@ class ScramMechanism(enum.IntEnum):
 
 @dataclass(frozen=True)
 class ScramCredentialInfo:
+    """One SCRAM credential of a user: its mechanism and iteration count (never the secret).
+
+    Example::
+
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("frank", "SCRAM-SHA-512", "secret")]).all()
+        (info,) = admin.describe_user_scram_credentials(["frank"])["frank"].result().credentials
+        assert (info.mechanism, info.iterations) == (ScramMechanism.SCRAM_SHA_512, 4096)
+    """
+
     mechanism: ScramMechanism
     iterations: int
 
 
 @dataclass
 class UserScramCredentialsDescription:
+    """A user's SCRAM credentials as ``describe_user_scram_credentials`` reports them.
+
+    Example::
+
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("grace", "SCRAM-SHA-256", "secret")]).all()
+        description = admin.describe_user_scram_credentials(["grace"])["grace"].result()
+        assert description.user == "grace" and len(description.credentials) == 1
+    """
+
     user: str
     credentials: list[ScramCredentialInfo] = field(default_factory=list)
 
@@ -217,6 +293,11 @@ class UserScramCredentialUpsertion:
     The password never leaves the client: it is salted and hashed here (RFC 5802
     ``Hi()`` = PBKDF2-HMAC with ``iterations``) and only salt + salted password are sent.
     ``salt`` defaults to 32 random bytes.
+
+    Example::
+
+        upsert = UserScramCredentialUpsertion("heidi", "SCRAM-SHA-256", "heidi-secret", iterations=8192)
+        admin.alter_user_scram_credentials([upsert]).all()      # salted here; the password is never sent
     """
 
     user: str
@@ -238,6 +319,14 @@ class UserScramCredentialUpsertion:
 
 @dataclass(frozen=True, init=False)
 class UserScramCredentialDeletion:
+    """Deletes a user's SCRAM credential of one mechanism (``alter_user_scram_credentials``).
+
+    Example::
+
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("ivan", "SCRAM-SHA-256", "s")]).all()
+        admin.alter_user_scram_credentials([UserScramCredentialDeletion("ivan", "SCRAM-SHA-256")]).all()
+    """
+
     user: str
     mechanism: ScramMechanism
 
@@ -255,6 +344,11 @@ class ClientQuotaEntity:
 
     Entity types are ``user``, ``client-id`` and ``ip``; a None name is the default
     entity of that type (``--entity-default`` in kafka-configs).
+
+    Example::
+
+        entity = ClientQuotaEntity(user="judy")                 # or {"user": "judy", "client-id": "app"}
+        admin.alter_client_quotas([ClientQuotaAlteration(entity, {"request_percentage": 50.0})]).all()
     """
 
     entries: tuple[tuple[str, str | None], ...]
@@ -265,7 +359,12 @@ class ClientQuotaEntity:
         object.__setattr__(self, "entries", tuple(sorted(merged.items())))
 
     def as_dict(self) -> dict[str, str | None]:
-        """The entity as ``{entity type: name}`` (``None``: the default entity of that type)."""
+        """The entity as ``{entity type: name}`` (``None``: the default entity of that type).
+
+        Example::
+
+            assert ClientQuotaEntity({"user": "judy", "client-id": "app"}).as_dict() == {"user": "judy", "client-id": "app"}
+        """
         return dict(self.entries)
 
     def __str__(self) -> str:
@@ -276,7 +375,14 @@ class ClientQuotaEntity:
 @dataclass(frozen=True)
 class ClientQuotaFilterComponent:
     """``match``: an exact name, None with ``default=True`` for the default entity, or
-    None for any entity of the type ("specified")."""
+    None for any entity of the type ("specified").
+
+    Example::
+
+        everyone = admin.describe_client_quotas([ClientQuotaFilterComponent("user")])   # any user entity
+        for entity, quotas in everyone.items():
+            print(entity, quotas)
+    """
 
     entity_type: str
     match: str | None = None
@@ -287,7 +393,13 @@ class ClientQuotaFilterComponent:
 class ClientQuotaAlteration:
     """Quota changes for one entity: ``ops`` maps a quota key (``producer_byte_rate``,
     ``consumer_byte_rate``, ``request_percentage``, ``controller_mutation_rate``,
-    ``connection_creation_rate``) to a new value or None to remove it."""
+    ``connection_creation_rate``) to a new value or None to remove it.
+
+    Example::
+
+        entity = ClientQuotaEntity({"client-id": "batch-jobs"})
+        admin.alter_client_quotas([ClientQuotaAlteration(entity, {"producer_byte_rate": 524288.0})]).all()
+    """
 
     entity: ClientQuotaEntity
     ops: Mapping[str, float | None]

@@ -29,7 +29,13 @@ _NOT_REQUESTED = -(2**31)
 
 
 class AclOperation(enum.IntEnum):
-    """An operation an ACL allows or denies (Kafka's ``AclOperation``, same codes)."""
+    """An operation an ACL allows or denies (Kafka's ``AclOperation``, same codes).
+
+    Example::
+
+        entry = AccessControlEntry("User:alice", "*", AclOperation.READ, "allow")
+        assert entry.operation is AclOperation.READ
+    """
 
     UNKNOWN = 0
     ANY = 1
@@ -50,7 +56,13 @@ class AclOperation(enum.IntEnum):
 
 
 def decode_authorized_operations(bits: int | None) -> frozenset[AclOperation] | None:
-    """The operations set in a KIP-430 bit field; None when the broker did not send them."""
+    """The operations set in a KIP-430 bit field; None when the broker did not send them.
+
+    Example::
+
+        from kafkalite.admin.types import decode_authorized_operations
+        assert decode_authorized_operations(1 << AclOperation.READ) == frozenset({AclOperation.READ})
+    """
     if bits is None or bits == _NOT_REQUESTED:
         return None
     return frozenset(op for op in AclOperation if op > AclOperation.ANY and bits & (1 << op))
@@ -65,6 +77,11 @@ class NewTopic:
 
     Give ``num_partitions`` and ``replication_factor`` (-1 for the broker's defaults),
     or ``replica_assignment`` ({partition: [broker ids]}) instead of both.
+
+    Example::
+
+        topic = NewTopic("audit", num_partitions=3, replication_factor=1, config={"retention.ms": "86400000"})
+        admin.create_topics([topic]).all()
     """
 
     name: str
@@ -82,7 +99,13 @@ class NewTopic:
 
 @dataclass
 class NewPartitions:
-    """Grow a topic to ``total_count`` partitions (optionally placing the new ones)."""
+    """Grow a topic to ``total_count`` partitions (optionally placing the new ones).
+
+    Example::
+
+        admin.create_topics([NewTopic("clicks", num_partitions=1, replication_factor=1)]).all()
+        admin.create_partitions({"clicks": NewPartitions(total_count=3)}).all()
+    """
 
     total_count: int
     new_assignments: Sequence[Sequence[int]] | None = None
@@ -90,6 +113,14 @@ class NewPartitions:
 
 @dataclass(frozen=True)
 class Node:
+    """A broker: its id, address, rack and (KIP-1073) whether it is fenced.
+
+    Example::
+
+        node = admin.describe_cluster().nodes[0]
+        print(node.id, node.host, node.port, node.rack)
+    """
+
     id: int
     host: str
     port: int
@@ -102,6 +133,14 @@ class Node:
 
 @dataclass
 class TopicPartitionInfo:
+    """One partition of a described topic: leader, replicas, in-sync replicas and (KIP-966) eligible leader replicas.
+
+    Example::
+
+        info = admin.describe_topics(["orders"])["orders"].result().partitions[0]
+        print(info.partition, info.leader, info.replicas, info.isr)
+    """
+
     partition: int
     leader: int | None  # None: no leader (offline)
     replicas: list[int]
@@ -117,12 +156,26 @@ class TopicPartitionInfo:
 
     @property
     def under_replicated(self) -> bool:
-        """True when fewer replicas are in sync than the partition has."""
+        """True when fewer replicas are in sync than the partition has.
+
+        Example::
+
+            partitions = admin.describe_topics(["orders"])["orders"].result().partitions
+            assert not any(p.under_replicated for p in partitions)
+        """
         return len(self.isr) < len(self.replicas)
 
 
 @dataclass
 class TopicDescription:
+    """A topic as ``describe_topics`` reports it: id, internal flag, partitions, authorized operations.
+
+    Example::
+
+        description = admin.describe_topics(["orders"])["orders"].result()
+        assert description.name == "orders" and len(description.partitions) == 3
+    """
+
     name: str
     topic_id: uuid.UUID
     is_internal: bool
@@ -132,6 +185,14 @@ class TopicDescription:
 
 @dataclass
 class TopicListing:
+    """A topic as ``list_topics`` reports it: name, id and whether it is internal.
+
+    Example::
+
+        listing = admin.list_topics()["orders"]
+        assert listing.name == "orders" and not listing.is_internal
+    """
+
     name: str
     topic_id: uuid.UUID
     is_internal: bool
@@ -139,7 +200,13 @@ class TopicListing:
 
 @dataclass
 class CreateTopicResult:
-    """What the controller created (or would create, with validate_only)."""
+    """What the controller created (or would create, with validate_only).
+
+    Example::
+
+        created = admin.create_topics([NewTopic("metrics", num_partitions=2, replication_factor=1)]).all()["metrics"]
+        assert created.num_partitions == 2 and created.topic_id is not None
+    """
 
     name: str
     topic_id: uuid.UUID | None
@@ -150,6 +217,14 @@ class CreateTopicResult:
 
 @dataclass
 class ClusterDescription:
+    """The cluster as ``describe_cluster`` reports it: id, controller and brokers.
+
+    Example::
+
+        cluster = admin.describe_cluster()
+        assert cluster.cluster_id and len(cluster.nodes) == 1
+    """
+
     cluster_id: str | None
     controller: Node | None
     nodes: list[Node]
@@ -158,6 +233,15 @@ class ClusterDescription:
 
 @dataclass
 class FeatureMetadata:
+    """Feature levels (KIP-584): the finalized level of each feature and the range the brokers support.
+
+    Example::
+
+        features = admin.describe_features()
+        low, high = features.supported["metadata.version"]
+        assert low <= features.finalized["metadata.version"] <= high
+    """
+
     finalized: dict[str, int]
     supported: dict[str, tuple[int, int]]
     finalized_epoch: int = -1
@@ -165,7 +249,13 @@ class FeatureMetadata:
 
 @dataclass
 class FeatureUpdate:
-    """``upgrade_type``: 'upgrade', 'safe_downgrade' or 'unsafe_downgrade'."""
+    """``upgrade_type``: 'upgrade', 'safe_downgrade' or 'unsafe_downgrade'.
+
+    Example::
+
+        level = admin.describe_features().finalized["transaction.version"]
+        admin.update_features({"transaction.version": FeatureUpdate(level)}, validate_only=True).all()
+    """
 
     max_version_level: int
     upgrade_type: str = "upgrade"
@@ -175,7 +265,12 @@ class FeatureUpdate:
 
 
 class ResourceType(enum.IntEnum):
-    """ConfigResource types (wire codes of DescribeConfigs / IncrementalAlterConfigs)."""
+    """ConfigResource types (wire codes of DescribeConfigs / IncrementalAlterConfigs).
+
+    Example::
+
+        assert ConfigResource("topic", "orders").type is ResourceType.TOPIC
+    """
 
     UNKNOWN = 0
     TOPIC = 2
@@ -200,6 +295,11 @@ def resource_type(value: ResourceType | str | int) -> ResourceType | int:
 
     Unknown names raise :class:`ConfigError`; unknown integers pass through so that the
     broker answers for them (a per-item INVALID_REQUEST).
+
+    Example::
+
+        from kafkalite.admin.types import resource_type
+        assert resource_type("client-metrics") is ResourceType.CLIENT_METRICS
     """
     if isinstance(value, ResourceType):
         return value
@@ -224,6 +324,12 @@ class ConfigResource:
 
     The broker resource's name is the broker id as a string; ``""`` is the cluster-wide
     default. ``type`` accepts a :class:`ResourceType`, its name, or a wire code.
+
+    Example::
+
+        broker = ConfigResource("broker", str(admin.describe_cluster().nodes[0].id))
+        configs = admin.describe_configs([broker]).all()[broker]
+        print(configs["num.io.threads"].value)
     """
 
     type: ResourceType | int  # a code this client does not know stays an int
@@ -241,7 +347,14 @@ class ConfigResource:
 
 
 class ConfigSource(enum.IntEnum):
-    """Where a config's value comes from (topic, broker, default ...), as the broker reports it."""
+    """Where a config's value comes from (topic, broker, default ...), as the broker reports it.
+
+    Example::
+
+        orders = ConfigResource("topic", "orders")
+        entry = admin.describe_configs([orders]).all()[orders]["cleanup.policy"]
+        assert entry.source in (ConfigSource.DEFAULT_CONFIG, ConfigSource.STATIC_BROKER_CONFIG)
+    """
 
     UNKNOWN = 0
     DYNAMIC_TOPIC_CONFIG = 1
@@ -262,7 +375,14 @@ class ConfigSource(enum.IntEnum):
 
 
 class ConfigType(enum.IntEnum):
-    """A config's value type, as reported with ``include_documentation=True`` (KIP-569)."""
+    """A config's value type, as reported with ``include_documentation=True`` (KIP-569).
+
+    Example::
+
+        orders = ConfigResource("topic", "orders")
+        entry = admin.describe_configs([orders], include_documentation=True).all()[orders]["retention.ms"]
+        assert entry.type is ConfigType.LONG
+    """
 
     UNKNOWN = 0
     BOOLEAN = 1
@@ -278,6 +398,16 @@ class ConfigType(enum.IntEnum):
 
 @dataclass(frozen=True)
 class ConfigSynonym:
+    """A config's value at one level of precedence (topic, dynamic broker, static broker, default).
+
+    Example::
+
+        orders = ConfigResource("topic", "orders")
+        entry = admin.describe_configs([orders], include_synonyms=True).all()[orders]["retention.ms"]
+        for synonym in entry.synonyms:
+            print(synonym.name, synonym.value, synonym.source.name)
+    """
+
     name: str
     value: str | None
     source: ConfigSource
@@ -289,6 +419,12 @@ class ConfigEntry:
 
     ``value`` is None for sensitive configs (the broker never sends those back).
     ``synonyms`` lists where the value could come from, highest precedence first.
+
+    Example::
+
+        orders = ConfigResource("topic", "orders")
+        entry = admin.describe_configs([orders]).all()[orders]["min.insync.replicas"]
+        print(entry.name, entry.value, entry.source.name, entry.is_read_only)
     """
 
     name: str
@@ -302,12 +438,23 @@ class ConfigEntry:
 
     @property
     def is_default(self) -> bool:
-        """True when the value is the default (``source`` is ``DEFAULT_CONFIG``)."""
+        """True when the value is the default (``source`` is ``DEFAULT_CONFIG``).
+
+        Example::
+
+            orders = ConfigResource("topic", "orders")
+            assert admin.describe_configs([orders]).all()[orders]["compression.type"].is_default
+        """
         return self.source == ConfigSource.DEFAULT_CONFIG
 
 
 class AlterConfigOpType(enum.IntEnum):
-    """The operations of ``incremental_alter_configs`` (KIP-339)."""
+    """The operations of ``incremental_alter_configs`` (KIP-339).
+
+    Example::
+
+        assert AlterConfigOp.append("cleanup.policy", "compact").op is AlterConfigOpType.APPEND
+    """
 
     SET = 0
     DELETE = 1
@@ -321,6 +468,12 @@ class AlterConfigOp:
 
     APPEND and SUBTRACT work on list configs (``cleanup.policy``, ...) and take one or
     more comma-separated elements.
+
+    Example::
+
+        orders = ConfigResource("topic", "orders")
+        admin.incremental_alter_configs({orders: [AlterConfigOp.set("retention.ms", "7200000"),
+                                                  AlterConfigOp.delete("segment.ms")]}).all()
     """
 
     name: str
@@ -377,6 +530,12 @@ class OffsetSpec:
     ``OffsetSpec.earliest()``, ``latest()``, ``max_timestamp()`` (offset of the record
     with the largest timestamp, KIP-734), ``for_timestamp(ms)`` (first offset whose
     timestamp is >= ms), ``earliest_local()`` and ``latest_tiered()`` (KIP-1005).
+
+    Example::
+
+        tp = TopicPartition("orders", 0)
+        offsets = admin.list_offsets({tp: OffsetSpec.earliest()}).all()
+        assert offsets[tp].offset == 0
     """
 
     LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -390,7 +549,13 @@ class OffsetSpec:
 
     @classmethod
     def latest(cls) -> OffsetSpec:
-        """The log end offset (the offset of the next record)."""
+        """The log end offset (the offset of the next record).
+
+        Example::
+
+            tp = TopicPartition("orders", 1)
+            assert admin.list_offsets({tp: OffsetSpec.latest()}).all()[tp].offset == 1
+        """
         return cls(cls.LATEST)
 
     @classmethod
@@ -405,17 +570,36 @@ class OffsetSpec:
 
     @classmethod
     def max_timestamp(cls) -> OffsetSpec:
-        """The offset of the record with the highest timestamp (KIP-734)."""
+        """The offset of the record with the highest timestamp (KIP-734).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            newest = admin.list_offsets({tp: OffsetSpec.max_timestamp()}).all()[tp]
+            assert newest.offset == 0                       # the partition's one record
+        """
         return cls(cls.MAX_TIMESTAMP)
 
     @classmethod
     def earliest_local(cls) -> OffsetSpec:
-        """The first offset still in local storage (tiered storage, KIP-1005)."""
+        """The first offset still in local storage (tiered storage, KIP-1005).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            assert admin.list_offsets({tp: OffsetSpec.earliest_local()}).all()[tp].offset == 0   # no tiered storage
+        """
         return cls(cls.EARLIEST_LOCAL)
 
     @classmethod
     def latest_tiered(cls) -> OffsetSpec:
-        """The highest offset in remote (tiered) storage (KIP-1005)."""
+        """The highest offset in remote (tiered) storage (KIP-1005).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            print(admin.list_offsets({tp: OffsetSpec.latest_tiered()}).all()[tp].offset)   # -1: nothing tiered
+        """
         return cls(cls.LATEST_TIERED)
 
     @classmethod
@@ -443,7 +627,14 @@ class OffsetSpec:
 
 @dataclass(frozen=True)
 class ListOffsetsResultInfo:
-    """``offset`` -1 means no record matched (a timestamp after the last record)."""
+    """``offset`` -1 means no record matched (a timestamp after the last record).
+
+    Example::
+
+        tp = TopicPartition("orders", 0)
+        info = admin.list_offsets({tp: "latest"}).all()[tp]
+        print(info.offset, info.timestamp, info.leader_epoch)
+    """
 
     offset: int
     timestamp: int
@@ -452,4 +643,12 @@ class ListOffsetsResultInfo:
 
 @dataclass(frozen=True)
 class DeletedRecords:
+    """What ``delete_records`` left: the partition's new low watermark (its first offset).
+
+    Example::
+
+        tp = TopicPartition("orders", 2)
+        assert admin.delete_records({tp: -1}).all()[tp].low_watermark == 1   # -1: up to the end
+    """
+
     low_watermark: int

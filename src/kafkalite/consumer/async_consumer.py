@@ -56,9 +56,8 @@ class AsyncConsumer(AsyncConsumerFront):
         async with Consumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "billing",
                              "auto.offset.reset": "earliest"}) as consumer:
             consumer.subscribe(["orders"])
-            while True:
-                for record in await consumer.poll(timeout=1.0):
-                    handle(record.key, record.value)
+            for record in await consumer.poll(timeout=10.0):   # an application polls in a loop
+                print(record.key, record.value)
     """
 
     async def __aenter__(self) -> AsyncConsumer:
@@ -93,6 +92,12 @@ class AsyncConsumer(AsyncConsumerFront):
         (the asyncio consumer cannot wait for that inside a plain method: it raises
         IllegalStateError, ``await unsubscribe()`` instead). Needs ``group.id``; mixing
         with assign() raises IllegalStateError.
+
+        Example::
+
+            consumer.subscribe(["orders"])                 # or pattern="^orders.*"
+            records = await consumer.poll(timeout=10.0)    # joins the group, then fetches
+            assert consumer.subscription() == {"orders"}
         """
         core = self._open_core()
         names, regex = fe.parse_subscription(topics, pattern)
@@ -108,7 +113,14 @@ class AsyncConsumer(AsyncConsumerFront):
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read exactly these partitions, with no group membership (positions from the
-        committed offsets if ``group.id`` is set, else ``auto.offset.reset``)."""
+        committed offsets if ``group.id`` is set, else ``auto.offset.reset``).
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            records = await consumer.poll(timeout=10.0)
+            assert [r.value for r in records] == [b"v0"]
+        """
         core = self._open_core()
         core.subs.assign_from_user(fe.partitions_arg(partitions))
         self._call_soon(core.wake_positions)
@@ -119,6 +131,12 @@ class AsyncConsumer(AsyncConsumerFront):
 
         Application calls the engine queued before (listener calls, commit callbacks)
         run first, in order, so the listener sees the assignment before the revocation.
+
+        Example::
+
+            consumer.subscribe(["orders"])
+            await consumer.unsubscribe()
+            assert consumer.subscription() == set()
         """
         core = self._open_core()
         if core.group is not None and core.subs.has_auto_assignment:
@@ -137,11 +155,23 @@ class AsyncConsumer(AsyncConsumerFront):
         core.buffer.drop()
 
     def assignment(self) -> set[TopicPartition]:
-        """Partitions currently assigned to this consumer."""
+        """Partitions currently assigned to this consumer.
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 1)])
+            assert consumer.assignment() == {TopicPartition("orders", 1)}
+        """
         return self._open_core().subs.assigned_partitions()
 
     def subscription(self) -> set[str]:
-        """Topics subscribed to (for a pattern, those it currently matches)."""
+        """Topics subscribed to (for a pattern, those it currently matches).
+
+        Example::
+
+            consumer.subscribe(["orders"])
+            assert consumer.subscription() == {"orders"}
+        """
         return self._open_core().subs.subscription()
 
     # ------------------------------------------------------------ polling
@@ -233,14 +263,31 @@ class AsyncConsumer(AsyncConsumerFront):
     def wakeup(self) -> None:
         """Make the current (or next) blocking call (poll(), commit_sync(), position(),
         committed(), unsubscribe() ...) raise WakeupError. Thread-safe: the one method
-        another thread may call."""
+        another thread may call.
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            consumer.wakeup()                       # e.g. from a signal handler or another thread
+            try:
+                await consumer.poll(timeout=10.0)
+            except WakeupError:
+                print("poll() was woken up")
+        """
         self._wakeup = True
         self._wake_waiters()
 
     # ------------------------------------------------------------ positions
 
     async def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
-        """The offset of the next record poll() returns for ``partition`` (looked up if needed)."""
+        """The offset of the next record poll() returns for ``partition`` (looked up if needed).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            assert await consumer.position(tp) == 0    # nothing committed: auto.offset.reset=earliest
+        """
         core = self._open_core()
         (tp,) = fe.partitions_arg([partition])
         pos = core.subs.valid_position(tp)
@@ -268,11 +315,27 @@ class AsyncConsumer(AsyncConsumerFront):
         self._call_soon(core.fetcher.wake)
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Start from the earliest offset (all assigned partitions if none given); lazy, as Java."""
+        """Start from the earliest offset (all assigned partitions if none given); lazy, as Java.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            consumer.seek_to_beginning([tp])
+            assert await consumer.position(tp) == 0
+        """
         self._seek_to("earliest", partitions)
 
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Start from the end of the log (only new records); lazy, as Java."""
+        """Start from the end of the log (only new records); lazy, as Java.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            consumer.seek_to_end([tp])
+            assert await consumer.position(tp) == 1    # after the partition's one record
+        """
         self._seek_to("latest", partitions)
 
     def _seek_to(self, where: str, partitions: Iterable[TopicPartition] | None) -> None:
@@ -286,7 +349,15 @@ class AsyncConsumer(AsyncConsumerFront):
 
     async def committed(self, partitions: Iterable[TopicPartition] | TopicPartition, timeout: float | None = None
                         ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """The group's committed offsets (None where nothing is committed)."""
+        """The group's committed offsets (None where nothing is committed).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            await consumer.commit({tp: 1})
+            assert (await consumer.committed([tp]))[tp].offset == 1
+        """
         core = self._open_core()
         fe.require_group(self.config, "committed()")
         tps = fe.partitions_arg(partitions)
@@ -295,12 +366,24 @@ class AsyncConsumer(AsyncConsumerFront):
 
     async def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                                 ) -> dict[TopicPartition, int]:
-        """The first offset of each partition."""
+        """The first offset of each partition.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            assert await consumer.beginning_offsets([tp]) == {tp: 0}
+        """
         return await self._list(partitions, EARLIEST_TIMESTAMP, timeout)
 
     async def end_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                           ) -> dict[TopicPartition, int]:
-        """The offset after the last record (the last stable offset with read_committed)."""
+        """The offset after the last record (the last stable offset with read_committed).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            assert await consumer.end_offsets([tp]) == {tp: 1}
+        """
         return await self._list(partitions, LATEST_TIMESTAMP, timeout)
 
     async def _list(self, partitions: Iterable[TopicPartition], stamp: int, timeout: float | None
@@ -314,7 +397,14 @@ class AsyncConsumer(AsyncConsumerFront):
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
                                 ) -> dict[TopicPartition, ListedOffset | None]:
         """For each partition, the earliest offset whose timestamp is >= the given one
-        (ms), as ``ListedOffset(offset, timestamp, leader_epoch)``; None if there is none."""
+        (ms), as ``ListedOffset(offset, timestamp, leader_epoch)``; None if there is none.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            found = await consumer.offsets_for_times({tp: 0})     # the first record at or after the epoch
+            assert found[tp].offset == 0
+        """
         core = self._open_core()
         stamps = {}
         for tp, ts in timestamps.items():
@@ -327,7 +417,15 @@ class AsyncConsumer(AsyncConsumerFront):
         return await self._run(core.offsets.list_offsets(stamps, t), t, "offsets_for_times()")
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
-        """Stop returning records of these partitions (the group membership stays)."""
+        """Stop returning records of these partitions (the group membership stays).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            consumer.pause([tp])
+            assert len(await consumer.poll(timeout=0.5)) == 0      # nothing from a paused partition
+        """
         core = self._open_core()
         tps = fe.partitions_arg(partitions)
         core.subs.pause(tps)
@@ -335,18 +433,43 @@ class AsyncConsumer(AsyncConsumerFront):
         core.buffer.drop(lambda f: f.tp not in paused)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
-        """Return records of these paused partitions again."""
+        """Return records of these paused partitions again.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            consumer.pause([tp])
+            consumer.resume([tp])
+            assert [r.value for r in await consumer.poll(timeout=10.0)] == [b"v0"]
+        """
         core = self._open_core()
         core.subs.resume(fe.partitions_arg(partitions))
         self._call_soon(core.fetcher.wake)
 
     def paused(self) -> set[TopicPartition]:
-        """The partitions paused with pause()."""
+        """The partitions paused with pause().
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            consumer.pause([tp])
+            assert consumer.paused() == {tp}
+        """
         return self._open_core().subs.paused_partitions()
 
     def lag(self, partition: TopicPartition) -> int | None:
         """Records between the position and the end of the partition as of the last fetch
-        (the last stable offset with read_committed); None if unknown yet."""
+        (the last stable offset with read_committed); None if unknown yet.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            await consumer.poll(timeout=10.0)       # reads the partition's one record
+            assert consumer.lag(tp) == 0
+        """
         core = self._open_core()
         (tp,) = fe.partitions_arg([partition])
         return core.subs.lag(tp, core.read_committed)
@@ -356,14 +479,25 @@ class AsyncConsumer(AsyncConsumerFront):
     async def partitions_for(self, topic: str, timeout: float | None = None) -> set[TopicPartition]:
         """The partitions of ``topic``, asked of the cluster as Java's ``partitionsFor``: an
         empty set at once when the topic does not exist (and ``allow.auto.create.topics``
-        did not create it), its typed error when it is unauthorized or invalid."""
+        did not create it), its typed error when it is unauthorized or invalid.
+
+        Example::
+
+            assert await consumer.partitions_for("orders") == {TopicPartition("orders", p) for p in range(3)}
+        """
         core = self._open_core()
         t = self._timeout(timeout)
         found = await self._run(core.client.partitions_of(topic, timeout_s=t), t, "partitions_for()")
         return {TopicPartition(topic, p.partition) for p in found}
 
     async def list_topics(self, timeout: float | None = None) -> dict[str, set[TopicPartition]]:
-        """Every topic the client may see, with its partitions."""
+        """Every topic the client may see, with its partitions.
+
+        Example::
+
+            topics = await consumer.list_topics()
+            assert len(topics["orders"]) == 3
+        """
         core = self._open_core()
         t = self._timeout(timeout)
         meta = await self._run(core.client.refresh_metadata(all_topics=True, timeout_s=t), t, "list_topics()")
@@ -382,10 +516,10 @@ class AsyncConsumer(AsyncConsumerFront):
 
         Example::
 
-            records = await consumer.poll(timeout=1.0)
-            handle(records)
-            await consumer.commit()                                      # what poll() returned
-            await consumer.commit({TopicPartition("orders", 0): 43})    # or explicit next offsets
+            consumer.assign([TopicPartition("orders", 0)])
+            records = await consumer.poll(timeout=10.0)
+            await consumer.commit()                                     # what poll() returned
+            await consumer.commit({TopicPartition("orders", 0): 1})    # or explicit next offsets
         """
         if asynchronous:
             self.commit_async(offsets, callback)
@@ -396,7 +530,16 @@ class AsyncConsumer(AsyncConsumerFront):
                           timeout: float | None = None) -> None:
         """Commit ``offsets`` (default: the positions of everything poll() returned) and
         wait for the broker, retrying retriable errors until ``timeout``
-        (default.api.timeout.ms). Pending commit callbacks run first, as Java's."""
+        (default.api.timeout.ms). Pending commit callbacks run first, as Java's.
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            await consumer.poll(timeout=10.0)
+            await consumer.commit_sync()                # the positions of what poll() returned
+            assert (await consumer.committed([tp]))[tp].offset == 1
+        """
         core = self._open_core()
         values = core.subs.all_consumed() if offsets is None else fe.offsets_arg(offsets)
         core.check_commit(values)
@@ -412,28 +555,60 @@ class AsyncConsumer(AsyncConsumerFront):
     def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
                      callback: CommitCallback | None = None) -> None:
         """Start a commit that never retries; ``callback(offsets, error)`` runs in a later
-        poll() (or commit)."""
+        poll() (or commit).
+
+        Example::
+
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            outcomes = []
+            consumer.commit_async({tp: 1}, callback=lambda offsets, error: outcomes.append(error))
+            while not outcomes:                         # the callback runs in a later poll()
+                await consumer.poll(timeout=0.1)
+            assert outcomes == [None]
+        """
         core = self._open_core()
         values = core.subs.all_consumed() if offsets is None else fe.offsets_arg(offsets)
         core.check_commit(values)
         self._call_soon(core.commit_async_from_poll, values, callback)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
-        """This member's group identity, for ``Producer.send_offsets_to_transaction``."""
+        """This member's group identity, for ``Producer.send_offsets_to_transaction``.
+
+        Example::
+
+            consumer.subscribe(["orders"])
+            meta = consumer.group_metadata()            # for producer.send_offsets_to_transaction()
+            assert meta.group_id == consumer.config["group.id"]
+        """
         return self._open_core().group_metadata()
 
     # ------------------------------------------------------------ metrics and closing
 
     def metrics(self) -> MetricsSnapshot:
         """Current metrics, ``{MetricName: value}``; ``metrics()["records-lag-max"]`` reads
-        one by its Java name."""
+        one by its Java name.
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            await consumer.poll(timeout=10.0)
+            print(consumer.metrics()["records-lag-max"])
+        """
         core = self._core if self._core is not None else self._open_core()
         return core.registry.snapshot()
 
     async def close(self, timeout: float = 30.0) -> None:
         """Commit (with enable.auto.commit), revoke through the listener, leave the group
         (unless static member), and stop. Never takes longer than ``timeout`` seconds.
-        A wakeup() does not interrupt it."""
+        A wakeup() does not interrupt it.
+
+        Example::
+
+            consumer.subscribe(["orders"])
+            await consumer.poll(timeout=1.0)
+            await consumer.close(timeout=10.0)        # commits (enable.auto.commit), leaves the group
+        """
         if self._closed:
             return
         core = self._core

@@ -102,7 +102,14 @@ class AsyncConsumerFront(LoopCalls, ShapeChecked):
 
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None
                       ) -> dict[TopicPartition, list[ConsumerRecord]]:
-        """Records grouped by partition: aiokafka's name and shape (``timeout_ms`` in ms)."""
+        """Records grouped by partition: aiokafka's name and shape (``timeout_ms`` in ms).
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            batches = await consumer.getmany(timeout_ms=10000)
+            assert [r.value for r in batches[TopicPartition("orders", 0)]] == [b"v0"]
+        """
         records = await cast(_AsyncApi, self).poll(timeout_ms / 1000.0, max_records)
         return records.by_partition()
 

@@ -42,16 +42,55 @@ from kafkalite.types import TopicPartition
 
 
 class ConsumerRebalanceListener:
-    """Base class with no-op callbacks; override the ones you need."""
+    """Base class with no-op callbacks; override the ones you need.
+
+    Example::
+
+        class Logged(ConsumerRebalanceListener):
+            def on_partitions_assigned(self, partitions):
+                print("assigned", sorted(partitions))
+
+        consumer.subscribe(["orders"], listener=Logged())
+        consumer.poll(timeout=10.0)                 # the listener runs inside poll()
+    """
 
     def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
-        """Partitions this member stops owning (after auto-commit, before anyone else gets them)."""
+        """Partitions this member stops owning (after auto-commit, before anyone else gets them).
+
+        Example::
+
+            class CommitOnRevoke(ConsumerRebalanceListener):
+                def on_partitions_revoked(self, partitions):
+                    consumer.commit_sync()              # before another member takes them over
+
+            consumer.subscribe(["orders"], listener=CommitOnRevoke())
+            consumer.poll(timeout=10.0)
+        """
         return None
 
     def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
-        """Partitions this member starts owning (before records of them are returned)."""
+        """Partitions this member starts owning (before records of them are returned).
+
+        Example::
+
+            class FromTheStart(ConsumerRebalanceListener):
+                def on_partitions_assigned(self, partitions):
+                    consumer.seek_to_beginning(partitions)
+
+            consumer.subscribe(["orders"], listener=FromTheStart())
+            assert consumer.poll(timeout=10.0)
+        """
         return None
 
     def on_partitions_lost(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
-        """Partitions owned when membership was lost; they may have new owners already."""
+        """Partitions owned when membership was lost; they may have new owners already.
+
+        Example::
+
+            class Lost(ConsumerRebalanceListener):
+                def on_partitions_lost(self, partitions):
+                    print("lost without a revocation:", sorted(partitions))   # do not commit for these
+
+            consumer.subscribe(["orders"], listener=Lost())
+        """
         return self.on_partitions_revoked(partitions)

@@ -71,6 +71,14 @@ def parse_opt_in(value: str | None) -> SemconvMode:
     Values of other categories (``http``, ``database/dup``) and unknown ones leave the
     default (OLD). Compared without case, as the OpenTelemetry SDK configuration spec asks
     of enum-like environment variables.
+
+    Example::
+
+        from kafkalite.otel import parse_opt_in
+        from kafkalite.otel.semconv import SemconvMode
+
+        assert parse_opt_in("http,messaging/dup") == SemconvMode.OLD | SemconvMode.NEW    # both
+        assert parse_opt_in(None) == SemconvMode.OLD
     """
     entries = {v.strip().lower() for v in (value or "").split(",") if v.strip()}
     if "messaging/dup" in entries:
@@ -88,7 +96,15 @@ def error_type(exc: BaseException) -> str:
 
 
 class Conventions:
-    """Span names, kinds and attributes for one mode (OLD, NEW or BOTH)."""
+    """Span names, kinds and attributes for one mode (OLD, NEW or BOTH).
+
+    Example::
+
+        from kafkalite.otel import Conventions, parse_opt_in
+
+        conventions = Conventions(parse_opt_in("messaging"))     # the current conventions
+        assert conventions.span_name("send", "orders") == "send orders"
+    """
 
     def __init__(self, mode: SemconvMode | None = None) -> None:
         self.mode = parse_opt_in(os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN")) if mode is None else mode
@@ -97,18 +113,39 @@ class Conventions:
 
     @property
     def schema_url(self) -> str:
-        """The OpenTelemetry schema URL of the chosen semantic conventions."""
+        """The OpenTelemetry schema URL of the chosen semantic conventions.
+
+        Example::
+
+            from kafkalite.otel import Conventions
+
+            assert Conventions().schema_url == "https://opentelemetry.io/schemas/1.24.0"
+        """
         return NEW_SCHEMA_URL if self.new else OLD_SCHEMA_URL
 
     def span_name(self, operation: Operation, topic: str | None) -> str:
-        """The span name of an operation on ``topic`` (``"send orders"`` in the new conventions)."""
+        """The span name of an operation on ``topic`` (``"send orders"`` in the new conventions).
+
+        Example::
+
+            from kafkalite.otel import Conventions
+
+            assert Conventions().span_name("send", "orders") == "orders publish"    # v1.24, the default
+        """
         old_op, new_op, _ = _OPERATIONS[operation]
         if self.new:  # with messaging/dup the single-valued things are the new ones
             return f"{new_op} {topic}" if topic else new_op
         return f"{topic} {old_op}" if topic else old_op
 
     def receive_is_client_span(self) -> bool:
-        """The receive (poll) span's kind: CLIENT now, CONSUMER in v1.24."""
+        """The receive (poll) span's kind: CLIENT now, CONSUMER in v1.24.
+
+        Example::
+
+            from kafkalite.otel import Conventions, parse_opt_in
+
+            assert Conventions(parse_opt_in("messaging")).receive_is_client_span()
+        """
         return self.new
 
     def attributes(self, operation: Operation, topic: str | None = None, *, partition: int | None = None,
@@ -118,7 +155,10 @@ class Conventions:
 
         Example::
 
-            Conventions().attributes("send", "orders", partition=0)   # {"messaging.system": "kafka", ...}
+            from kafkalite.otel import Conventions
+
+            attributes = Conventions().attributes("send", "orders", partition=0)
+            assert attributes["messaging.system"] == "kafka"
         """
         old_op, new_op, new_type = _OPERATIONS[operation]
         attrs: dict[str, Any] = {"messaging.system": "kafka"}
@@ -150,7 +190,14 @@ class Conventions:
         return attrs
 
     def acknowledged(self, partition: int, offset: int) -> dict[str, Any]:
-        """What a send span learns from the broker's answer."""
+        """What a send span learns from the broker's answer.
+
+        Example::
+
+            from kafkalite.otel import Conventions
+
+            assert Conventions().acknowledged(0, 42)["messaging.kafka.message.offset"] == 42   # v1.24 names
+        """
         attrs: dict[str, Any] = {"messaging.destination.partition.id": str(partition)}
         if offset >= 0:
             if self.old:
@@ -162,7 +209,14 @@ class Conventions:
     # ------------------------------------------------------------ metrics
 
     def message_counters(self) -> Mapping[str, tuple[str, ...]]:
-        """Instrument names of the sent / consumed message counters per direction."""
+        """Instrument names of the sent / consumed message counters per direction.
+
+        Example::
+
+            from kafkalite.otel import Conventions
+
+            assert Conventions().message_counters()["sent"] == ("messaging.publish.messages",)
+        """
         sent: tuple[str, ...] = ()
         consumed: tuple[str, ...] = ()
         if self.old:  # v1.24 messaging metrics

@@ -429,9 +429,12 @@ def process_span(record: Any, consumer: Any = None, *, tracer_provider: Any = No
 
     Example::
 
-        for record in consumer.poll(1.0):
-            with process_span(record, consumer) as span:
-                handle(record)
+        from kafkalite.otel import process_span
+
+        consumer.assign([TopicPartition("orders", 0)])
+        for record in consumer.poll(timeout=10.0):
+            with process_span(record, consumer) as span:    # a child of the record's send span
+                print(record.value)
     """
     tracing: Tracing | None = getattr(consumer, "_tracing", None) if consumer is not None else None
     if tracer_provider is not None:

@@ -93,7 +93,13 @@ class AsyncProducer(AsyncProducerFront):
 
     @property
     def config(self) -> Config:
-        """The resolved settings."""
+        """The resolved settings.
+
+        Example::
+
+            assert producer.config["bootstrap.servers"] == [bootstrap]   # parsed into a list
+            assert producer.config["linger.ms"] == 5                       # kafkalite's default
+        """
         return self._core.cfg
 
     async def __aenter__(self) -> AsyncProducer:
@@ -301,7 +307,12 @@ class AsyncProducer(AsyncProducerFront):
 
     async def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
         """The partition ids of ``topic`` (fetching metadata if needed, for at most
-        ``timeout`` seconds; default max.block.ms)."""
+        ``timeout`` seconds; default max.block.ms).
+
+        Example::
+
+            assert await producer.partitions_for("orders") == [0, 1, 2]
+        """
         core = self._core
         cached = core.partitions_for_cached(topic)
         if cached is not None:
@@ -313,7 +324,14 @@ class AsyncProducer(AsyncProducerFront):
 
     def metrics(self) -> MetricsSnapshot:
         """Current metrics, ``{MetricName: value}``; ``metrics()["record-send-rate"]`` reads
-        one by its Java name (record-send-rate, request-latency-avg, batch-size-avg, ...)."""
+        one by its Java name (record-send-rate, request-latency-avg, batch-size-avg, ...).
+
+        Example::
+
+            await producer.send("orders", b"v")
+            await producer.flush()
+            print(producer.metrics()["record-send-rate"])
+        """
         return self._core.metrics.snapshot()
 
     # -------------------------------------------------------------- transactions
@@ -323,12 +341,29 @@ class AsyncProducer(AsyncProducerFront):
 
     async def init_transactions(self, timeout: float | None = None) -> None:
         """Register ``transactional.id`` with its coordinator: fences older producers with
-        the same id and completes (aborts) a transaction they left open. Call once."""
+        the same id and completes (aborts) a transaction they left open. Call once.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-init"})
+            await tx.init_transactions()          # once, before the first transaction
+            await tx.close()
+        """
         await self._ensure_started()
         await self._run(self._core.init_transactions(self._timeout(timeout)), "init_transactions()")
 
     def begin_transaction(self) -> None:
-        """Start a transaction (local; the coordinator learns of it with the first record)."""
+        """Start a transaction (local; the coordinator learns of it with the first record).
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-begin"})
+            await tx.init_transactions()
+            tx.begin_transaction()
+            await tx.send("orders", b"in the transaction")
+            await tx.commit_transaction()
+            await tx.close()
+        """
         self._core.begin_transaction()
 
     async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
@@ -338,6 +373,19 @@ class AsyncProducer(AsyncProducerFront):
 
         ``offsets`` are the NEXT offsets to read; ``group_metadata`` is
         ``consumer.group_metadata()`` so that zombie group members are fenced (KIP-447).
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-copier"})
+            await tx.init_transactions()
+            consumer.assign([TopicPartition("orders", 0)])
+            records = await consumer.poll(timeout=10.0)
+            async with tx.transaction():
+                for record in records:
+                    await tx.send("orders-copy", record.value)
+                await tx.send_offsets_to_transaction({TopicPartition("orders", 0): records[-1].offset + 1},
+                                                     consumer.group_metadata())
+            await tx.close()
         """
         await self._run(self._core.send_offsets_to_transaction(offsets, group_metadata, self._timeout(timeout)),
                         "send_offsets_to_transaction()")
@@ -346,16 +394,45 @@ class AsyncProducer(AsyncProducerFront):
         """Flush, then commit. Raises if any record of the transaction failed (then abort).
 
         A KafkaTimeoutError means the outcome is unknown: call commit_transaction() again.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-commit"})
+            await tx.init_transactions()
+            tx.begin_transaction()
+            await tx.send("orders", b"committed")
+            await tx.commit_transaction()         # read_committed consumers see the record now
+            await tx.close()
         """
         await self._run(self._core.commit_transaction(self._timeout(timeout)), "commit_transaction()")
 
     async def abort_transaction(self, timeout: float | None = None) -> None:
-        """Abort: records of the transaction are never seen by read_committed consumers."""
+        """Abort: records of the transaction are never seen by read_committed consumers.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-abort"})
+            await tx.init_transactions()
+            tx.begin_transaction()
+            await tx.send("orders", b"never seen by read_committed consumers")
+            await tx.abort_transaction()
+            await tx.close()
+        """
         await self._run(self._core.abort_transaction(self._timeout(timeout)), "abort_transaction()")
 
     @contextlib.asynccontextmanager
     async def transaction(self, timeout: float | None = None) -> AsyncIterator[AsyncProducer]:
-        """``async with producer.transaction():`` begins, then commits, or aborts on an exception."""
+        """``async with producer.transaction():`` begins, then commits, or aborts on an exception.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-with"})
+            await tx.init_transactions()
+            async with tx.transaction():          # commits here; an exception inside aborts instead
+                await tx.send("orders", b"a")
+                await tx.send("orders", b"b")
+            await tx.close()
+        """
         self.begin_transaction()
         try:
             yield self

@@ -43,6 +43,14 @@ class DoneSignal:
     """Wakes threads blocked in ``RecordFuture.result()`` / ``flush()`` when batches complete.
 
     One per producer. Completing a batch costs one attribute read when nobody waits.
+
+    Example::
+
+        import threading
+        from kafkalite.producer.futures import DoneSignal
+        signal, flag = DoneSignal(), []
+        threading.Timer(0.1, lambda: (flag.append(1), signal.notify())).start()
+        signal.wait_until(lambda: bool(flag), timeout=10, what="the flag")   # returns once it is set
     """
 
     __slots__ = ("_cond", "waiters")
@@ -52,7 +60,14 @@ class DoneSignal:
         self.waiters = 0
 
     def notify(self) -> None:
-        """Wake every thread waiting for a batch to complete (called by the engine when one does)."""
+        """Wake every thread waiting for a batch to complete (called by the engine when one does).
+
+        Example::
+
+            from kafkalite.producer.futures import DoneSignal
+            signal = DoneSignal()
+            signal.notify()                  # wakes every wait_until() to test its predicate again
+        """
         if self.waiters:
             with self._cond:
                 self._cond.notify_all()
@@ -61,6 +76,14 @@ class DoneSignal:
         """Block until ``predicate()`` is true; KafkaTimeoutError after ``timeout`` s.
 
         Waits in slices so that KeyboardInterrupt is raised promptly.
+
+        Example::
+
+            from kafkalite.producer.futures import DoneSignal
+            try:
+                DoneSignal().wait_until(lambda: False, timeout=0.2, what="nothing")
+            except KafkaTimeoutError as exc:
+                print(exc)                   # nothing did not complete within 0.200s
         """
         if predicate():
             return

@@ -104,7 +104,14 @@ class AsyncProducerFront(ShapeChecked):
         exit_guard.register(core, None)
 
     async def start(self) -> None:
-        """Start the engine on the running loop (``send()`` and ``async with`` do it too)."""
+        """Start the engine on the running loop (``send()`` and ``async with`` do it too).
+
+        Example::
+
+            p = Producer({"bootstrap.servers": bootstrap})
+            await p.start()                        # or let the first send() start it
+            await p.close()
+        """
         if not self._started:
             self._core.check_open()
             loop = asyncio.get_running_loop()
@@ -125,7 +132,13 @@ class AsyncProducerFront(ShapeChecked):
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                             timestamp: int | None = None, headers: Any = None) -> RecordMetadata:
-        """Send one record and wait for its acknowledgement (``await (await send(...))``)."""
+        """Send one record and wait for its acknowledgement (``await (await send(...))``).
+
+        Example::
+
+            metadata = await producer.send_and_wait("orders", b"v", key=b"k")
+            assert metadata.topic == "orders" and metadata.offset >= 0
+        """
         send: Callable[..., Awaitable[AsyncRecordFuture]] = getattr(self, "send")  # noqa: B009 (traced one if tracing)
         future = await send(topic, value, key, partition, timestamp, headers)
         return await future
@@ -134,6 +147,11 @@ class AsyncProducerFront(ShapeChecked):
         """Flush (for at most ``timeout`` seconds; None: until done), then release everything.
 
         Records still unacknowledged when the timeout passes fail. Idempotent.
+
+        Example::
+
+            await producer.send("orders", b"last")
+            await producer.close(timeout=10.0)     # flushes first; a closed producer refuses send()
         """
         core = self._core
         self._finalizer.detach()
@@ -201,6 +219,11 @@ class BlockingProducerFront(ShapeChecked):
         """Flush (for at most ``timeout`` seconds; None: until done), then release everything.
 
         Records still unacknowledged when the timeout passes fail. Idempotent.
+
+        Example::
+
+            producer.send("orders", b"last")
+            producer.close(timeout=10.0)     # flushes first; a closed producer refuses send()
         """
         core = self._core
         if not self._engine.running:

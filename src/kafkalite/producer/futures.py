@@ -43,6 +43,12 @@ class RecordFuture(FutureBase):
     ``result(timeout)`` blocks (raising the send's error, or KafkaTimeoutError);
     ``add_done_callback(fn)`` calls ``fn(future)`` once it is done (at once if it
     already is; otherwise on the producer's I/O thread, in send order per partition).
+
+    Example::
+
+        future = producer.send("orders", b"v")
+        future.add_done_callback(lambda f: print(f.result()))
+        assert future.result(timeout=10).topic == "orders"
     """
 
     # FutureBase holds _batch, _index, _timestamp, _key_size and _value_size and takes
@@ -54,33 +60,69 @@ class RecordFuture(FutureBase):
     # -------------------------------------------------------------- state
 
     def done(self) -> bool:
-        """True once the record's batch was acknowledged or failed."""
+        """True once the record's batch was acknowledged or failed.
+
+        Example::
+
+            future = producer.send("orders", b"v")
+            producer.flush()
+            assert future.done()
+        """
         """True once the record's batch was acknowledged or failed."""
         return self._batch.done
 
     def cancelled(self) -> bool:
-        """Always False: a record once appended cannot be cancelled."""
+        """Always False: a record once appended cannot be cancelled.
+
+        Example::
+
+            future = producer.send("orders", b"v")
+            assert not future.cancelled()
+        """
         """Always False: a record once appended cannot be cancelled."""
         return False
 
     def cancel(self) -> bool:
-        """Records cannot be taken back once appended; always False."""
+        """Records cannot be taken back once appended; always False.
+
+        Example::
+
+            future = producer.send("orders", b"v")
+            assert future.cancel() is False        # the record is sent all the same
+        """
         return False
 
     def running(self) -> bool:
-        """True while the record waits for its acknowledgement."""
+        """True while the record waits for its acknowledgement.
+
+        Example::
+
+            future = producer.send("orders", b"v")
+            producer.flush()
+            assert not future.running()
+        """
         """True while the record waits for its acknowledgement."""
         return not self._batch.done
 
     @property
     def topic(self) -> str:
-        """The record's topic."""
+        """The record's topic.
+
+        Example::
+
+            assert producer.send("orders", b"v").topic == "orders"
+        """
         """The record's topic."""
         return self._batch.topic
 
     @property
     def partition(self) -> int:
-        """The partition the record was appended to."""
+        """The partition the record was appended to.
+
+        Example::
+
+            assert producer.send("orders", b"v", partition=2).partition == 2
+        """
         """The partition the record was appended to."""
         return self._batch.partition
 
@@ -93,7 +135,13 @@ class RecordFuture(FutureBase):
             b.signal.wait_until(lambda: b.done, timeout, f"send to {b.topic}-{b.partition}")
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        """The record's metadata; raises the send's error, or KafkaTimeoutError after ``timeout`` s."""
+        """The record's metadata; raises the send's error, or KafkaTimeoutError after ``timeout`` s.
+
+        Example::
+
+            metadata = producer.send("orders", b"v").result(timeout=10)
+            assert metadata.topic == "orders"
+        """
         self._wait(timeout)
         error = self._error()
         if error is not None:
@@ -103,7 +151,13 @@ class RecordFuture(FutureBase):
     get = result  # kafka-python's name
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        """The send's error (None on success), waiting up to ``timeout`` s."""
+        """The send's error (None on success), waiting up to ``timeout`` s.
+
+        Example::
+
+            future = producer.send("orders", b"v")
+            assert future.exception(timeout=10) is None     # delivered
+        """
         self._wait(timeout)
         return self._error()
 
@@ -114,22 +168,52 @@ class RecordFuture(FutureBase):
         return b.error
 
     def succeeded(self) -> bool:
-        """True once the record was written (``await`` gives its RecordMetadata)."""
+        """True once the record was written (``await`` gives its RecordMetadata).
+
+        Example::
+
+            future = producer.send("orders", b"v")
+            producer.flush()
+            assert future.succeeded() and not future.failed()
+        """
         """True once the record was written (``result()`` gives its RecordMetadata)."""
         return self._batch.done and self._error() is None
 
     def failed(self) -> bool:
-        """True once the record failed (``await`` raises its error)."""
+        """True once the record failed (``await`` raises its error).
+
+        Example::
+
+            future = producer.send("orders", b"v")
+            producer.flush()
+            assert not future.failed()
+        """
         """True once the record failed (``result()`` raises its error)."""
         return self._batch.done and self._error() is not None
 
     @property
     def value(self) -> RecordMetadata | None:
-        """The metadata if done and successful, else None (kafka-python compatibility)."""
+        """The metadata if done and successful, else None (kafka-python compatibility).
+
+        Example::
+
+            future = producer.send("orders", b"v")
+            producer.flush()
+            assert future.value.offset >= 0         # None until done
+        """
         return self._metadata() if self.succeeded() else None
 
     def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
-        """Call ``fn(self)`` when done (immediately, in this thread, if already done)."""
+        """Call ``fn(self)`` when done (immediately, in this thread, if already done).
+
+        Example::
+
+            seen = []
+            future = producer.send("orders", b"v")
+            future.add_done_callback(lambda f: seen.append(f.result().offset))
+            producer.flush()
+            assert len(seen) == 1
+        """
         if not self._batch.add_future_callback(self, fn):
             fn(self)
 
@@ -146,6 +230,12 @@ class AsyncRecordFuture(RecordFuture):
 
     ``result()`` does not block: before the batch is done it raises
     :class:`~kafkalite.errors.IllegalStateError` (like ``asyncio.Future.result``).
+
+    Example::
+
+        future = await producer.send("orders", b"v")
+        metadata = await future                # the RecordMetadata, or the send's error
+        assert metadata.partition in (0, 1, 2)
     """
 
     __slots__ = ()
@@ -166,7 +256,14 @@ class AsyncRecordFuture(RecordFuture):
     _await = __await__  # what the C type's await calls
 
     async def wait(self, timeout: float | None = None) -> RecordMetadata:
-        """Await the metadata for at most ``timeout`` seconds (KafkaTimeoutError)."""
+        """Await the metadata for at most ``timeout`` seconds (KafkaTimeoutError).
+
+        Example::
+
+            future = await producer.send("orders", b"v")
+            metadata = await future.wait(timeout=10)
+            assert metadata.offset >= 0
+        """
         if timeout is None or self._batch.done:
             return await self
         b = self._batch
@@ -225,7 +322,14 @@ class SendManyResult:
             yield batch, index, start, end - start
 
     def done(self) -> bool:
-        """Whether every record is acknowledged or failed."""
+        """Whether every record is acknowledged or failed.
+
+        Example::
+
+            outcome = producer.send_many("orders", [b"a", b"b"])
+            producer.flush()
+            assert outcome.done()
+        """
         return all(batch.done for batch, _, _ in self._spans)
 
     def _wait(self, timeout: float | None) -> None:
@@ -236,7 +340,13 @@ class SendManyResult:
                                      f"send_many() of {self.count} records")
 
     def failures(self, timeout: float | None = None) -> list[tuple[int, BaseException]]:
-        """``(index in values, error)`` of every failed record, after waiting for all."""
+        """``(index in values, error)`` of every failed record, after waiting for all.
+
+        Example::
+
+            outcome = producer.send_many("orders", [b"a", b"b"])
+            assert outcome.failures(timeout=10) == []      # [(index, error), ...]
+        """
         self._wait(timeout)
         out: list[tuple[int, BaseException]] = []
         for batch, index, start, count in self._runs():
@@ -251,12 +361,23 @@ class SendManyResult:
         return out
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        """The first failed record's error (None if all succeeded), waiting up to ``timeout`` s."""
+        """The first failed record's error (None if all succeeded), waiting up to ``timeout`` s.
+
+        Example::
+
+            outcome = producer.send_many("orders", [b"a", b"b"])
+            assert outcome.exception(timeout=10) is None
+        """
         failed = self.failures(timeout)
         return failed[0][1] if failed else None
 
     def result(self, timeout: float | None = None) -> int:
-        """Wait for every record; raise the first failure, else return the number of records."""
+        """Wait for every record; raise the first failure, else return the number of records.
+
+        Example::
+
+            assert producer.send_many("orders", [b"a", b"b", b"c"]).result(timeout=10) == 3
+        """
         error = self.exception(timeout)
         if error is not None:
             raise error
@@ -297,7 +418,13 @@ class AsyncSendManyResult(SendManyResult):
         return self.result()
 
     async def wait(self, timeout: float | None = None) -> int:
-        """Await every record for at most ``timeout`` seconds (KafkaTimeoutError), then as ``await``."""
+        """Await every record for at most ``timeout`` seconds (KafkaTimeoutError), then as ``await``.
+
+        Example::
+
+            outcome = await producer.send_many("orders", [b"a", b"b"])
+            assert await outcome.wait(timeout=10) == 2
+        """
         try:
             await asyncio.wait_for(self._wait_batches(), timeout)
         except asyncio.TimeoutError:

@@ -68,7 +68,13 @@ class Producer(BlockingProducerFront):
 
     @property
     def config(self) -> Config:
-        """The resolved settings."""
+        """The resolved settings.
+
+        Example::
+
+            assert producer.config["bootstrap.servers"] == [bootstrap]   # parsed into a list
+            assert producer.config["linger.ms"] == 5                       # kafkalite's default
+        """
         return self._core.cfg
 
     def __enter__(self) -> Producer:
@@ -276,7 +282,12 @@ class Producer(BlockingProducerFront):
 
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
         """The partition ids of ``topic`` (fetching metadata if needed, for at most
-        ``timeout`` seconds; default max.block.ms)."""
+        ``timeout`` seconds; default max.block.ms).
+
+        Example::
+
+            assert producer.partitions_for("orders") == [0, 1, 2]
+        """
         core = self._core
         cached = core.partitions_for_cached(topic)
         if cached is not None:
@@ -288,7 +299,14 @@ class Producer(BlockingProducerFront):
 
     def metrics(self) -> MetricsSnapshot:
         """Current metrics, ``{MetricName: value}``; ``metrics()["record-send-rate"]`` reads
-        one by its Java name (record-send-rate, request-latency-avg, batch-size-avg, ...)."""
+        one by its Java name (record-send-rate, request-latency-avg, batch-size-avg, ...).
+
+        Example::
+
+            producer.send("orders", b"v")
+            producer.flush()
+            print(producer.metrics()["record-send-rate"])
+        """
         return self._core.metrics.snapshot()
 
     # -------------------------------------------------------------- transactions
@@ -298,12 +316,29 @@ class Producer(BlockingProducerFront):
 
     def init_transactions(self, timeout: float | None = None) -> None:
         """Register ``transactional.id`` with its coordinator: fences older producers with
-        the same id and completes (aborts) a transaction they left open. Call once."""
+        the same id and completes (aborts) a transaction they left open. Call once.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-init"})
+            tx.init_transactions()          # once, before the first transaction
+            tx.close()
+        """
         self._ensure_started()
         self._run(self._core.init_transactions(self._timeout(timeout)), "init_transactions()")
 
     def begin_transaction(self) -> None:
-        """Start a transaction (local; the coordinator learns of it with the first record)."""
+        """Start a transaction (local; the coordinator learns of it with the first record).
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-begin"})
+            tx.init_transactions()
+            tx.begin_transaction()
+            tx.send("orders", b"in the transaction")
+            tx.commit_transaction()
+            tx.close()
+        """
         self._core.begin_transaction()
 
     def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
@@ -313,6 +348,19 @@ class Producer(BlockingProducerFront):
 
         ``offsets`` are the NEXT offsets to read; ``group_metadata`` is
         ``consumer.group_metadata()`` so that zombie group members are fenced (KIP-447).
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-copier"})
+            tx.init_transactions()
+            consumer.assign([TopicPartition("orders", 0)])
+            records = consumer.poll(timeout=10.0)
+            with tx.transaction():
+                for record in records:
+                    tx.send("orders-copy", record.value)
+                tx.send_offsets_to_transaction({TopicPartition("orders", 0): records[-1].offset + 1},
+                                                     consumer.group_metadata())
+            tx.close()
         """
         self._run(self._core.send_offsets_to_transaction(offsets, group_metadata, self._timeout(timeout)),
                   "send_offsets_to_transaction()")
@@ -321,16 +369,45 @@ class Producer(BlockingProducerFront):
         """Flush, then commit. Raises if any record of the transaction failed (then abort).
 
         A KafkaTimeoutError means the outcome is unknown: call commit_transaction() again.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-commit"})
+            tx.init_transactions()
+            tx.begin_transaction()
+            tx.send("orders", b"committed")
+            tx.commit_transaction()         # read_committed consumers see the record now
+            tx.close()
         """
         self._run(self._core.commit_transaction(self._timeout(timeout)), "commit_transaction()")
 
     def abort_transaction(self, timeout: float | None = None) -> None:
-        """Abort: records of the transaction are never seen by read_committed consumers."""
+        """Abort: records of the transaction are never seen by read_committed consumers.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-abort"})
+            tx.init_transactions()
+            tx.begin_transaction()
+            tx.send("orders", b"never seen by read_committed consumers")
+            tx.abort_transaction()
+            tx.close()
+        """
         self._run(self._core.abort_transaction(self._timeout(timeout)), "abort_transaction()")
 
     @contextlib.contextmanager
     def transaction(self, timeout: float | None = None) -> Iterator[Producer]:
-        """``with producer.transaction():`` begins, then commits, or aborts on an exception."""
+        """``with producer.transaction():`` begins, then commits, or aborts on an exception.
+
+        Example::
+
+            tx = Producer({"bootstrap.servers": bootstrap, "transactional.id": "docs-with"})
+            tx.init_transactions()
+            with tx.transaction():          # commits here; an exception inside aborts instead
+                tx.send("orders", b"a")
+                tx.send("orders", b"b")
+            tx.close()
+        """
         self.begin_transaction()
         try:
             yield self

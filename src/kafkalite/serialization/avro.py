@@ -157,6 +157,13 @@ class AvroSerializer(SchemaSerde):
     Raises (from ``serialize``):
         SchemaValidationError: the value does not fit the schema (names the field).
         IncompatibleSchemaError, InvalidSchemaError, SchemaRegistryUnavailableError ...
+
+    Example (needs schema_registry)::
+
+        order = '{"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}'
+        avro = AvroSerializer(order, {"schema.registry.url": registry_url})
+        with Producer({"bootstrap.servers": bootstrap, "value.serializer": avro}) as p:
+            p.send("avro-orders", {"id": "o-1"}).result(timeout=10)
     """
 
     SETTINGS = COMMON_SERIALIZER_SETTINGS
@@ -206,7 +213,14 @@ class AvroSerializer(SchemaSerde):
         return found, data
 
     def serialize(self, topic: str, data: Any, headers: Any = None) -> bytes | None:
-        """Encode ``data`` (None stays None: a null key or a tombstone)."""
+        """Encode ``data`` (None stays None: a null key or a tombstone).
+
+        Example (needs schema_registry)::
+
+            avro = AvroSerializer('{"type": "record", "name": "Tick", "fields": [{"name": "n", "type": "int"}]}', registry)
+            data = avro.serialize("ticks", {"n": 7})
+            assert data[0] == 0 and len(data) == 6           # magic byte, schema id, then Avro: zig-zag 7
+        """
         if data is None:
             return None
         avro_type, value = self._pick(data)
@@ -269,6 +283,12 @@ class AvroDeserializer(SchemaSerde):
     Raises (from ``deserialize``): WireFormatError (no magic byte, too short, bytes
     that do not decode), UnknownSchemaIdError, SerializationError (incompatible
     reader schema).
+
+    Example (needs schema_registry)::
+
+        tick = '{"type": "record", "name": "Tick", "fields": [{"name": "n", "type": "int"}]}'
+        data = AvroSerializer(tick, registry).serialize("ticks", {"n": 7})
+        assert AvroDeserializer(registry).deserialize("ticks", data) == {"n": 7}
     """
 
     SETTINGS = COMMON_DESERIALIZER_SETTINGS
@@ -320,7 +340,14 @@ class AvroDeserializer(SchemaSerde):
         return None
 
     def deserialize(self, topic: str, data: bytes | None, headers: Any = None) -> Any:
-        """Decode one record's key or value (None stays None)."""
+        """Decode one record's key or value (None stays None).
+
+        Example (needs schema_registry)::
+
+            tick = '{"type": "record", "name": "Tick", "fields": [{"name": "n", "type": "int"}]}'
+            data = AvroSerializer(tick, registry).serialize("ticks", {"n": 7})
+            assert AvroDeserializer({"schema.registry.url": registry_url}).deserialize("ticks", data) == {"n": 7}
+        """
         if data is None:
             return None
         schema_id, pos = self.header(data, topic)

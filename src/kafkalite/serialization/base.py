@@ -59,18 +59,60 @@ T = TypeVar("T")
 
 @runtime_checkable
 class Serializer(Protocol):
-    """What the producer calls to turn keys and values into bytes."""
+    """What the producer calls to turn keys and values into bytes.
+
+    Example::
+
+        class Upper(Serializer):
+            def serialize(self, topic, data, headers=None):
+                return None if data is None else data.upper().encode()
+
+        with Producer({"bootstrap.servers": bootstrap, "value.serializer": Upper()}) as p:
+            p.send("orders", "shouting").result(timeout=10)
+    """
 
     def serialize(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:
-        """Return the bytes for ``data`` (None for null)."""
+        """Return the bytes for ``data`` (None for null).
+
+        Example::
+
+            class Reversed(Serializer):
+                def serialize(self, topic, data, headers=None):
+                    return None if data is None else data[::-1]
+
+            assert Reversed().serialize("orders", b"abc") == b"cba"
+        """
         ...
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Receive the producer's settings (optional to implement)."""
+        """Receive the producer's settings (optional to implement).
+
+        Example::
+
+            class Prefixed(Serializer):
+                def configure(self, config, is_key):
+                    self.prefix = b"k:" if is_key else b"v:"
+                def serialize(self, topic, data, headers=None):
+                    return self.prefix + data
+
+            with Producer({"bootstrap.servers": bootstrap, "key.serializer": Prefixed()}) as p:
+                p.send("orders", b"v", key=b"1").result(timeout=10)      # the key is written as b"k:1"
+        """
         ...
 
     def close(self) -> None:
-        """Release resources (optional to implement)."""
+        """Release resources (optional to implement).
+
+        Example::
+
+            class Noted(Serializer):
+                def serialize(self, topic, data, headers=None):
+                    return data
+                def close(self):
+                    print("producer closed")          # release files, connections ...
+
+            Producer({"bootstrap.servers": bootstrap, "value.serializer": Noted()}).close()
+        """
         ...
 
 
@@ -81,11 +123,24 @@ class ConfigurableBase:
     is_key: bool = False
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Called once by the client with its settings; ``is_key``: for keys, not values."""
+        """Called once by the client with its settings; ``is_key``: for keys, not values.
+
+        Example::
+
+            serializer = StringSerializer()
+            serializer.configure({"bootstrap.servers": bootstrap}, is_key=True)   # what the producer calls
+            assert serializer.serialize("orders", "k") == b"k"
+        """
         self.is_key = is_key
 
     def close(self) -> None:
-        """Called when the client closes: release what the serde holds."""
+        """Called when the client closes: release what the serde holds.
+
+        Example::
+
+            serializer = StringSerializer()
+            serializer.close()                            # built-ins hold nothing: a no-op
+        """
         pass
 
     def __repr__(self) -> str:
@@ -110,7 +165,13 @@ class _Base(ConfigurableBase):
 
 
 class BytesSerializer(_Base):
-    """Passes bytes-like values through (bytes, bytearray, memoryview); None stays None."""
+    """Passes bytes-like values through (bytes, bytearray, memoryview); None stays None.
+
+    Example::
+
+        with Producer({"bootstrap.servers": bootstrap, "value.serializer": BytesSerializer()}) as p:
+            p.send("orders", bytearray(b"raw")).result(timeout=10)
+    """
 
     def serialize(self, topic: str, data: Any, headers: HeaderList | None = None) -> bytes | None:
         if data is None or type(data) is bytes:
@@ -125,7 +186,12 @@ class BytesSerializer(_Base):
 
 
 class StringSerializer(_Base):
-    """str -> bytes in ``encoding`` (UTF-8 by default)."""
+    """str -> bytes in ``encoding`` (UTF-8 by default).
+
+    Example::
+
+        assert StringSerializer().serialize("names", "René") == "René".encode()
+    """
 
     def __init__(self, encoding: str = "utf-8") -> None:
         self.encoding = encoding
@@ -152,28 +218,48 @@ class _StructSerializer(_Base):
 
 
 class IntegerSerializer(_StructSerializer):
-    """int -> 4 bytes big-endian (Java's IntegerSerializer)."""
+    """int -> 4 bytes big-endian (Java's IntegerSerializer).
+
+    Example::
+
+        assert IntegerSerializer().serialize("counts", 256) == bytes([0, 0, 1, 0])
+    """
 
     _struct = struct.Struct(">i")
     _kind = "a 32-bit integer"
 
 
 class LongSerializer(_StructSerializer):
-    """int -> 8 bytes big-endian (Java's LongSerializer)."""
+    """int -> 8 bytes big-endian (Java's LongSerializer).
+
+    Example::
+
+        assert LongSerializer().serialize("ids", 7) == bytes([0, 0, 0, 0, 0, 0, 0, 7])
+    """
 
     _struct = struct.Struct(">q")
     _kind = "a 64-bit integer"
 
 
 class DoubleSerializer(_StructSerializer):
-    """float -> 8 bytes IEEE 754 big-endian (Java's DoubleSerializer)."""
+    """float -> 8 bytes IEEE 754 big-endian (Java's DoubleSerializer).
+
+    Example::
+
+        assert DoubleSerializer().serialize("prices", 2.5) == bytes([0x40, 0x04, 0, 0, 0, 0, 0, 0])
+    """
 
     _struct = struct.Struct(">d")
     _kind = "a double"
 
 
 class FloatSerializer(_StructSerializer):
-    """float -> 4 bytes IEEE 754 big-endian (Java's FloatSerializer)."""
+    """float -> 4 bytes IEEE 754 big-endian (Java's FloatSerializer).
+
+    Example::
+
+        assert FloatSerializer().serialize("ratios", 1.5) == bytes([0x3F, 0xC0, 0, 0])
+    """
 
     _struct = struct.Struct(">f")
     _kind = "a float"
@@ -184,6 +270,10 @@ class JsonSerializer(_Base):
 
     ``dumps`` options (e.g. ``default=str``, ``sort_keys=True``) are passed to
     :func:`json.dumps`.
+
+    Example::
+
+        assert JsonSerializer().serialize("events", {"id": 1, "tags": ["a"]}) == b'{"id":1,"tags":["a"]}'
     """
 
     def __init__(self, **dumps_options: Any) -> None:
@@ -265,6 +355,11 @@ def resolve_serializer(spec: Any, setting: str) -> Serializer | None:
     Accepts None (bytes only, the fast path: returns None), a built-in name, a
     Serializer object, a Serializer class (instantiated with no arguments), or a
     callable. Raises :class:`ConfigError` naming ``setting`` otherwise.
+
+    Example::
+
+        from kafkalite.serialization.base import resolve_serializer
+        assert isinstance(resolve_serializer("string", "key.serializer"), StringSerializer)
     """
     if spec is None:
         return None

@@ -55,18 +55,62 @@ Headers = Any  # the record's header list: [(str, bytes | None), ...]
 
 @runtime_checkable
 class Deserializer(Protocol):
-    """What the consumer calls to turn key and value bytes into objects."""
+    """What the consumer calls to turn key and value bytes into objects.
+
+    Example::
+
+        class Upper(Deserializer):
+            def deserialize(self, topic, data, headers=None):
+                return None if data is None else data.decode().upper()
+
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "upper", "auto.offset.reset": "earliest",
+                           "value.deserializer": Upper()})
+        reader.assign([TopicPartition("orders", 0)])
+        assert reader.poll(timeout=10.0)[0].value == "V0"
+        reader.close()
+    """
 
     def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
-        """Return the object for ``data`` (None stays None for the built-ins)."""
+        """Return the object for ``data`` (None stays None for the built-ins).
+
+        Example::
+
+            class Reversed(Deserializer):
+                def deserialize(self, topic, data, headers=None):
+                    return None if data is None else data[::-1]
+
+            assert Reversed().deserialize("orders", b"abc") == b"cba"
+        """
         ...
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Receive the consumer's settings (optional to implement)."""
+        """Receive the consumer's settings (optional to implement).
+
+        Example::
+
+            class KeysOnly(Deserializer):
+                def configure(self, config, is_key):
+                    self.is_key = is_key              # the consumer says which side it decodes
+                def deserialize(self, topic, data, headers=None):
+                    return data
+
+            Consumer({"bootstrap.servers": bootstrap, "group.id": "k", "key.deserializer": KeysOnly()}).close()
+        """
         ...
 
     def close(self) -> None:
-        """Release resources (optional to implement)."""
+        """Release resources (optional to implement).
+
+        Example::
+
+            class Counting(Deserializer):
+                def deserialize(self, topic, data, headers=None):
+                    return data
+                def close(self):
+                    print("consumer closed")          # release files, connections ...
+
+            Consumer({"bootstrap.servers": bootstrap, "group.id": "c", "value.deserializer": Counting()}).close()
+        """
         ...
 
 
@@ -86,14 +130,28 @@ class _Base(ConfigurableBase):
 
 
 class BytesDeserializer(_Base):
-    """Returns the bytes as they are."""
+    """Returns the bytes as they are.
+
+    Example::
+
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "bytes", "auto.offset.reset": "earliest",
+                           "value.deserializer": BytesDeserializer()})
+        reader.assign([TopicPartition("orders", 0)])
+        assert reader.poll(timeout=10.0)[0].value == b"v0"
+        reader.close()
+    """
 
     def deserialize(self, topic: str, data: bytes | None, headers: Headers = None) -> Any:
         return data
 
 
 class StringDeserializer(_Base):
-    """bytes -> str in ``encoding`` (UTF-8 by default); invalid bytes raise."""
+    """bytes -> str in ``encoding`` (UTF-8 by default); invalid bytes raise.
+
+    Example::
+
+        assert StringDeserializer("latin-1").deserialize("names", "René".encode("latin-1")) == "René"
+    """
 
     def __init__(self, encoding: str = "utf-8") -> None:
         self.encoding = encoding
@@ -121,35 +179,60 @@ class _StructDeserializer(_Base):
 
 
 class IntegerDeserializer(_StructDeserializer):
-    """4 bytes big-endian -> int (Java's IntegerDeserializer)."""
+    """4 bytes big-endian -> int (Java's IntegerDeserializer).
+
+    Example::
+
+        assert IntegerDeserializer().deserialize("counts", bytes([0, 0, 1, 0])) == 256
+    """
 
     _struct = struct.Struct(">i")
     _kind = "a 32-bit integer"
 
 
 class LongDeserializer(_StructDeserializer):
-    """8 bytes big-endian -> int (Java's LongDeserializer)."""
+    """8 bytes big-endian -> int (Java's LongDeserializer).
+
+    Example::
+
+        assert LongDeserializer().deserialize("ids", bytes([0, 0, 0, 0, 0, 0, 0, 7])) == 7
+    """
 
     _struct = struct.Struct(">q")
     _kind = "a 64-bit integer"
 
 
 class DoubleDeserializer(_StructDeserializer):
-    """8 bytes IEEE 754 big-endian -> float (Java's DoubleDeserializer)."""
+    """8 bytes IEEE 754 big-endian -> float (Java's DoubleDeserializer).
+
+    Example::
+
+        assert DoubleDeserializer().deserialize("prices", DoubleSerializer().serialize("prices", 2.5)) == 2.5
+    """
 
     _struct = struct.Struct(">d")
     _kind = "a double"
 
 
 class FloatDeserializer(_StructDeserializer):
-    """4 bytes IEEE 754 big-endian -> float (Java's FloatDeserializer)."""
+    """4 bytes IEEE 754 big-endian -> float (Java's FloatDeserializer).
+
+    Example::
+
+        assert FloatDeserializer().deserialize("ratios", bytes([0x3F, 0xC0, 0, 0])) == 1.5
+    """
 
     _struct = struct.Struct(">f")
     _kind = "a float"
 
 
 class JsonDeserializer(_Base):
-    """UTF-8 JSON -> Python objects; ``loads`` options go to :func:`json.loads`."""
+    """UTF-8 JSON -> Python objects; ``loads`` options go to :func:`json.loads`.
+
+    Example::
+
+        assert JsonDeserializer().deserialize("events", b'{"id": 1}') == {"id": 1}
+    """
 
     def __init__(self, **loads_options: Any) -> None:
         self._options = loads_options
@@ -202,6 +285,11 @@ def resolve_deserializer(spec: Any, setting: str) -> Deserializer | None:
     Accepts None (bytes as they are: returns None, the fast path), a built-in name, a
     Deserializer object, a Deserializer class (instantiated with no arguments) or a
     callable. Raises :class:`~kafkalite.errors.ConfigError` naming ``setting`` otherwise.
+
+    Example::
+
+        from kafkalite.serialization.deserializers import resolve_deserializer
+        assert isinstance(resolve_deserializer("string", "value.deserializer"), StringDeserializer)
     """
     if spec is None:
         return None

@@ -52,6 +52,13 @@ class SchemaRegistryError(SerializationError):
         error_code: the registry's own code (``40401``, ``42201`` ...; -1 if none).
         subject, version, schema_id: what the request was about, when known.
         url: the request's URL.
+
+    Example (needs schema_registry)::
+
+        try:
+            registry.get_versions("never-registered")
+        except SchemaRegistryError as exc:            # every registry error (HTTP status, Confluent code)
+            print(exc.status, exc.error_code)
     """
 
     def __init__(
@@ -89,45 +96,133 @@ class SchemaRegistryError(SerializationError):
 
 
 class SchemaNotFoundError(SchemaRegistryError):
-    """The registry has no such subject, version or schema."""
+    """The registry has no such subject, version or schema.
+
+    Example (needs schema_registry)::
+
+        registry.register_schema("found-value", Schema('"string"'))
+        try:
+            registry.lookup_schema("found-value", Schema('"long"'))
+        except SchemaNotFoundError as exc:
+            print(exc)
+    """
 
 
 class SubjectNotFoundError(SchemaNotFoundError):
-    """The subject is not registered (or only soft-deleted)."""
+    """The subject is not registered (or only soft-deleted).
+
+    Example (needs schema_registry)::
+
+        try:
+            registry.get_latest_version("no-such-subject")
+        except SubjectNotFoundError as exc:
+            print(exc.subject)
+    """
 
 
 class VersionNotFoundError(SchemaNotFoundError):
-    """The subject has no such version."""
+    """The subject has no such version.
+
+    Example (needs schema_registry)::
+
+        registry.register_schema("short-value", Schema('"string"'))
+        try:
+            registry.get_version("short-value", 99)
+        except VersionNotFoundError as exc:
+            print(exc)
+    """
 
 
 class UnknownSchemaIdError(SchemaNotFoundError):
-    """No schema has this id (data written against another registry, or deleted)."""
+    """No schema has this id (data written against another registry, or deleted).
+
+    Example (needs schema_registry)::
+
+        try:
+            registry.get_schema(987654)
+        except UnknownSchemaIdError as exc:
+            print(exc)
+    """
 
 
 class IncompatibleSchemaError(SchemaRegistryError):
-    """The schema breaks the subject's compatibility rule (``BACKWARD``, ``FULL`` ...)."""
+    """The schema breaks the subject's compatibility rule (``BACKWARD``, ``FULL`` ...).
+
+    Example (needs schema_registry)::
+
+        registry.register_schema("locked-value", Schema('"string"'))
+        registry.set_compatibility("FULL", "locked-value")
+        try:
+            registry.register_schema("locked-value", Schema('"int"'))
+        except IncompatibleSchemaError as exc:
+            print(exc)
+    """
 
 
 class InvalidSchemaError(SchemaRegistryError):
-    """The schema (or a version or compatibility value) is not valid."""
+    """The schema (or a version or compatibility value) is not valid.
+
+    Example (needs schema_registry)::
+
+        try:
+            registry.register_schema("broken-value", Schema('{"type": "recurd"}'))
+        except InvalidSchemaError as exc:
+            print(exc)
+    """
 
 
 class SchemaRegistryAuthError(SchemaRegistryError):
-    """The registry refused the credentials (HTTP 401) or the operation (403)."""
+    """The registry refused the credentials (HTTP 401) or the operation (403).
+
+    Example::
+
+        try:
+            SchemaRegistryClient({"schema.registry.url": "http://127.0.0.1:1", "max.retries": 0}).get_subjects()
+        except SchemaRegistryAuthError:               # 401 / 403: fix the credentials, do not retry
+            raise
+        except SchemaRegistryUnavailableError as exc:
+            print(exc)
+    """
 
 
 class SchemaRegistryUnavailableError(SchemaRegistryError):
-    """The registry could not be reached or kept failing (after the configured retries)."""
+    """The registry could not be reached or kept failing (after the configured retries).
+
+    Example::
+
+        offline = SchemaRegistryClient({"schema.registry.url": "http://127.0.0.1:1", "max.retries": 0})
+        try:
+            offline.get_subjects()
+        except SchemaRegistryUnavailableError as exc:
+            print(exc)                                # cannot reach the Schema Registry at ...
+    """
 
     retriable = True
 
 
 class WireFormatError(SerializationError):
-    """Bytes do not follow the Confluent wire format (magic byte 0, schema id, ...)."""
+    """Bytes do not follow the Confluent wire format (magic byte 0, schema id, ...).
+
+    Example::
+
+        try:
+            AvroDeserializer.header(b"not framed", "orders")
+        except WireFormatError as exc:                # magic byte 0 and a schema id are missing
+            print(exc)
+    """
 
 
 class SchemaValidationError(SerializationError):
-    """A record does not match its schema; ``field`` names where (a dotted path)."""
+    """A record does not match its schema; ``field`` names where (a dotted path).
+
+    Example (needs schema_registry)::
+
+        tick = AvroSerializer('{"type": "record", "name": "Tick", "fields": [{"name": "n", "type": "int"}]}', registry)
+        try:
+            tick.serialize("ticks", {"n": "seven"})
+        except SchemaValidationError as exc:
+            print(exc.field, exc)                     # n ...
+    """
 
     def __init__(self, message: str | None = None, *, field: str | None = None,
                  subject: str | None = None, schema_id: int | None = None, **kwargs: Any) -> None:

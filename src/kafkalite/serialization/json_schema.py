@@ -134,6 +134,13 @@ class JsonSchemaSerializer(SchemaSerde):
         to_dict: ``fn(obj)`` / ``fn(obj, topic)`` -> a JSON-compatible value
             (dataclasses need none).
         validate: check each value against the schema first (default True).
+
+    Example (needs schema_registry)::
+
+        schema = '{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}'
+        with Producer({"bootstrap.servers": bootstrap,
+                       "value.serializer": JsonSchemaSerializer(schema, {"schema.registry.url": registry_url})}) as p:
+            p.send("json-orders", {"id": "o-1"}).result(timeout=10)
     """
 
     SETTINGS = COMMON_SERIALIZER_SETTINGS
@@ -161,7 +168,16 @@ class JsonSchemaSerializer(SchemaSerde):
         self._lock = threading.Lock()
 
     def serialize(self, topic: str, data: Any, headers: Any = None) -> bytes | None:
-        """Validate and encode ``data`` (None stays None)."""
+        """Validate and encode ``data`` (None stays None).
+
+        Example (needs schema_registry)::
+
+            serializer = JsonSchemaSerializer('{"type": "object", "required": ["id"]}', registry)
+            try:
+                serializer.serialize("json-orders", {"qty": 1})
+            except SchemaValidationError as exc:          # validated before it is written
+                print(exc)
+        """
         if data is None:
             return None
         value = data
@@ -202,6 +218,12 @@ class JsonSchemaDeserializer(SchemaSerde):
         from_dict: ``fn(value)`` / ``fn(value, topic)``, or a mapping from schema
             ``title`` to such a function (several event types in one topic).
         validate: check values against the schema (default True when a schema is known).
+
+    Example (needs schema_registry)::
+
+        schema = '{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}'
+        data = JsonSchemaSerializer(schema, registry).serialize("json-events", {"id": "e-1"})
+        assert JsonSchemaDeserializer(registry).deserialize("json-events", data) == {"id": "e-1"}
     """
 
     SETTINGS = COMMON_DESERIALIZER_SETTINGS
@@ -244,7 +266,14 @@ class JsonSchemaDeserializer(SchemaSerde):
         return found
 
     def deserialize(self, topic: str, data: bytes | None, headers: Any = None) -> Any:
-        """Decode (and validate) one record's key or value (None stays None)."""
+        """Decode (and validate) one record's key or value (None stays None).
+
+        Example (needs schema_registry)::
+
+            schema = '{"$schema": "http://json-schema.org/draft-07/schema#", "type": "array"}'
+            data = JsonSchemaSerializer(schema, registry).serialize("json-lists", [1, 2])
+            assert JsonSchemaDeserializer({"schema.registry.url": registry_url}).deserialize("json-lists", data) == [1, 2]
+        """
         if data is None:
             return None
         schema_id, pos = self.header(data, topic)

@@ -93,6 +93,13 @@ class ProtobufSerializer(SchemaSerde):
         conf: registry and serde settings (see :mod:`.schema_serde`), plus
             ``skip.known.types`` (default True) and ``reference.subject.name.strategy``
             (``fn(topic, is_key, file_name) -> subject``; default the file name).
+
+    Example (needs schema_registry)::
+
+        from google.protobuf.wrappers_pb2 import StringValue
+        with Producer({"bootstrap.servers": bootstrap,
+                       "value.serializer": ProtobufSerializer(StringValue, {"schema.registry.url": registry_url})}) as p:
+            p.send("proto-names", StringValue(value="ada")).result(timeout=10)
     """
 
     SETTINGS = {**COMMON_SERIALIZER_SETTINGS, "skip.known.types": (bool, True),
@@ -119,7 +126,14 @@ class ProtobufSerializer(SchemaSerde):
         self._lock = threading.RLock()
 
     def serialize(self, topic: str, data: Any, headers: Any = None) -> bytes | None:
-        """Encode a message (None stays None)."""
+        """Encode a message (None stays None).
+
+        Example (needs schema_registry)::
+
+            from google.protobuf.wrappers_pb2 import StringValue
+            data = ProtobufSerializer(StringValue, registry).serialize("proto-names", StringValue(value="ada"))
+            assert data[0] == 0          # magic byte, schema id, message indexes, then the Protobuf bytes
+        """
         if data is None:
             return None
         if not isinstance(data, Message) or (self.message_type is not None and not isinstance(data, self.message_type)):
@@ -178,6 +192,12 @@ class ProtobufDeserializer(SchemaSerde):
         message_types: the classes records may be (several event types in one
             topic); with neither argument, any class in the default descriptor pool
             (every generated module imported) is found by name.
+
+    Example (needs schema_registry)::
+
+        from google.protobuf.wrappers_pb2 import StringValue
+        data = ProtobufSerializer(StringValue, registry).serialize("proto-names", StringValue(value="ada"))
+        assert ProtobufDeserializer(StringValue).deserialize("proto-names", data).value == "ada"   # no registry needed
     """
 
     SETTINGS = COMMON_DESERIALIZER_SETTINGS
@@ -207,7 +227,14 @@ class ProtobufDeserializer(SchemaSerde):
         self._lock = threading.Lock()
 
     def deserialize(self, topic: str, data: bytes | None, headers: Any = None) -> Any:
-        """Decode one record's key or value (None stays None)."""
+        """Decode one record's key or value (None stays None).
+
+        Example (needs schema_registry)::
+
+            from google.protobuf.wrappers_pb2 import Int64Value
+            data = ProtobufSerializer(Int64Value, registry).serialize("proto-counts", Int64Value(value=42))
+            assert ProtobufDeserializer(Int64Value).deserialize("proto-counts", data).value == 42
+        """
         if data is None:
             return None
         schema_id, pos = self.header(data, topic)

@@ -99,6 +99,12 @@ class SchemaRegistryClient:
 
     Thread-safe: one client may serve all the serializers and deserializers of a
     process (they then share its caches).
+
+    Example (needs schema_registry)::
+
+        registry = SchemaRegistryClient({"schema.registry.url": registry_url, "max.retries": 2})
+        schema_id = registry.register_schema("users-value", Schema('"string"'))
+        assert registry.get_schema(schema_id).schema_str == '"string"'
     """
 
     def __init__(self, config: Mapping[str, Any] | str) -> None:
@@ -117,7 +123,12 @@ class SchemaRegistryClient:
 
     @property
     def url(self) -> str:
-        """The first configured URL."""
+        """The first configured URL.
+
+        Example::
+
+            assert SchemaRegistryClient("http://registry.example:8081").url == "http://registry.example:8081"
+        """
         return self.settings.urls[0]
 
     # -- schemas and ids ---------------------------------------------------------
@@ -128,11 +139,22 @@ class SchemaRegistryClient:
         Raises:
             IncompatibleSchemaError: the subject's compatibility rule refuses it.
             InvalidSchemaError: the registry cannot parse it (or a reference).
+
+        Example (needs schema_registry)::
+
+            first = registry.register_schema("registered-value", Schema('"string"'))
+            assert registry.register_schema("registered-value", Schema('"string"')) == first   # already there
         """
         return self.register_schema_full_response(subject, schema, normalize).schema_id
 
     def register_schema_full_response(self, subject: str, schema: Schema, normalize: bool = False) -> RegisteredSchema:
-        """Like :meth:`register_schema`, returning the id and, when known, the version."""
+        """Like :meth:`register_schema`, returning the id and, when known, the version.
+
+        Example (needs schema_registry)::
+
+            registered = registry.register_schema_full_response("full-value", Schema('"string"'))
+            print(registered.schema_id, registered.version)
+        """
         key = (subject, schema, normalize)
         cached = self._by_schema.get(key)
         if cached is not None:
@@ -155,6 +177,12 @@ class SchemaRegistryClient:
         Raises:
             SubjectNotFoundError: no such subject.
             SchemaNotFoundError: the subject has no version with this schema.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("looked-up-value", Schema('"string"'))
+            found = registry.lookup_schema("looked-up-value", Schema('"string"'))
+            assert found.version == 1
         """
         key = (subject, schema, normalize)
         cached = self._by_schema.get(key)
@@ -176,6 +204,11 @@ class SchemaRegistryClient:
 
         Raises:
             UnknownSchemaIdError: no schema has this id.
+
+        Example (needs schema_registry)::
+
+            schema_id = registry.register_schema("numbers-value", Schema('"double"'))
+            assert registry.get_schema(schema_id).schema_str == '"double"'     # cached for ever
         """
         cached = self._by_id.get(schema_id)
         if cached is not None and fmt is None:
@@ -189,7 +222,13 @@ class SchemaRegistryClient:
         return schema
 
     def get_subjects_by_schema_id(self, schema_id: int, deleted: bool = False) -> list[str]:
-        """The subjects that use the schema with this id."""
+        """The subjects that use the schema with this id.
+
+        Example (needs schema_registry)::
+
+            schema_id = registry.register_schema("shared-value", Schema('"float"'))
+            assert "shared-value" in registry.get_subjects_by_schema_id(schema_id)
+        """
         try:
             return list(self._rest.request(
                 "GET", f"/schemas/ids/{int(schema_id)}/subjects", query={"deleted": deleted or None},
@@ -201,30 +240,59 @@ class SchemaRegistryClient:
             return sorted({s for s, _ in self.get_subject_versions_by_schema_id(schema_id, deleted)})
 
     def get_subject_versions_by_schema_id(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
-        """The (subject, version) pairs that use the schema with this id."""
+        """The (subject, version) pairs that use the schema with this id.
+
+        Example (needs schema_registry)::
+
+            schema_id = registry.register_schema("pairs-value", Schema('"bytes"'))
+            assert ("pairs-value", 1) in registry.get_subject_versions_by_schema_id(schema_id)
+        """
         answer = self._rest.request(
             "GET", f"/schemas/ids/{int(schema_id)}/versions", query={"deleted": deleted or None},
             not_found=UnknownSchemaIdError, context={"schema_id": schema_id})
         return [(str(entry["subject"]), int(entry["version"])) for entry in answer]
 
     def get_schema_types(self) -> list[str]:
-        """The schema types the registry supports (``["AVRO", "JSON", "PROTOBUF"]``)."""
+        """The schema types the registry supports (``["AVRO", "JSON", "PROTOBUF"]``).
+
+        Example (needs schema_registry)::
+
+            assert "AVRO" in registry.get_schema_types()
+        """
         return list(self._rest.request("GET", "/schemas/types"))
 
     # -- subjects and versions -----------------------------------------------------
 
     def get_subjects(self, deleted: bool = False) -> list[str]:
-        """Every subject (``deleted=True`` includes soft-deleted ones)."""
+        """Every subject (``deleted=True`` includes soft-deleted ones).
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("listed-value", Schema('"string"'))
+            assert "listed-value" in registry.get_subjects()
+        """
         return list(self._rest.request("GET", "/subjects", query={"deleted": deleted or None}))
 
     def get_versions(self, subject: str, deleted: bool = False) -> list[int]:
-        """The version numbers of ``subject``, oldest first."""
+        """The version numbers of ``subject``, oldest first.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("counted-value", Schema('"string"'))
+            assert registry.get_versions("counted-value") == [1]
+        """
         return [int(v) for v in self._rest.request(
             "GET", f"/subjects/{_subject_path(subject)}/versions", query={"deleted": deleted or None},
             not_found=SubjectNotFoundError, context={"subject": subject})]
 
     def get_version(self, subject: str, version: int | str = "latest", deleted: bool = False) -> RegisteredSchema:
-        """One version of a subject (``"latest"`` or a number); numbered ones are cached."""
+        """One version of a subject (``"latest"`` or a number); numbered ones are cached.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("versioned-value", Schema('"string"'))
+            assert registry.get_version("versioned-value", 1).schema.schema_str == '"string"'
+        """
         if version == "latest":
             return self.get_latest_version(subject)
         number = int(version)
@@ -240,7 +308,13 @@ class SchemaRegistryClient:
         return registered
 
     def get_latest_version(self, subject: str) -> RegisteredSchema:
-        """The newest version of ``subject``, reused for ``latest.cache.ttl.sec``."""
+        """The newest version of ``subject``, reused for ``latest.cache.ttl.sec``.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("latest-value", Schema('"string"'))
+            assert registry.get_latest_version("latest-value").version == 1
+        """
         ttl = self.settings.latest_ttl_s
         cached = self._latest.get(subject)
         if cached is not None and (ttl < 0 or time.monotonic() - cached[0] < ttl):
@@ -255,7 +329,16 @@ class SchemaRegistryClient:
         return registered
 
     def get_referenced_by(self, subject: str, version: int) -> list[int]:
-        """Ids of the schemas that reference this subject version."""
+        """Ids of the schemas that reference this subject version.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("shop.Id", Schema('{"type": "fixed", "name": "Id", "namespace": "shop", "size": 4}'))
+            user = Schema('{"type": "record", "name": "User", "fields": [{"name": "id", "type": "shop.Id"}]}',
+                          references=(SchemaReference("shop.Id", "shop.Id", 1),))
+            user_id = registry.register_schema("users-ref-value", user)
+            assert user_id in registry.get_referenced_by("shop.Id", 1)
+        """
         return [int(v) for v in self._rest.request(
             "GET", f"/subjects/{_subject_path(subject)}/versions/{int(version)}/referencedby",
             not_found=VersionNotFoundError, context={"subject": subject, "version": version})]
@@ -265,6 +348,12 @@ class SchemaRegistryClient:
 
         Returns the versions deleted. A hard delete needs a soft delete first
         (Confluent's rule); ``permanent=True`` does both.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("temporary-value", Schema('"string"'))
+            assert registry.delete_subject("temporary-value") == [1]          # soft: the versions deleted
+            registry.delete_subject("temporary-value", permanent=True)        # then hard
         """
         path = f"/subjects/{_subject_path(subject)}"
         context = {"subject": subject}
@@ -280,7 +369,13 @@ class SchemaRegistryClient:
         return [int(v) for v in answer or ()]
 
     def delete_version(self, subject: str, version: int | str, permanent: bool = False) -> int:
-        """Soft-delete one version (``permanent=True``: soft then hard); return its number."""
+        """Soft-delete one version (``permanent=True``: soft then hard); return its number.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("draft-value", Schema('"string"'))
+            assert registry.delete_version("draft-value", 1) == 1
+        """
         path = f"/subjects/{_subject_path(subject)}/versions/{version}"
         context = {"subject": subject, "version": version}
         if permanent:
@@ -307,6 +402,12 @@ class SchemaRegistryClient:
         Compares with ``version`` (default the latest) under the subject's rule. A
         subject that does not exist yet accepts anything. The result is true when
         compatible; ``messages`` explains a refusal when the registry says why.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("evolving-value", Schema('{"type": "record", "name": "E", "fields": []}'))
+            newer = Schema('{"type": "record", "name": "E", "fields": [{"name": "x", "type": "int", "default": 0}]}')
+            assert registry.test_compatibility("evolving-value", newer).is_compatible
         """
         try:
             answer = self._rest.request(
@@ -319,7 +420,13 @@ class SchemaRegistryClient:
         return CompatibilityResult(bool(answer.get("is_compatible")), tuple(str(m) for m in messages))
 
     def get_compatibility(self, subject: str | None = None) -> str:
-        """The compatibility level of ``subject`` (its own, else the global one)."""
+        """The compatibility level of ``subject`` (its own, else the global one).
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("levels-value", Schema('"string"'))
+            print(registry.get_compatibility("levels-value"))       # the global level: BACKWARD by default
+        """
         path = f"/config/{_subject_path(subject)}" if subject else "/config"
         query = {"defaultToGlobal": True} if subject else None
         context = {"subject": subject} if subject else {}
@@ -332,7 +439,13 @@ class SchemaRegistryClient:
         return str(answer.get("compatibilityLevel") or answer.get("compatibility"))
 
     def set_compatibility(self, level: str, subject: str | None = None) -> str:
-        """Set the compatibility level of ``subject`` (or the global one); return it."""
+        """Set the compatibility level of ``subject`` (or the global one); return it.
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("strict-value", Schema('"string"'))
+            assert registry.set_compatibility("FULL", "strict-value") == "FULL"
+        """
         level = level.upper()
         if level not in COMPATIBILITY_LEVELS:
             raise SchemaRegistryError(
@@ -344,19 +457,40 @@ class SchemaRegistryClient:
         return str(answer.get("compatibility") or answer.get("compatibilityLevel") or level)
 
     def delete_compatibility(self, subject: str) -> None:
-        """Drop the subject's own level (it follows the global one again)."""
+        """Drop the subject's own level (it follows the global one again).
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("relaxed-value", Schema('"string"'))
+            registry.set_compatibility("NONE", "relaxed-value")
+            registry.delete_compatibility("relaxed-value")   # follows the global level again
+        """
         self._rest.request("DELETE", f"/config/{_subject_path(subject)}",
                            not_found=SubjectNotFoundError, context={"subject": subject})
 
     # -- lifecycle -----------------------------------------------------------------
 
     def clear_caches(self) -> None:
-        """Forget everything cached (the next calls ask the registry again)."""
+        """Forget everything cached (the next calls ask the registry again).
+
+        Example (needs schema_registry)::
+
+            registry.register_schema("cached-value", Schema('"string"'))
+            registry.clear_caches()                       # the next calls ask the registry again
+            assert registry.get_versions("cached-value") == [1]
+        """
         for cache in (self._by_id, self._by_schema, self._by_version, self._latest):
             cache.clear()
 
     def close(self) -> None:
-        """Release the client (it holds no connection between calls; caches are cleared)."""
+        """Release the client (it holds no connection between calls; caches are cleared).
+
+        Example (needs schema_registry)::
+
+            client = SchemaRegistryClient(registry_url)
+            client.get_subjects()
+            client.close()
+        """
         self.clear_caches()
 
     def __enter__(self) -> SchemaRegistryClient:

@@ -16,6 +16,15 @@ class SchemaReference:
     ``name`` is how the referring schema names it: an Avro full name
     (``"shop.Money"``), a Protobuf import path (``"shop/money.proto"``) or a JSON
     Schema ``$ref`` URL; ``subject`` / ``version`` say where it is registered.
+
+    Example (needs schema_registry)::
+
+        registry.register_schema("shop.Money", Schema('{"type": "record", "name": "Money", "namespace": "shop", '
+                                                      '"fields": [{"name": "cents", "type": "long"}]}'))
+        ref = SchemaReference("shop.Money", "shop.Money", 1)
+        price = Schema('{"type": "record", "name": "Price", "fields": [{"name": "m", "type": "shop.Money"}]}',
+                       references=(ref,))
+        registry.register_schema("prices-value", price)
     """
 
     name: str
@@ -23,12 +32,24 @@ class SchemaReference:
     version: int
 
     def to_json(self) -> dict[str, Any]:
-        """The reference as the registry's JSON (``{"name", "subject", "version"}``)."""
+        """The reference as the registry's JSON (``{"name", "subject", "version"}``).
+
+        Example::
+
+            ref = SchemaReference("shop.Money", "shop.Money", 1)
+            assert ref.to_json() == {"name": "shop.Money", "subject": "shop.Money", "version": 1}
+        """
         return {"name": self.name, "subject": self.subject, "version": self.version}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SchemaReference:
-        """A reference from the registry's JSON (``{"name", "subject", "version"}``)."""
+        """A reference from the registry's JSON (``{"name", "subject", "version"}``).
+
+        Example::
+
+            ref = SchemaReference.from_json({"name": "shop.Money", "subject": "shop.Money", "version": 1})
+            assert ref.version == 1
+        """
         return cls(str(data["name"]), str(data["subject"]), int(data["version"]))
 
 
@@ -38,6 +59,12 @@ class Schema:
 
     >>> Schema('{"type": "string"}').schema_type
     'AVRO'
+
+    Example (needs schema_registry)::
+
+        schema = Schema('{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}', "JSON")
+        schema_id = registry.register_schema("docs-json-value", schema)
+        assert registry.get_schema(schema_id).schema_type == "JSON"
     """
 
     schema_str: str
@@ -50,7 +77,12 @@ class Schema:
             object.__setattr__(self, "references", tuple(self.references))
 
     def to_json(self) -> dict[str, Any]:
-        """The request body of register / lookup / compatibility calls."""
+        """The request body of register / lookup / compatibility calls.
+
+        Example::
+
+            assert Schema('{"type": "object"}', "JSON").to_json() == {"schema": '{"type": "object"}', "schemaType": "JSON"}
+        """
         body: dict[str, Any] = {"schema": self.schema_str}
         if self.schema_type != "AVRO":  # Confluent omits the default type
             body["schemaType"] = self.schema_type
@@ -60,7 +92,13 @@ class Schema:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Schema:
-        """A schema from the registry's JSON (``{"schema", "schemaType", "references"}``)."""
+        """A schema from the registry's JSON (``{"schema", "schemaType", "references"}``).
+
+        Example::
+
+            schema = Schema.from_json({"schema": '"string"'})
+            assert schema.schema_type == "AVRO" and schema.references == ()
+        """
         refs: Sequence[Mapping[str, Any]] = data.get("references") or ()
         return cls(
             str(data["schema"]),
@@ -71,7 +109,14 @@ class Schema:
 
 @dataclass(frozen=True)
 class RegisteredSchema:
-    """One version of a subject: its schema, global id and version number."""
+    """One version of a subject: its schema, global id and version number.
+
+    Example (needs schema_registry)::
+
+        registry.register_schema("colors-value", Schema('{"type": "enum", "name": "Color", "symbols": ["RED"]}'))
+        registered = registry.get_latest_version("colors-value")
+        print(registered.schema_id, registered.version, registered.schema.schema_type)
+    """
 
     schema_id: int
     schema: Schema
@@ -80,7 +125,14 @@ class RegisteredSchema:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], subject: str | None = None) -> RegisteredSchema:
-        """A registered schema from the registry's JSON answer (``{"id", "schema", "schemaType", "version", ...}``)."""
+        """A registered schema from the registry's JSON answer (``{"id", "schema", "schemaType", "version", ...}``).
+
+        Example::
+
+            from kafkalite.serialization import RegisteredSchema
+            registered = RegisteredSchema.from_json({"id": 3, "schema": '"string"', "version": 1}, subject="names-value")
+            assert (registered.schema_id, registered.schema.schema_type) == (3, "AVRO")
+        """
         return cls(
             int(data["id"]),
             Schema.from_json(data),
@@ -94,6 +146,13 @@ class CompatibilityResult:
     """The answer of a compatibility check; true in a boolean context when compatible.
 
     ``messages`` says why not, when the registry explains (Confluent's ``verbose=true``).
+
+    Example (needs schema_registry)::
+
+        registry.register_schema("ids-value", Schema('"string"'))
+        registry.set_compatibility("BACKWARD", "ids-value")
+        result = registry.test_compatibility("ids-value", Schema('"int"'))
+        assert not result                  # false when incompatible; result.messages say why
     """
 
     is_compatible: bool

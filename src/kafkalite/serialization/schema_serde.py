@@ -130,11 +130,24 @@ class SchemaSerde:
     # -- the Serializer / Deserializer protocol --------------------------------------
 
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        """Called by the producer / consumer: whether this serde handles keys."""
+        """Called by the producer / consumer: whether this serde handles keys.
+
+        Example (needs schema_registry)::
+
+            serializer = AvroSerializer('"string"', registry)
+            serializer.configure({}, is_key=True)         # the producer does this: subjects end in -key
+            assert serializer.subject("orders", None) == "orders-key"
+        """
         self.is_key = is_key
 
     def close(self) -> None:
-        """Close the registry client if this serde created it."""
+        """Close the registry client if this serde created it.
+
+        Example (needs schema_registry)::
+
+            serializer = AvroSerializer('"string"', {"schema.registry.url": registry_url})
+            serializer.close()                            # closes the registry client it made
+        """
         if self._owns_registry and self.registry is not None:
             self.registry.close()
 
@@ -145,13 +158,28 @@ class SchemaSerde:
     # -- helpers -----------------------------------------------------------------------
 
     def need_registry(self, why: str) -> SchemaRegistryClient:
-        """The registry client; ConfigError saying it is needed to ``why`` when none was configured."""
+        """The registry client; ConfigError saying it is needed to ``why`` when none was configured.
+
+        Example::
+
+            try:
+                AvroDeserializer().need_registry("fetch writer schemas")
+            except ConfigError as exc:                    # no schema.registry.url was given
+                print(exc)
+        """
         if self.registry is None:
             raise ConfigError(f"{self.KIND} needs 'schema.registry.url' (or a registry client) to {why}")
         return self.registry
 
     def subject(self, topic: str, record_name: str | None) -> str:
-        """The subject of ``topic`` (and record name) under the configured subject name strategy."""
+        """The subject of ``topic`` (and record name) under the configured subject name strategy.
+
+        Example (needs schema_registry)::
+
+            serializer = AvroSerializer('"string"', {"schema.registry.url": registry_url,
+                                                    "subject.name.strategy": "topic_record"})
+            assert serializer.subject("orders", "shop.Order") == "orders-shop.Order"
+        """
         return self._strategies[self.is_key](topic, self.is_key, record_name)
 
     def schema_id_for(self, topic: str, record_name: str | None,
@@ -162,6 +190,12 @@ class SchemaSerde:
         it (register or lookup). Returns ``(id, latest)``: ``latest`` is the subject's
         latest version when ``use.latest.version`` is on (the record must then be
         written with *its* schema), else None.
+
+        Example (needs schema_registry)::
+
+            serializer = AvroSerializer('"long"', registry)
+            schema_id, latest = serializer.schema_id_for("amounts", None, Schema('"long"'))  # registered once
+            assert registry.get_schema(schema_id).schema_str == '"long"' and latest is None
         """
         use_id = self.conf.get("use.schema.id")
         if use_id is not None:
@@ -192,7 +226,14 @@ class SchemaSerde:
             raise exc.with_context(topic=topic) from None
 
     def writer_schema(self, schema_id: int, topic: str) -> Schema:
-        """The schema a record was written with, by its id (cached by the client)."""
+        """The schema a record was written with, by its id (cached by the client).
+
+        Example (needs schema_registry)::
+
+            data = AvroSerializer('"int"', registry).serialize("counts", 3)
+            schema_id, _ = AvroDeserializer.header(data, "counts")
+            assert AvroDeserializer(registry).writer_schema(schema_id, "counts").schema_str == '"int"'
+        """
         registry = self.need_registry(f"find the schema of id {schema_id}")
         try:
             return registry.get_schema(schema_id)
@@ -200,7 +241,14 @@ class SchemaSerde:
             raise exc.with_context(topic=topic) from None
 
     def latest_reader(self, topic: str, record_name: str | None) -> RegisteredSchema:
-        """The subject's latest version, for deserializers with ``use.latest.version``."""
+        """The subject's latest version, for deserializers with ``use.latest.version``.
+
+        Example (needs schema_registry)::
+
+            AvroSerializer('"string"', registry).serialize("labels", "a")
+            reader = AvroDeserializer({"schema.registry.url": registry_url, "use.latest.version": True})
+            assert reader.latest_reader("labels", None).subject == "labels-value"
+        """
         registry = self.need_registry("use the latest version")
         try:
             return registry.get_latest_version(self.subject(topic, record_name))
@@ -209,7 +257,15 @@ class SchemaSerde:
 
     @staticmethod
     def header(data: bytes, topic: str) -> tuple[int, int]:
-        """``(magic byte, schema id)`` of a Confluent-framed payload; SerializationError naming the topic if it is not one."""
+        """``(schema id, payload offset)`` of a Confluent-framed payload (WireFormatError, a
+        SerializationError naming the topic, if it is not one).
+
+        Example (needs schema_registry)::
+
+            data = AvroSerializer('"string"', registry).serialize("names", "ada")
+            schema_id, offset = AvroDeserializer.header(data, "names")
+            assert offset == 5 and registry.get_schema(schema_id).schema_type == "AVRO"   # Avro starts after 5 bytes
+        """
         return parse_header(data, topic=topic)
 
 

@@ -30,7 +30,13 @@ SubjectNameStrategy = Callable[[str, bool, "str | None"], str]
 
 
 def topic_name_strategy(topic: str, is_key: bool, record_name: str | None) -> str:
-    """``<topic>-key`` or ``<topic>-value`` (Confluent's default)."""
+    """``<topic>-key`` or ``<topic>-value`` (Confluent's default).
+
+    Example::
+
+        from kafkalite.serialization.strategies import topic_name_strategy
+        assert topic_name_strategy("orders", False, "shop.Order") == "orders-value"
+    """
     return f"{topic}-{'key' if is_key else 'value'}"
 
 
@@ -43,12 +49,24 @@ def _need_name(record_name: str | None, strategy: str) -> str:
 
 
 def record_name_strategy(topic: str, is_key: bool, record_name: str | None) -> str:
-    """The record's full name (the same subject in every topic)."""
+    """The record's full name (the same subject in every topic).
+
+    Example::
+
+        from kafkalite.serialization.strategies import record_name_strategy
+        assert record_name_strategy("orders", False, "shop.Order") == "shop.Order"
+    """
     return _need_name(record_name, "record")
 
 
 def topic_record_name_strategy(topic: str, is_key: bool, record_name: str | None) -> str:
-    """``<topic>-<record full name>``: one subject per event type per topic."""
+    """``<topic>-<record full name>``: one subject per event type per topic.
+
+    Example::
+
+        from kafkalite.serialization.strategies import topic_record_name_strategy
+        assert topic_record_name_strategy("orders", True, "shop.Order") == "orders-shop.Order"
+    """
     return f"{topic}-{_need_name(record_name, 'topic_record')}"
 
 

@@ -58,26 +58,25 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
 
     Example (implicit acknowledgement, the default: the next poll() accepts these)::
 
-        async with ShareConsumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "workers"}) as consumer:
-            consumer.subscribe(["jobs"])
-            while True:
-                for record in await consumer.poll(timeout=1.0):
-                    run_job(record.value)
+        async with ShareConsumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": share_group}) as consumer:
+            consumer.subscribe(["orders"])
+            for record in await consumer.poll(timeout=10.0):     # an application polls in a loop
+                print(record.value, record.delivery_count)
 
     Example (explicit acknowledgement)::
 
-        consumer = ShareConsumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "workers",
+        consumer = ShareConsumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": share_group,
                                   "share.acknowledgement.mode": "explicit"})
-        consumer.subscribe(["jobs"])
-        for record in await consumer.poll(1.0):
-            try:
-                run_job(record.value)
-                consumer.acknowledge(record)                           # ACCEPT
-            except TemporaryFailure:
-                consumer.acknowledge(record, AcknowledgeType.RELEASE)  # try again later
-            except BadJob:
+        consumer.subscribe(["orders"])
+        for record in await consumer.poll(10.0):
+            if record.key == b"k0":
+                consumer.acknowledge(record)                           # ACCEPT: done
+            elif record.key == b"k1":
+                consumer.acknowledge(record, AcknowledgeType.RELEASE)  # deliver it again
+            else:
                 consumer.acknowledge(record, AcknowledgeType.REJECT)   # never again
         await consumer.commit_sync()
+        await consumer.close()
     """
 
     async def __aenter__(self) -> AsyncShareConsumer:
@@ -102,6 +101,12 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
         its records. An empty list unsubscribes, as Java's (the asyncio consumer cannot
         wait for that inside a plain method: it raises IllegalStateError, ``await
         unsubscribe()`` instead).
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            records = await share_consumer.poll(timeout=10.0)      # joins the share group, then fetches
+            assert records and share_consumer.subscription() == {"orders"}
         """
         core = self._open_core()
         names = st.topics_arg(topics)
@@ -113,7 +118,15 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
 
     async def unsubscribe(self) -> None:
         """Acknowledge what is settled (implicit mode: accept the last poll's records), end
-        the share sessions and leave the group."""
+        the share sessions and leave the group.
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            await share_consumer.poll(timeout=10.0)
+            await share_consumer.unsubscribe()        # accepts those records (implicit mode), leaves the group
+            assert share_consumer.subscription() == set()
+        """
         core = self._open_core()
         if not core.explicit:
             core.in_flight.acknowledge_all(AcknowledgeType.ACCEPT)
@@ -124,11 +137,24 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
         await self._run_ack_callbacks(core)
 
     def subscription(self) -> set[str]:
-        """The topics subscribed to."""
+        """The topics subscribed to.
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            assert share_consumer.subscription() == {"orders"}
+        """
         return set(self._open_core().subscription)
 
     def assignment(self) -> set[TopicPartition]:
-        """The partitions the broker currently assigns to this member (shared with others)."""
+        """The partitions the broker currently assigns to this member (shared with others).
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            await share_consumer.poll(timeout=10.0)
+            assert {tp.topic for tp in share_consumer.assignment()} == {"orders"}
+        """
         return set(self._open_core().member.assignment)
 
     # ------------------------------------------------------------ polling
@@ -141,6 +167,12 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
         explicit mode every record of the previous poll() must have been acknowledged
         (IllegalStateError otherwise). Runs the acknowledgement commit callback for
         acknowledgements that completed. Each record has ``delivery_count``.
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            for record in await share_consumer.poll(timeout=10.0):
+                print(record.partition, record.offset, record.value, record.delivery_count)
         """
         core = self._open_core()
         if not core.subscription:
@@ -180,7 +212,17 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
 
     def wakeup(self) -> None:
         """Make the current (or next) blocking call (poll(), commit_sync(), unsubscribe())
-        raise WakeupError. Thread-safe: the one method another thread may call."""
+        raise WakeupError. Thread-safe: the one method another thread may call.
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            share_consumer.wakeup()                  # e.g. from a signal handler or another thread
+            try:
+                await share_consumer.poll(timeout=10.0)
+            except WakeupError:
+                print("poll() was woken up")
+        """
         self._wakeup = True
         self._wake_waiters()
 
@@ -193,6 +235,15 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
         Only with ``share.acknowledgement.mode=explicit``. Sent with the next poll(),
         commit_sync() or commit_async(). Also ``acknowledge("topic", "release",
         partition=0, offset=42)``.
+
+        Example::
+
+            async with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": share_group,
+                                      "share.acknowledgement.mode": "explicit"}) as worker:
+                worker.subscribe(["orders"])
+                for record in await worker.poll(timeout=10.0):
+                    worker.acknowledge(record, AcknowledgeType.RELEASE if record.key == b"k1" else AcknowledgeType.ACCEPT)
+                await worker.commit_sync()
         """
         core = self._open_core()
         if not core.explicit:
@@ -218,7 +269,15 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
         """Send the acknowledgements made so far and wait for the broker: per partition,
         None (applied) or the error (e.g. InvalidRecordStateError when a record's lock had
         expired). Retriable errors are retried until ``timeout`` (default.api.timeout.ms).
-        In implicit mode everything the last poll() returned is accepted first."""
+        In implicit mode everything the last poll() returned is accepted first.
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            await share_consumer.poll(timeout=10.0)
+            outcome = await share_consumer.commit_sync()      # implicit mode: accepts what poll() returned
+            assert outcome and all(error is None for error in outcome.values())
+        """
         core = self._open_core()
         await self._run_ack_callbacks(core)
         acks = self._take_for_commit(core)
@@ -232,7 +291,19 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
     def commit_async(self) -> None:
         """Send the acknowledgements made so far without waiting; their outcome goes to
         the acknowledgement commit callback from a later poll() or commit (the outcomes
-        already known go to it now, as Java's)."""
+        already known go to it now, as Java's).
+
+        Example::
+
+            outcomes = []
+            share_consumer.set_acknowledgement_commit_callback(lambda offsets, error: outcomes.append(error))
+            share_consumer.subscribe(["orders"])
+            await share_consumer.poll(timeout=10.0)
+            share_consumer.commit_async()
+            while not outcomes:                           # the callback runs in a later poll()
+                await share_consumer.poll(timeout=0.5)
+            assert outcomes[0] is None
+        """
         core = self._open_core()
         self._ack_callbacks_now(core)
         acks = self._take_for_commit(core)
@@ -242,32 +313,68 @@ class AsyncShareConsumer(AsyncShareConsumerFront):
     def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
         """``callback({TopicPartition: {offsets}}, error_or_None)`` for every completed
         acknowledgement, run in the thread that calls poll() / commit / close (on the
-        asyncio consumer it may be a coroutine function)."""
+        asyncio consumer it may be a coroutine function).
+
+        Example::
+
+            settled = []
+            share_consumer.set_acknowledgement_commit_callback(lambda offsets, error: settled.append((offsets, error)))
+            share_consumer.subscribe(["orders"])
+            await share_consumer.poll(timeout=10.0)
+            await share_consumer.commit_sync()
+            assert settled and settled[0][1] is None      # ({TopicPartition: {offsets}}, None)
+        """
         self._open_core().ack_callback = callback
 
     @property
     def acquisition_lock_timeout_ms(self) -> int | None:
         """How long the broker locks acquired records for this member (from the last
-        ShareFetch answer), or None before the first one."""
+        ShareFetch answer), or None before the first one.
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            await share_consumer.poll(timeout=10.0)
+            print(share_consumer.acquisition_lock_timeout_ms)     # the broker's share.record.lock.duration.ms
+        """
         return self._open_core().fetcher.acquisition_lock_timeout_ms
 
     # ------------------------------------------------------------ metrics and closing
 
     def metrics(self) -> MetricsSnapshot:
         """Current metrics, ``{MetricName: value}``; ``metrics()["records-fetched-total"]``
-        reads one by its Java name."""
+        reads one by its Java name.
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            await share_consumer.poll(timeout=10.0)
+            print(share_consumer.metrics()["records-fetched-total"])
+        """
         core = self._core if self._core is not None else self._open_core()
         return core.registry.snapshot()
 
     @property
     def member_id(self) -> str:
-        """This member's id in the share group (made by the client, as Java does)."""
+        """This member's id in the share group (made by the client, as Java does).
+
+        Example::
+
+            assert share_consumer.member_id                 # a UUID made by the client
+        """
         return self._open_core().member.member_id
 
     async def close(self, timeout: float = 30.0) -> None:
         """Acknowledge (implicit mode: accept the last poll's records), end the share
         sessions (the broker releases records still held), leave the group, stop.
-        Never takes longer than ``timeout`` seconds. A wakeup() does not interrupt it."""
+        Never takes longer than ``timeout`` seconds. A wakeup() does not interrupt it.
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            await share_consumer.poll(timeout=10.0)
+            await share_consumer.close(timeout=10.0)      # accepts those records, releases anything else held
+        """
         if self._closed:
             return
         core = self._core

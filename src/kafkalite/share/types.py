@@ -29,6 +29,10 @@ class AcknowledgeType(enum.IntEnum):
 
     ``GAP`` (0) is what the client sends for acquired offsets that hold no record
     (transaction markers, compacted records); applications never use it.
+
+    Example::
+
+        assert AcknowledgeType.parse("release") is AcknowledgeType.RELEASE
     """
 
     GAP = 0
@@ -87,11 +91,23 @@ class ShareConsumerRecord(ConsumerRecord):
         @property
         def delivery_count(self) -> int: ...
     else:
-        delivery_count = property(_itemgetter(9), doc="How many times this record has been delivered (1 = first).")
+        delivery_count = property(_itemgetter(9), doc="""How many times this record has been delivered (1 = first).
+
+        Example::
+
+            share_consumer.subscribe(["orders"])
+            assert all(r.delivery_count == 1 for r in share_consumer.poll(timeout=10.0))   # first deliveries
+        """)
 
     @property
     def serialized_key_size(self) -> int:
-        """Size of the key as stored in Kafka (-1 for a null key)."""
+        """Size of the key as stored in Kafka (-1 for a null key).
+
+        Example::
+
+            consumer.assign([TopicPartition("orders", 0)])
+            assert consumer.poll(timeout=10.0)[0].serialized_key_size == 2     # b"k0"
+        """
         if len(self) > 10:
             size: int = self[10]  # the layout's serialized key size
             return size
@@ -100,7 +116,13 @@ class ShareConsumerRecord(ConsumerRecord):
 
     @property
     def serialized_value_size(self) -> int:
-        """Size of the value as stored in Kafka (-1 for a null value)."""
+        """Size of the value as stored in Kafka (-1 for a null value).
+
+        Example::
+
+            record = ShareConsumerRecord("orders", 0, 42, 1700000000000, 0, b"k", b"value")
+            assert record.serialized_value_size == 5
+        """
         if len(self) > 11:
             size: int = self[11]  # the layout's serialized value size
             return size

@@ -55,6 +55,11 @@ def select_backend(env: Mapping[str, str] | None = None) -> Backend:
     <Backend.EXTERNAL: 'external'>
     >>> select_backend({"KAFKALITE_BROKER": "docker"})
     <Backend.DOCKER: 'docker'>
+
+    Example::
+
+        assert select_backend({}) is Backend.LOCAL
+        assert select_backend({"KAFKALITE_BOOTSTRAP": "host:9092"}) is Backend.EXTERNAL
     """
     env = os.environ if env is None else env
     kind = env.get("KAFKALITE_BROKER", "").strip().lower()
@@ -73,17 +78,39 @@ def select_backend(env: Mapping[str, str] | None = None) -> Backend:
 
 @runtime_checkable
 class KafkaService(Protocol):
-    """What every fixture value offers, whatever runs the broker."""
+    """What every fixture value offers, whatever runs the broker.
+
+    Example::
+
+        def describe(service: KafkaService) -> str:     # LocalBroker, LocalCluster, ExternalKafka, DockerKafka
+            return service.bootstrap
+
+        assert describe(kafka_broker) == kafka_broker.bootstrap
+    """
 
     @property
     def bootstrap(self) -> str:
-        """``host:port[,host:port...]`` of the PLAINTEXT listener."""
+        """``host:port[,host:port...]`` of the PLAINTEXT listener.
+
+        Example::
+
+            def test_reads_back(kafka_broker: KafkaService) -> None:     # any backend's fixture value
+                with AdminClient({"bootstrap.servers": kafka_broker.bootstrap}) as a:
+                    assert "orders" in a.list_topics()
+
+            test_reads_back(kafka_broker)
+        """
         ...
 
     version: str
 
     def bootstrap_for(self, listener: str) -> str:
-        """The bootstrap address of a named listener (``"SASL_PLAINTEXT"`` ...)."""
+        """The bootstrap address of a named listener (``"SASL_PLAINTEXT"`` ...).
+
+        Example::
+
+            assert kafka_broker.bootstrap_for("PLAINTEXT") == kafka_broker.bootstrap
+        """
         ...
 
     def run_tool(
@@ -105,7 +132,13 @@ class KafkaService(Protocol):
         ...
 
     def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
-        """The command line that runs one of Kafka's Java tools against this service."""
+        """The command line that runs one of Kafka's Java tools against this service.
+
+        Example::
+
+            argv = kafka_broker.java_tool_command("kafka-consumer-groups", ["--bootstrap-server", kafka_broker.bootstrap, "--list"])
+            assert argv[0].endswith("java")                 # for subprocess.Popen
+        """
         ...
 
     def create_topic(
@@ -119,12 +152,17 @@ class KafkaService(Protocol):
 
         Example::
 
-            kafka_broker.create_topic("orders", partitions=3)
+            assert kafka_broker.create_topic("invoices", partitions=3) == "invoices"
         """
         ...
 
     def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` of the broker logs, for a test's failure message."""
+        """The last ``lines`` of the broker logs, for a test's failure message.
+
+        Example::
+
+            print(kafka_broker.log_tail(lines=3))
+        """
         ...
 
 
@@ -145,7 +183,12 @@ class ToolsMixin:
 
     @property
     def tools(self) -> JavaTools:
-        """Kafka's Java tools of this release."""
+        """Kafka's Java tools of this release.
+
+        Example::
+
+            assert kafka_broker.tools.version == DEFAULT_KAFKA_VERSION
+        """
         if self._tools is None:
             self._tools = JavaTools(KafkaDistribution(self.version).ensure(), find_java_for(self.version))
         return self._tools
@@ -163,11 +206,23 @@ class ToolsMixin:
         """Run a Kafka Java tool of this release; see :meth:`JavaTools.run`.
 
         >>> broker.run_tool("kafka-topics", ["--bootstrap-server", broker.bootstrap, "--list"])  # doctest: +SKIP
+
+        Example::
+
+            done = kafka_broker.run_tool("kafka-topics", ["--bootstrap-server", kafka_broker.bootstrap, "--list"])
+            assert "orders" in done.stdout
         """
         return self.tools.run(tool, args, input=input, timeout=timeout, check=check, env=env)
 
     def java_tool_command(self, tool: str, args: Sequence[str] = ()) -> list[str]:
-        """argv of a Kafka Java tool, for ``subprocess.Popen`` (long-running tools)."""
+        """argv of a Kafka Java tool, for ``subprocess.Popen`` (long-running tools).
+
+        Example::
+
+            argv = kafka_broker.java_tool_command("kafka-console-consumer", ["--bootstrap-server", kafka_broker.bootstrap,
+                                                                             "--topic", "orders", "--from-beginning"])
+            assert argv[0].endswith("java")                 # for subprocess.Popen: it runs until stopped
+        """
         return self.tools.command(tool, args)
 
     def create_topic(
@@ -180,7 +235,13 @@ class ToolsMixin:
         """Create a topic and wait until it has leaders; return its name.
 
         ``replication_factor=-1`` takes the handle's own default where it knows one (a
-        local broker or cluster): brokers before 2.4 cannot apply theirs (KIP-464)."""
+        local broker or cluster): brokers before 2.4 cannot apply theirs (KIP-464).
+
+        Example::
+
+            name = ExternalKafka(bootstrap).create_topic("made-by-the-harness", partitions=2)
+            assert name == "made-by-the-harness"
+        """
         if replication_factor == -1:
             replication_factor = self._default_replication_factor()
         return topics.create_topic(self._topic_bootstrap(), name, partitions, replication_factor, configs)
@@ -201,6 +262,12 @@ class ExternalKafka(ToolsMixin):
             ``$KAFKALITE_BROKER_VERSION`` or the pinned release.
         listeners: other listener name -> bootstrap, e.g. from
             ``$KAFKALITE_BOOTSTRAP_SASL_PLAINTEXT``.
+
+    Example::
+
+        external = ExternalKafka(bootstrap)             # e.g. KAFKALITE_BOOTSTRAP=host:9092
+        external.wait_ready(timeout=30)
+        assert external.bootstrap == bootstrap
     """
 
     def __init__(
@@ -231,10 +298,23 @@ class ExternalKafka(ToolsMixin):
 
     @property
     def bootstrap(self) -> str:
+        """``host:port`` of the PLAINTEXT listener.
+
+        Example::
+
+            assert ExternalKafka(bootstrap).bootstrap == bootstrap
+        """
+
         return self._bootstrap
 
     def bootstrap_for(self, listener: str) -> str:
-        """The bootstrap address of a listener (``KAFKALITE_BOOTSTRAP_<LISTENER>``)."""
+        """The bootstrap address of a listener (``KAFKALITE_BOOTSTRAP_<LISTENER>``).
+
+        Example::
+
+            external = ExternalKafka(bootstrap, listeners={"SASL_PLAINTEXT": "127.0.0.1:19093"})
+            assert external.bootstrap_for("SASL_PLAINTEXT") == "127.0.0.1:19093"
+        """
         if listener == "PLAINTEXT":
             return self.bootstrap
         try:
@@ -245,7 +325,12 @@ class ExternalKafka(ToolsMixin):
             ) from None
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        """Check that the cluster answers (ApiVersions + Metadata)."""
+        """Check that the cluster answers (ApiVersions + Metadata).
+
+        Example::
+
+            ExternalKafka(bootstrap).wait_ready(timeout=30)  # ApiVersions and Metadata answer
+        """
         try:
             with KafkaSocket.to(self.bootstrap, timeout=timeout) as conn:
                 conn.api_versions()
@@ -254,8 +339,18 @@ class ExternalKafka(ToolsMixin):
             raise ConnectionError(f"external Kafka at {self.bootstrap} does not answer: {exc}") from exc
 
     def log_tail(self, lines: int = 40) -> str:
-        """A note that an external cluster's logs are not visible here."""
+        """A note that an external cluster's logs are not visible here.
+
+        Example::
+
+            print(ExternalKafka(bootstrap).log_tail())      # a note: its logs are elsewhere
+        """
         return f"(external cluster at {self.bootstrap}: its logs are not visible from here)"
 
     def close(self) -> None:
-        """Nothing to stop: someone else runs it."""
+        """Nothing to stop: someone else runs it.
+
+        Example::
+
+            ExternalKafka(bootstrap).close()                # nothing happens: someone else runs it
+        """

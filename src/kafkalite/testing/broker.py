@@ -61,11 +61,27 @@ from kafkalite.testing.zookeeper import LocalZooKeeper
 
 
 class BrokerStartError(RuntimeError):
-    """A broker did not become ready; the message carries the tail of its log."""
+    """A broker did not become ready; the message carries the tail of its log.
+
+    Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+        try:
+            LocalBroker(extra_properties={"num.network.threads": "0"}).start(timeout=60)
+        except BrokerStartError as exc:
+            print(exc)                                # carries the tail of the broker's log
+    """
 
 
 class PortInUseError(BrokerStartError):
-    """A broker could not bind one of its ports."""
+    """A broker could not bind one of its ports.
+
+    Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+        try:
+            LocalBroker(port=kafka_broker.port).start()
+        except PortInUseError as exc:
+            print(exc)
+    """
 
 
 def random_cluster_id() -> str:
@@ -73,6 +89,11 @@ def random_cluster_id() -> str:
 
     Like Kafka's ``Uuid.randomUuid()``, never one starting with ``-`` (it would look
     like a command-line flag).
+
+    Example::
+
+        cluster_id = random_cluster_id()
+        assert len(cluster_id) == 22                  # 16 bytes, URL-safe base64, no padding
     """
     while True:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
@@ -132,6 +153,12 @@ class LocalBroker(ToolsMixin):
         zookeeper: in ZooKeeper mode, the server to register with (a cluster's
             shared one); default a server of this broker's own, started and stopped
             with it.
+
+    Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+        with LocalBroker() as broker:                 # the pinned release, free loopback ports
+            with Producer({"bootstrap.servers": broker.bootstrap}) as p:
+                p.send("orders", b"v").result(timeout=30)
     """
 
     def __init__(
@@ -211,21 +238,42 @@ class LocalBroker(ToolsMixin):
 
     @property
     def host(self) -> str:
-        """The address it listens on (loopback)."""
+        """The address it listens on (loopback).
+
+        Example::
+
+            assert kafka_broker.host == "127.0.0.1"
+        """
         return "127.0.0.1"
 
     @property
     def port(self) -> int:
-        """The port of the PLAINTEXT client listener."""
+        """The port of the PLAINTEXT client listener.
+
+        Example::
+
+            assert kafka_broker.bootstrap == f"127.0.0.1:{kafka_broker.port}"
+        """
         return self.listeners[CLIENT_LISTENER]
 
     @property
     def bootstrap(self) -> str:
-        """``"127.0.0.1:PORT"`` of the PLAINTEXT listener."""
+        """``"127.0.0.1:PORT"`` of the PLAINTEXT listener.
+
+        Example::
+
+            with AdminClient({"bootstrap.servers": kafka_broker.bootstrap}) as a:
+                assert "orders" in a.list_topics()
+        """
         return f"{self.host}:{self.port}"
 
     def bootstrap_for(self, listener: str) -> str:
-        """The address of a named listener, e.g. ``bootstrap_for("SASL_PLAINTEXT")``."""
+        """The address of a named listener, e.g. ``bootstrap_for("SASL_PLAINTEXT")``.
+
+        Example::
+
+            assert kafka_broker.bootstrap_for("PLAINTEXT") == kafka_broker.bootstrap
+        """
         try:
             return f"{self.host}:{self.listeners[listener]}"
         except KeyError:
@@ -233,13 +281,23 @@ class LocalBroker(ToolsMixin):
 
     @property
     def tls(self) -> TestPki | None:
-        """The test certificates (CA, client certificate and keys) of TLS listeners."""
+        """The test certificates (CA, client certificate and keys) of TLS listeners.
+
+        Example::
+
+            assert kafka_broker.tls is None               # no TLS listener on this broker
+        """
         if self._pki is None and self.security is not None and self.security.needs_tls:
             self._pki = make_test_pki(self.tls_dir, (self.host, "localhost"))
         return self._pki
 
     def protocol_of(self, listener: str) -> str:
-        """The security protocol of a client listener (``"SSL"`` for ``"MTLS"``)."""
+        """The security protocol of a client listener (``"SSL"`` for ``"MTLS"``).
+
+        Example::
+
+            assert kafka_broker.protocol_of("PLAINTEXT") == "PLAINTEXT"
+        """
         if listener not in self.listeners:
             raise KeyError(f"no listener {listener!r}; have {sorted(self.listeners)}")
         if self.security is not None and listener in self.security.listeners:
@@ -253,6 +311,11 @@ class LocalBroker(ToolsMixin):
 
         >>> broker.client_config("SASL_SSL", sasl_mechanism="SCRAM-SHA-256",  # doctest: +SKIP
         ...                      sasl_username="alice", sasl_password="alice-secret")
+
+        Example::
+
+            with AdminClient(kafka_broker.client_config(request_timeout_ms=10000)) as a:
+                assert a.describe_cluster().nodes
         """
         protocol = self.protocol_of(listener)
         cfg: dict[str, object] = {"bootstrap.servers": self.bootstrap_for(listener), "security.protocol": protocol}
@@ -269,26 +332,51 @@ class LocalBroker(ToolsMixin):
 
     @property
     def data_dir(self) -> Path:
-        """The broker's log (data) directory."""
+        """The broker's log (data) directory.
+
+        Example::
+
+            assert kafka_broker.data_dir.is_dir()
+        """
         return self.run_dir / "data"
 
     @property
     def log_dir(self) -> Path:
-        """Where its server and stdout logs are."""
+        """Where its server and stdout logs are.
+
+        Example::
+
+            assert kafka_broker.server_log.parent == kafka_broker.log_dir
+        """
         return self.run_dir / "logs"
 
     @property
     def server_log(self) -> Path:
-        """Kafka's ``server.log``."""
+        """Kafka's ``server.log``.
+
+        Example::
+
+            assert "started" in kafka_broker.server_log.read_text()
+        """
         return self.log_dir / "server.log"
 
     @property
     def stdout_log(self) -> Path:
-        """The process's standard output and error."""
+        """The process's standard output and error.
+
+        Example::
+
+            assert kafka_broker.stdout_log.exists()
+        """
         return self.log_dir / "stdout.log"
 
     def log_tail(self, lines: int = 40) -> str:
-        """The end of ``server.log`` and of the JVM's stdout/stderr, for reports."""
+        """The end of ``server.log`` and of the JVM's stdout/stderr, for reports.
+
+        Example::
+
+            print(kafka_broker.log_tail(5))               # for a failing test's message
+        """
         parts = [f"--- {self.server_log} ---", tail(self.server_log, lines)]
         out = tail(self.stdout_log, lines)
         if out.strip():
@@ -299,27 +387,49 @@ class LocalBroker(ToolsMixin):
 
     @property
     def distribution(self) -> KafkaDistribution:
-        """Kafka's jars (downloaded and checksummed on first use)."""
+        """Kafka's jars (downloaded and checksummed on first use).
+
+        Example::
+
+            assert kafka_broker.distribution.is_complete()    # the jars are cached and verified
+        """
         if self._distribution is None:
             self._distribution = KafkaDistribution(self.version)
         return self._distribution.ensure()
 
     @property
     def java(self) -> JavaRuntime:
-        """The Java runtime that runs it."""
+        """The Java runtime that runs it.
+
+        Example::
+
+            assert kafka_broker.java.version >= 17
+        """
         if self._java is None:
             self._java = find_java_for(self.version)
         return self._java
 
     @property
     def tools(self) -> JavaTools:
-        """Kafka's Java tools for this broker's release."""
+        """Kafka's Java tools for this broker's release.
+
+        Example::
+
+            out = kafka_broker.tools.run("kafka-topics", ["--bootstrap-server", kafka_broker.bootstrap, "--list"])
+            assert "orders" in out.stdout
+        """
         if self._tools is None:
             self._tools = JavaTools(self.distribution, self.java)
         return self._tools
 
     def config(self) -> NodeConfig:
-        """What :meth:`write_config` renders (ports as currently assigned)."""
+        """What :meth:`write_config` renders (ports as currently assigned).
+
+        Example::
+
+            node = kafka_broker.config()
+            assert node.node_id == 1 and node.listeners["PLAINTEXT"] == kafka_broker.port
+        """
         return NodeConfig(
             node_id=self.node_id,
             version=self.version,
@@ -341,7 +451,14 @@ class LocalBroker(ToolsMixin):
 
     @property
     def zookeeper(self) -> LocalZooKeeper:
-        """The ZooKeeper server this broker registers with (ZooKeeper mode only)."""
+        """The ZooKeeper server this broker registers with (ZooKeeper mode only).
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            old = LocalBroker("2.8.2").start()            # ZooKeeper mode
+            print(old.zookeeper.connect)
+            old.close()
+        """
         if self.mode != ZOOKEEPER:
             raise RuntimeError(f"node {self.node_id} runs Kafka {self.version} in KRaft mode: no ZooKeeper")
         if self._zookeeper is None:
@@ -350,7 +467,13 @@ class LocalBroker(ToolsMixin):
         return self._zookeeper
 
     def write_config(self) -> Path:
-        """(Re)write ``server.properties`` and the log config; return the former."""
+        """(Re)write ``server.properties`` and the log config; return the former.
+
+        Example::
+
+            path = kafka_broker.write_config()
+            assert path.name == "server.properties"
+        """
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = broker_log_config(self.version)
         write_if_changed(self.run_dir / log.filename, log.text)
@@ -361,12 +484,24 @@ class LocalBroker(ToolsMixin):
     @property
     def is_formatted(self) -> bool:
         """True once its storage is formatted (KRaft ``meta.properties`` exists); always
-        in ZooKeeper mode, which has no storage to format."""
+        in ZooKeeper mode, which has no storage to format.
+
+        Example::
+
+            assert kafka_broker.is_formatted
+        """
         return self.mode == ZOOKEEPER or (self.data_dir / "meta.properties").exists()
 
     def format(self) -> None:
         """Format the KRaft storage (once; a formatted data dir is left as it is). In
-        ZooKeeper mode there is nothing to format: the broker registers itself."""
+        ZooKeeper mode there is nothing to format: the broker registers itself.
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker()
+            broker.format()                               # kafka-storage format, once
+            assert broker.is_formatted
+        """
         props = self.write_config()
         if self.is_formatted:
             return
@@ -381,7 +516,13 @@ class LocalBroker(ToolsMixin):
             )
 
     def command(self) -> list[str]:
-        """The broker's java command line."""
+        """The broker's java command line.
+
+        Example::
+
+            argv = kafka_broker.command()
+            assert argv[0].endswith("java") and "kafka.Kafka" in argv
+        """
         log = broker_log_config(self.version)
         gc = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35"]
         return [
@@ -404,12 +545,22 @@ class LocalBroker(ToolsMixin):
 
     @property
     def is_running(self) -> bool:
-        """True while its process runs (paused included)."""
+        """True while its process runs (paused included).
+
+        Example::
+
+            assert kafka_broker.is_running
+        """
         return self.process is not None and self.process.poll() is None
 
     @property
     def pid(self) -> int | None:
-        """The process id, or None before ``start()``."""
+        """The process id, or None before ``start()``.
+
+        Example::
+
+            assert kafka_broker.pid and kafka_broker.pid > 1
+        """
         return self.process.pid if self.process is not None else None
 
     def start(self, *, wait: bool = True, timeout: float = 120.0) -> LocalBroker:
@@ -417,6 +568,12 @@ class LocalBroker(ToolsMixin):
 
         A single broker whose ports were chosen automatically retries on fresh
         ports if another process grabbed one in the meantime.
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker(auto_create_topics=True).start(timeout=180)
+            print(broker.bootstrap)
+            broker.close()
         """
         for attempt in range(3):
             self.format()
@@ -436,7 +593,15 @@ class LocalBroker(ToolsMixin):
 
     def launch(self) -> None:
         """Start the JVM without waiting (the node must be formatted; in ZooKeeper
-        mode, its own ZooKeeper server is started first and waited for)."""
+        mode, its own ZooKeeper server is started first and waited for).
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker()
+            broker.format()
+            broker.launch()                               # the JVM starts; nothing waits for it
+            broker.wait_ready(timeout=120)
+        """
         if self.is_running:
             return
         if self._owns_zookeeper:
@@ -460,6 +625,10 @@ class LocalBroker(ToolsMixin):
 
         Metadata lists only registered, unfenced brokers, so this also means the
         node has joined the quorum and caught up with the cluster's metadata.
+
+        Example::
+
+            assert kafka_broker.probe()                   # ApiVersions and Metadata answer
         """
         try:
             with KafkaSocket(self.host, self.port, timeout=2.0) as conn:
@@ -470,7 +639,12 @@ class LocalBroker(ToolsMixin):
         return self.node_id in live and all(n in live for n in expected_nodes)
 
     def wait_ready(self, timeout: float = 120.0, expected_nodes: Sequence[int] = ()) -> None:
-        """Block until :meth:`probe` succeeds; raise with the log tail if it does not."""
+        """Block until :meth:`probe` succeeds; raise with the log tail if it does not.
+
+        Example::
+
+            kafka_broker.wait_ready(timeout=30)           # returns at once: it is ready
+        """
         deadline = time.monotonic() + timeout
         while True:
             if self.process is not None and self.process.poll() is not None:
@@ -514,22 +688,48 @@ class LocalBroker(ToolsMixin):
         self.process.send_signal(sig)
 
     def pause(self) -> None:
-        """SIGSTOP: the JVM freezes (no heartbeats, sockets stay open)."""
+        """SIGSTOP: the JVM freezes (no heartbeats, sockets stay open).
+
+        Example::
+
+            kafka_broker.pause()                          # SIGSTOP: requests now time out
+            kafka_broker.resume()
+        """
         self._signal(signal.SIGSTOP)
         self._paused = True
 
     def resume(self) -> None:
-        """SIGCONT after :meth:`pause`."""
+        """SIGCONT after :meth:`pause`.
+
+        Example::
+
+            kafka_broker.pause()
+            kafka_broker.resume()                         # SIGCONT
+            assert not kafka_broker.is_paused
+        """
         self._signal(signal.SIGCONT)
         self._paused = False
 
     @property
     def is_paused(self) -> bool:
-        """True while the process is stopped with ``pause()`` (SIGSTOP)."""
+        """True while the process is stopped with ``pause()`` (SIGSTOP).
+
+        Example::
+
+            kafka_broker.pause()
+            assert kafka_broker.is_paused
+            kafka_broker.resume()
+        """
         return self._paused and self.is_running
 
     def stop(self, timeout: float = 30.0) -> int | None:
-        """Graceful shutdown (SIGTERM); SIGKILL if it takes longer than ``timeout``."""
+        """Graceful shutdown (SIGTERM); SIGKILL if it takes longer than ``timeout``.
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker().start()
+            broker.stop(timeout=30)                       # SIGTERM: a controlled shutdown
+        """
         proc = self.process
         if proc is None:
             return None
@@ -548,7 +748,14 @@ class LocalBroker(ToolsMixin):
         return proc.returncode
 
     def kill(self) -> int | None:
-        """SIGKILL: an abrupt crash (no controlled shutdown, no flush)."""
+        """SIGKILL: an abrupt crash (no controlled shutdown, no flush).
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker().start()
+            broker.kill()                                 # SIGKILL: no controlled shutdown
+            assert not broker.is_running
+        """
         proc = self.process
         if proc is None:
             return None
@@ -561,7 +768,14 @@ class LocalBroker(ToolsMixin):
         return proc.returncode
 
     def restart(self, *, wait: bool = True, timeout: float = 120.0, graceful: bool = True) -> None:
-        """Stop (or kill) if running, then start again with the same id, ports and data."""
+        """Stop (or kill) if running, then start again with the same id, ports and data.
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker().start()
+            broker.restart(graceful=False)                # a crash and a recovery, same id and data
+            broker.close()
+        """
         if self.is_running:
             if graceful:
                 self.stop()
@@ -574,7 +788,15 @@ class LocalBroker(ToolsMixin):
     @property
     def proxy(self) -> FaultyProxy:
         """The network-fault proxy in front of this node's ``PROXIED`` listener (started
-        on first use); needs ``network_faults=True``."""
+        on first use); needs ``network_faults=True``.
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker(network_faults=True).start()
+            with broker.proxy.black_hole():              # the node looks dead to its clients
+                pass
+            broker.close()
+        """
         if self.proxy_port is None:
             raise RuntimeError(f"node {self.node_id} was not created with network_faults=True")
         if self._proxy is None:
@@ -585,11 +807,25 @@ class LocalBroker(ToolsMixin):
     def faults(self) -> NetworkFaults:
         """Network faults between clients and this broker: bootstrap clients with
         ``faults.bootstrap`` and switch faults on ``faults`` (see
-        :mod:`kafkalite.testing.netfaults`)."""
+        :mod:`kafkalite.testing.netfaults`).
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker(network_faults=True).start()
+            with broker.faults.latency(100):             # clients bootstrapped with broker.faults.bootstrap see it
+                AdminClient({"bootstrap.servers": broker.faults.bootstrap}).close()
+            broker.close()
+        """
         return NetworkFaults({self.node_id: self.proxy})
 
     def close(self, *, remove: bool | None = None) -> None:
-        """Stop quickly (the data is thrown away) and delete an owned run dir."""
+        """Stop quickly (the data is thrown away) and delete an owned run dir.
+
+        Example (not run: starts, stops or breaks a broker of its own; tests/integration/test_harness.py runs these)::
+
+            broker = LocalBroker().start()
+            broker.close()                                # stops at once; an owned run dir is deleted
+        """
         if self._proxy is not None:
             self._proxy.close()
             self._proxy = None
@@ -616,5 +852,10 @@ class LocalBroker(ToolsMixin):
 
     @property
     def major_version(self) -> int:
-        """The Kafka major version (2, 3 or 4)."""
+        """The Kafka major version (2, 3 or 4).
+
+        Example::
+
+            assert kafka_broker.major_version == 4
+        """
         return kafka_major(self.version)

@@ -45,7 +45,16 @@ MISMATCHED_HOST = "not-this-host.invalid"
 
 @dataclass(frozen=True)
 class TestPki:
-    """Paths of the PEM files :func:`make_test_pki` wrote."""
+    """Paths of the PEM files :func:`make_test_pki` wrote.
+
+    Example::
+
+        import pathlib
+        import tempfile
+        pki = make_test_pki(pathlib.Path(tempfile.mkdtemp()))
+        config = {"security.protocol": "SSL", "ssl.ca.location": str(pki.ca),
+                  "ssl.certificate.location": str(pki.client_cert), "ssl.key.location": str(pki.client_key)}
+    """
 
     __test__ = False  # not a pytest test class despite the name
 
@@ -53,75 +62,180 @@ class TestPki:
 
     @property
     def ca(self) -> Path:
-        """The CA certificate clients trust (``ssl.ca.location``)."""
+        """The CA certificate clients trust (``ssl.ca.location``).
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert b"BEGIN CERTIFICATE" in make_test_pki(pathlib.Path(tempfile.mkdtemp())).ca.read_bytes()
+        """
         return self.directory / "ca.pem"
 
     @property
     def other_ca(self) -> Path:
-        """An unrelated CA: trusting only this one must fail verification."""
+        """An unrelated CA: trusting only this one must fail verification.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            pki = make_test_pki(pathlib.Path(tempfile.mkdtemp()))
+            assert pki.other_ca.read_bytes() != pki.ca.read_bytes()
+        """
         return self.directory / "other-ca.pem"
 
     @property
     def broker_keystore(self) -> Path:
-        """Broker private key + certificate chain in one PEM file (``ssl.keystore.location``)."""
+        """Broker private key + certificate chain in one PEM file (``ssl.keystore.location``).
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert b"PRIVATE KEY" in make_test_pki(pathlib.Path(tempfile.mkdtemp())).broker_keystore.read_bytes()
+        """
         return self.directory / "broker.pem"
 
     @property
     def broker_wrong_host_keystore(self) -> Path:
-        """Like :attr:`broker_keystore`, but the certificate names only :data:`MISMATCHED_HOST`."""
+        """Like :attr:`broker_keystore`, but the certificate names only :data:`MISMATCHED_HOST`.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert make_test_pki(pathlib.Path(tempfile.mkdtemp())).broker_wrong_host_keystore.exists()
+        """
         return self.directory / "broker-wrong-host.pem"
 
     @property
     def client_cert(self) -> Path:
-        """The client certificate (``ssl.certificate.location``), CN :data:`CLIENT_CN`."""
+        """The client certificate (``ssl.certificate.location``), CN :data:`CLIENT_CN`.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert make_test_pki(pathlib.Path(tempfile.mkdtemp())).client_cert.suffix == ".pem"
+        """
         return self.directory / "client.pem"
 
     @property
     def client_key(self) -> Path:
-        """Its private key, unencrypted PKCS#8 (``ssl.key.location``)."""
+        """Its private key, unencrypted PKCS#8 (``ssl.key.location``).
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert b"BEGIN PRIVATE KEY" in make_test_pki(pathlib.Path(tempfile.mkdtemp())).client_key.read_bytes()
+        """
         return self.directory / "client.key"
 
     @property
     def client_key_encrypted(self) -> Path:
-        """The same key encrypted with :data:`KEY_PASSWORD` (``ssl.key.password``)."""
+        """The same key encrypted with :data:`KEY_PASSWORD` (``ssl.key.password``).
+
+        Example::
+
+            import pathlib
+            import tempfile
+            pki = make_test_pki(pathlib.Path(tempfile.mkdtemp()))
+            config = {"ssl.key.location": str(pki.client_key_encrypted), "ssl.key.password": pki.key_password}
+        """
         return self.directory / "client-encrypted.key"
 
     @property
     def key_password(self) -> str:
-        """The password of the encrypted client key."""
+        """The password of the encrypted client key.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert make_test_pki(pathlib.Path(tempfile.mkdtemp())).key_password
+        """
         return KEY_PASSWORD
 
     @property
     def client_keystore_p12(self) -> Path:
         """The client's key, certificate and CA as a PKCS#12 key store
-        (``ssl.keystore.type=PKCS12``), password :data:`STORE_PASSWORD`."""
+        (``ssl.keystore.type=PKCS12``), password :data:`STORE_PASSWORD`.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            pki = make_test_pki(pathlib.Path(tempfile.mkdtemp()))
+            config = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(pki.client_keystore_p12),
+                      "ssl.keystore.password": pki.store_password}
+        """
         return self.directory / "client.p12"
 
     @property
     def truststore_p12(self) -> Path:
         """The test CA as a PKCS#12 trust store (``ssl.truststore.type=PKCS12``),
-        password :data:`STORE_PASSWORD`."""
+        password :data:`STORE_PASSWORD`.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            pki = make_test_pki(pathlib.Path(tempfile.mkdtemp()))
+            config = {"ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(pki.truststore_p12),
+                      "ssl.truststore.password": pki.store_password}
+        """
         return self.directory / "truststore.p12"
 
     @property
     def store_password(self) -> str:
-        """The password of the PKCS#12 stores."""
+        """The password of the PKCS#12 stores.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert make_test_pki(pathlib.Path(tempfile.mkdtemp())).store_password
+        """
         return STORE_PASSWORD
 
     def files(self) -> list[Path]:
-        """Every file of the test PKI."""
+        """Every file of the test PKI.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert all(path.stat().st_size for path in make_test_pki(pathlib.Path(tempfile.mkdtemp())).files())
+        """
         return [self.ca, self.other_ca, self.broker_keystore, self.broker_wrong_host_keystore,
                 self.client_cert, self.client_key, self.client_key_encrypted, self.client_keystore_p12,
                 self.truststore_p12]
 
     def complete(self) -> bool:
-        """True when every file exists and is not empty."""
+        """True when every file exists and is not empty.
+
+        Example::
+
+            import pathlib
+            import tempfile
+            assert make_test_pki(pathlib.Path(tempfile.mkdtemp())).complete()
+        """
         return all(p.is_file() and p.stat().st_size > 0 for p in self.files())
 
 
 def make_test_pki(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
                   *, days: int = 30) -> TestPki:
-    """Write (or reuse) the test PKI in ``directory``; see the module doc."""
+    """Write (or reuse) the test PKI in ``directory``; see the module doc.
+
+    Example::
+
+        import pathlib
+        import tempfile
+        pki = make_test_pki(pathlib.Path(tempfile.mkdtemp()), hosts=("127.0.0.1", "localhost"), days=7)
+        assert pki.complete()
+    """
     pki = TestPki(Path(directory))
     if pki.complete():
         return pki

@@ -56,13 +56,25 @@ _NO_PARTITION = 0xFFFF
 
 
 def make_id(producer: int, sequence: int) -> bytes:
-    """The id of a producer's ``sequence``-th record: ``b"<producer>:<sequence>"``."""
+    """The id of a producer's ``sequence``-th record: ``b"<producer>:<sequence>"``.
+
+    Example::
+
+        from kafkalite.testing.checker import make_id
+        assert make_id(3, 17) == b"3:17"
+    """
     return b"%d:%d" % (producer, sequence)
 
 
 def parse_id(data: bytes | None) -> tuple[int, int] | None:
     """``(producer, sequence)`` of an id (or of a value starting with ``id|``); None if
-    it is not one."""
+    it is not one.
+
+    Example::
+
+        from kafkalite.testing.checker import parse_id
+        assert parse_id(b"3:17") == (3, 17) and parse_id(b"3:17|payload") == (3, 17) and parse_id(b"no id") is None
+    """
     if not data:
         return None
     head = data.split(_SEP, 1)[0]
@@ -76,6 +88,12 @@ class ProducerHistory:
     """What one producer sent, in send order, and what it was told about each record.
 
     Thread-safe for one sending thread plus the producer's callback thread.
+
+    Example::
+
+        history = Checker().producer("p1")
+        record_id = history.next_id()
+        history.acked(record_id, "orders", 0, 41)
     """
 
     def __init__(self, checker: Checker, index: int, name: str) -> None:
@@ -91,7 +109,14 @@ class ProducerHistory:
         return len(self.status)
 
     def next_id(self) -> bytes:
-        """Hand out the id of the next record this producer sends (in send order)."""
+        """Hand out the id of the next record this producer sends (in send order).
+
+        Example::
+
+            from kafkalite.testing.checker import parse_id
+            history = Checker().producer()
+            assert parse_id(history.next_id())[1] == 0      # (producer, sequence)
+        """
         sequence = len(self.status)
         self.partition.append(_NO_PARTITION)
         self.offset.append(-1)
@@ -110,7 +135,17 @@ class ProducerHistory:
 
     def acked(self, record_id: bytes | int, topic: str, partition: int, offset: int) -> None:
         """The broker acknowledged the record at ``offset`` (in a transaction: written,
-        committed only with :meth:`commit_transaction`)."""
+        committed only with :meth:`commit_transaction`).
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            record_id = history.next_id()
+            history.acked(record_id, "t", 0, 7)
+            checker.observe("t", 0, 7, b"", headers=[checker.header(record_id)])
+            assert checker.report().ok
+        """
         seq = self._sequence(record_id)
         self.partition[seq] = self.checker._tp_index(TopicPartition(topic, partition))
         self.offset[seq] = offset
@@ -118,11 +153,29 @@ class ProducerHistory:
 
     def failed(self, record_id: bytes | int, *, definite: bool = False) -> None:
         """The send failed. Unless ``definite`` (it cannot have been written), the outcome
-        is unknown: a timeout or a lost connection may follow a write."""
+        is unknown: a timeout or a lost connection may follow a write.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            history.failed(history.next_id())               # a timeout: written or not, nobody knows
+            assert checker.report().ok                      # ambiguous, never counted as lost
+        """
         self.status[self._sequence(record_id)] = FAILED if definite else AMBIGUOUS
 
     def callback(self, record_id: bytes) -> Callable[[RecordMetadata, BaseException | None], None]:
-        """A ``send(callback=...)`` that records the outcome of ``record_id``."""
+        """A ``send(callback=...)`` that records the outcome of ``record_id``.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            record_id = history.next_id()
+            producer.send("checked", b"x", headers=[checker.header(record_id)], callback=history.callback(record_id))
+            producer.flush()
+            assert checker.verify(bootstrap, ["checked"]).total.acked == 1
+        """
         seq = self._sequence(record_id)
 
         def done(metadata: RecordMetadata, error: BaseException | None) -> None:
@@ -135,12 +188,34 @@ class ProducerHistory:
     # -- transactions
 
     def begin_transaction(self) -> None:
-        """Records from here until commit / abort belong to one transaction."""
+        """Records from here until commit / abort belong to one transaction.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            history.begin_transaction()
+            record_id = history.next_id()
+            history.acked(record_id, "t", 0, 0)
+            history.commit_transaction()
+            checker.observe("t", 0, 0, b"", headers=[checker.header(record_id)])
+            assert checker.report().ok
+        """
         self._txn = []
 
     def commit_transaction(self, *, outcome_known: bool = True) -> None:
         """The commit succeeded (``outcome_known=False``: it raised a timeout or another
-        error that leaves the outcome unknown: the records are ambiguous)."""
+        error that leaves the outcome unknown: the records are ambiguous).
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            history.begin_transaction()
+            history.acked(history.next_id(), "t", 0, 0)
+            history.commit_transaction(outcome_known=False)   # the commit timed out: maybe committed
+            assert checker.report().total.lost == 0
+        """
         for seq in self._end_transaction():
             if outcome_known and self.status[seq] in (TXN_ACKED, SENT):
                 self.status[seq] = ACKED
@@ -148,7 +223,17 @@ class ProducerHistory:
                 self.status[seq] = AMBIGUOUS
 
     def abort_transaction(self) -> None:
-        """The transaction was aborted: none of its records may be visible."""
+        """The transaction was aborted: none of its records may be visible.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            history.begin_transaction()
+            history.acked(history.next_id(), "t", 0, 0)
+            history.abort_transaction()                     # none of its records may be read
+            assert checker.report().ok
+        """
         for seq in self._end_transaction():
             self.status[seq] = ABORTED
 
@@ -161,7 +246,14 @@ class ProducerHistory:
 
 @dataclass
 class PartitionCounts:
-    """One partition's figures."""
+    """One partition's figures.
+
+    Example::
+
+        from kafkalite.testing.checker import PartitionCounts
+        counts = PartitionCounts(read=10, acked=10, duplicated=1)
+        assert counts.problems == 1
+    """
 
     read: int = 0
     acked: int = 0
@@ -175,13 +267,28 @@ class PartitionCounts:
 
     @property
     def problems(self) -> int:
-        """Lost + duplicated + reordered + aborted-but-visible + unexpected records."""
+        """Lost + duplicated + reordered + aborted-but-visible + unexpected records.
+
+        Example::
+
+            from kafkalite.testing.checker import PartitionCounts
+            assert PartitionCounts(lost=2, reordered=1).problems == 3
+        """
         return self.lost + self.duplicated + self.reordered + self.aborted_visible + self.unexpected
 
 
 @dataclass
 class CheckReport:
-    """What the checker found: per partition, in total, and a few example ids each."""
+    """What the checker found: per partition, in total, and a few example ids each.
+
+    Example::
+
+        checker = Checker()
+        history = checker.producer()
+        history.acked(history.next_id(), "t", 0, 0)
+        report = checker.report()
+        print(report)                                   # a table per partition, with example ids
+    """
 
     partitions: dict[TopicPartition, PartitionCounts]
     examples: dict[str, list[str]] = field(default_factory=dict)
@@ -190,7 +297,16 @@ class CheckReport:
 
     @property
     def total(self) -> PartitionCounts:
-        """The counts of every partition added up."""
+        """The counts of every partition added up.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            history.acked(history.next_id(), "t", 0, 0)
+            history.acked(history.next_id(), "t", 1, 0)
+            assert checker.report().total.acked == 2
+        """
         out = PartitionCounts()
         for counts in self.partitions.values():
             for name in vars(out):
@@ -199,7 +315,12 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        """Nothing lost, duplicated, reordered, aborted-but-visible or unexpected."""
+        """Nothing lost, duplicated, reordered, aborted-but-visible or unexpected.
+
+        Example::
+
+            assert Checker().report().ok                    # nothing sent, nothing read
+        """
         return self.total.problems == 0
 
     def __str__(self) -> str:
@@ -223,7 +344,18 @@ class CheckReport:
 
 
 class Checker:
-    """Records what producers sent and checks it against what a reader reads."""
+    """Records what producers sent and checks it against what a reader reads.
+
+    Example::
+
+        checker = Checker()
+        history = checker.producer("p1")
+        for _ in range(10):
+            record_id = history.next_id()
+            producer.send("checked", b"x", headers=[checker.header(record_id)], callback=history.callback(record_id))
+        producer.flush()
+        assert checker.verify(bootstrap, ["checked"]).ok
+    """
 
     def __init__(self, *, examples: int = 10) -> None:
         self.producers: list[ProducerHistory] = []
@@ -235,20 +367,47 @@ class Checker:
     # -- producing
 
     def producer(self, name: str | None = None) -> ProducerHistory:
-        """A new producer history (one per producer, or per producer session)."""
+        """A new producer history (one per producer, or per producer session).
+
+        Example::
+
+            checker = Checker()
+            first, second = checker.producer("before restart"), checker.producer("after restart")
+            assert first.next_id() != second.next_id()
+        """
         history = ProducerHistory(self, len(self.producers), name or f"producer-{len(self.producers)}")
         self.producers.append(history)
         return history
 
     @staticmethod
     def header(record_id: bytes) -> tuple[str, bytes]:
-        """The header that carries ``record_id``: ``send(..., headers=[checker.header(id)])``."""
+        """The header that carries ``record_id``: ``send(..., headers=[checker.header(id)])``.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            record_id = history.next_id()
+            producer.send("checked", b"x", headers=[checker.header(record_id)], callback=history.callback(record_id))
+            producer.flush()
+            assert checker.verify(bootstrap, ["checked"]).total.read == 1
+        """
         return (ID_HEADER, record_id)
 
     @staticmethod
     def value(record_id: bytes, payload: bytes = b"") -> bytes:
         """A value carrying ``record_id`` in front of ``payload`` (for clients that cannot
-        set headers); the reader finds either form."""
+        set headers); the reader finds either form.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            record_id = history.next_id()
+            producer.send("checked", checker.value(record_id, b"payload"), callback=history.callback(record_id))
+            producer.flush()
+            assert checker.verify(bootstrap, ["checked"]).ok      # the id is found in the value
+        """
         return record_id + _SEP + payload
 
     def _tp_index(self, tp: TopicPartition) -> int:
@@ -273,7 +432,17 @@ class Checker:
 
     def observe(self, topic: str, partition: int, offset: int, value: bytes | None,
                 headers: Sequence[tuple[str, bytes | None]] | None = None) -> None:
-        """One record the reader read (in offset order per partition)."""
+        """One record the reader read (in offset order per partition).
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            record_id = history.next_id()
+            history.acked(record_id, "t", 0, 0)
+            checker.observe("t", 0, 0, b"", headers=[checker.header(record_id)])   # what your own reader read
+            assert checker.report().ok
+        """
         tp_index = self._tp_index(TopicPartition(topic, partition))
         counts = self._counts.get(tp_index)
         if counts is None:
@@ -316,7 +485,16 @@ class Checker:
             self._example("aborted_visible", f"{history.name}:{seq} at {topic}-{partition}@{offset}")
 
     def report(self, *, read_committed: bool = True, seconds: float = 0.0) -> CheckReport:
-        """The figures from what was observed since the last report."""
+        """The figures from what was observed since the last report.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            history.acked(history.next_id(), "t", 0, 0)
+            report = checker.report()                       # nothing was observed: the record is lost
+            assert not report.ok and report.total.lost == 1
+        """
         counts = self._counts
         for producer, history in enumerate(self.producers):
             seen = self._seen[producer] if producer < len(self._seen) else bytearray()
@@ -357,6 +535,17 @@ class Checker:
         ``bootstrap_or_config``: a bootstrap address or consumer settings (security ...).
         Raises :class:`~kafkalite.errors.KafkaTimeoutError` if the reader cannot reach the
         end offsets within ``timeout`` seconds.
+
+        Example::
+
+            checker = Checker()
+            history = checker.producer()
+            for _ in range(3):
+                record_id = history.next_id()
+                producer.send("checked", b"x", headers=[checker.header(record_id)], callback=history.callback(record_id))
+            producer.flush()
+            report = checker.verify(bootstrap, ["checked"], read_committed=False, timeout=60)
+            assert report.ok and report.total.read == 3
         """
         started = time.monotonic()
         read_back(bootstrap_or_config, topics, self.observe, read_committed=read_committed, timeout=timeout)

@@ -62,6 +62,11 @@ class LocalCluster(ToolsMixin):
         node_properties: more ``server.properties`` entries for single nodes, by node
             id; they win over ``extra_properties`` (e.g. a ``broker.rack`` per node
             for rack-aware tests: ``{1: {"broker.rack": "r1"}, 2: {...}}``).
+
+    Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+        with LocalCluster(nodes=3) as cluster:
+            create_topic(cluster.bootstrap, "replicated", partitions=3, replication_factor=3)
     """
 
     def __init__(
@@ -138,7 +143,12 @@ class LocalCluster(ToolsMixin):
         return len(self.brokers)
 
     def node(self, node_id: int) -> LocalBroker:
-        """The broker with ``node.id == node_id``."""
+        """The broker with ``node.id == node_id``.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            kafka_cluster.node(3).restart(graceful=False)
+        """
         for broker in self.brokers:
             if broker.node_id == node_id:
                 return broker
@@ -146,28 +156,54 @@ class LocalCluster(ToolsMixin):
 
     @property
     def node_ids(self) -> list[int]:
-        """The node ids, in order."""
+        """The node ids, in order.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            assert kafka_cluster.node_ids == [1, 2, 3]
+        """
         return [b.node_id for b in self.brokers]
 
     @property
     def bootstrap(self) -> str:
-        """All nodes' PLAINTEXT addresses, comma-separated."""
+        """All nodes' PLAINTEXT addresses, comma-separated.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})     # every node's address
+        """
         return ",".join(b.bootstrap for b in self.brokers)
 
     def bootstrap_for(self, listener: str) -> str:
-        """The addresses of a named listener on every node, comma-separated."""
+        """The addresses of a named listener on every node, comma-separated.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            print(kafka_cluster.bootstrap_for("PLAINTEXT"))
+        """
         return ",".join(b.bootstrap_for(listener) for b in self.brokers)
 
     @property
     def zookeeper(self) -> LocalZooKeeper:
-        """The ZooKeeper server the nodes share (ZooKeeper mode only)."""
+        """The ZooKeeper server the nodes share (ZooKeeper mode only).
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            cluster = LocalCluster(nodes=3, version="3.6.2").start()     # ZooKeeper mode before Kafka 4
+            print(cluster.zookeeper.connect)
+        """
         if self._zookeeper is None:
             raise RuntimeError(f"this cluster runs Kafka {self.version} in KRaft mode: no ZooKeeper")
         return self._zookeeper
 
     @property
     def java(self) -> JavaRuntime:
-        """The Java runtime every node runs on."""
+        """The Java runtime every node runs on.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            print(kafka_cluster.java.version)
+        """
         if self._java is None:
             self._java = find_java_for(self.version)
             for broker in self.brokers:
@@ -181,7 +217,12 @@ class LocalCluster(ToolsMixin):
 
         The deadline is generous on purpose: three JVMs electing a KRaft quorum on a
         busy 2-core machine take far longer than on a quiet one, and a start that is
-        merely slow must not fail a test run (a quiet start takes ~10 s)."""
+        merely slow must not fail a test run (a quiet start takes ~10 s).
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            cluster = LocalCluster(nodes=3, replication_factor=3).start(timeout=240)
+        """
         self._distribution.ensure()
         self.java  # noqa: B018 -- resolve once, before the threads below
         if self._zookeeper is not None:
@@ -195,7 +236,12 @@ class LocalCluster(ToolsMixin):
         return self
 
     def wait_ready(self, timeout: float = 240.0) -> None:
-        """Block until every running node lists every running node as live."""
+        """Block until every running node lists every running node as live.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            kafka_cluster.wait_ready(timeout=240)
+        """
         running = [b for b in self.brokers if b.is_running and not b.is_paused]
         expected = [b.node_id for b in running]
         deadline = time.monotonic() + timeout
@@ -207,6 +253,11 @@ class LocalCluster(ToolsMixin):
 
         The ``kafka_cluster`` fixture calls this before each test, so a fault test
         that fails half-way does not leave the next test a broken cluster.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            kafka_cluster.node(2).kill()
+            kafka_cluster.heal(timeout=240)                 # starts node 2 again, waits for all
         """
         for broker in self.brokers:
             if broker.is_paused:
@@ -216,7 +267,12 @@ class LocalCluster(ToolsMixin):
         self.wait_ready(timeout)
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop every node gracefully (in parallel: a lone survivor waits for quorum)."""
+        """Stop every node gracefully (in parallel: a lone survivor waits for quorum).
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            kafka_cluster.stop(timeout=30)                  # graceful, in parallel
+        """
         with ThreadPoolExecutor(len(self.brokers)) as pool:
             list(pool.map(lambda b: b.stop(timeout), self.brokers))
 
@@ -224,11 +280,24 @@ class LocalCluster(ToolsMixin):
     def faults(self) -> NetworkFaults:
         """The network-fault proxies of every node (needs ``network_faults=True``):
         ``faults.bootstrap`` for clients, ``faults.latency(...)`` on all nodes,
-        ``faults[node_id]`` for one (see :mod:`kafkalite.testing.netfaults`)."""
+        ``faults[node_id]`` for one (see :mod:`kafkalite.testing.netfaults`).
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            cluster = LocalCluster(nodes=3, network_faults=True).start()
+            with cluster.faults[2].black_hole():            # node 2 unreachable for clients
+                pass
+        """
         return NetworkFaults({b.node_id: b.proxy for b in self.brokers})
 
     def close(self, *, remove: bool | None = None) -> None:
-        """Stop every node quickly and delete an owned run dir."""
+        """Stop every node quickly and delete an owned run dir.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            cluster = LocalCluster(nodes=3).start()
+            cluster.close()
+        """
         for broker in self.brokers:
             if broker._proxy is not None:
                 broker._proxy.close()
@@ -257,11 +326,23 @@ class LocalCluster(ToolsMixin):
         raise RuntimeError("no node of the cluster is running")
 
     def live_bootstrap(self) -> str:
-        """Addresses of the running, unpaused nodes only."""
+        """Addresses of the running, unpaused nodes only.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            kafka_cluster.node(1).pause()
+            print(kafka_cluster.live_bootstrap())           # nodes 2 and 3 only
+        """
         return ",".join(b.bootstrap for b in self.brokers if b.is_running and not b.is_paused)
 
     def leader(self, topic: str, partition: int = 0) -> LocalBroker:
-        """The node that currently leads ``topic``/``partition``."""
+        """The node that currently leads ``topic``/``partition``.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            create_topic(kafka_cluster.bootstrap, "led", replication_factor=3)
+            kafka_cluster.leader("led", 0).kill()           # a leader failure
+        """
         with KafkaSocket.to(self.live_bootstrap()) as conn:
             info = conn.metadata([topic]).topics.get(topic)
         if info is None or info.error_code:
@@ -272,7 +353,12 @@ class LocalCluster(ToolsMixin):
         raise WireError(f"{topic}-{partition} has no leader")
 
     def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` of each node's log, for a test's failure message."""
+        """The last ``lines`` of each node's log, for a test's failure message.
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            print(kafka_cluster.log_tail(10))
+        """
         return "\n".join(f"=== node {b.node_id} ===\n{b.log_tail(lines)}" for b in self.brokers)
 
     # -- conveniences ------------------------------------------------------------
@@ -282,7 +368,12 @@ class LocalCluster(ToolsMixin):
 
     @property
     def tools(self) -> JavaTools:
-        """Kafka's Java tools of this cluster's release (its first node's)."""
+        """Kafka's Java tools of this cluster's release (its first node's).
+
+        Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+            kafka_cluster.tools.run("kafka-metadata-quorum", ["--bootstrap-server", kafka_cluster.bootstrap, "describe", "--status"])
+        """
         return self.brokers[0].tools
 
     def _topic_bootstrap(self) -> str:

@@ -27,7 +27,15 @@ _CONTAINER_DATA_DIR = "/var/lib/kafka/data"
 
 
 class DockerUnavailableError(RuntimeError):
-    """testcontainers is missing or no Docker engine answers."""
+    """testcontainers is missing or no Docker engine answers.
+
+    Example::
+
+        try:
+            DockerKafka().start(timeout=120).close()    # with a Docker engine: a container starts and stops
+        except DockerUnavailableError as exc:           # without: testcontainers missing or no engine answers
+            print(exc)
+    """
 
 
 def container_env(props: Mapping[str, str]) -> dict[str, str]:
@@ -73,6 +81,11 @@ class DockerKafka(ToolsMixin):
     >>> with DockerKafka() as kafka:          # doctest: +SKIP
     ...     kafka.bootstrap
     'localhost:41234'
+
+    Example (not run: needs a Docker engine, which the harness cannot start)::
+
+        with DockerKafka("4.0.0") as kafka:
+            print(kafka.bootstrap)
     """
 
     def __init__(
@@ -94,16 +107,38 @@ class DockerKafka(ToolsMixin):
 
     @property
     def bootstrap(self) -> str:
+        """``host:port`` of the PLAINTEXT listener.
+
+        Example (not run: needs a Docker engine, which the harness cannot start)::
+
+            kafka = DockerKafka().start()
+            Producer({"bootstrap.servers": kafka.bootstrap}).close()
+            kafka.close()
+        """
+
         return f"{self.host}:{self.port}"
 
     def bootstrap_for(self, listener: str) -> str:
-        """The bootstrap address of a listener (the Docker backend has only ``PLAINTEXT``)."""
+        """The bootstrap address of a listener (the Docker backend has only ``PLAINTEXT``).
+
+        Example (not run: needs a Docker engine, which the harness cannot start)::
+
+            kafka = DockerKafka().start()
+            assert kafka.bootstrap_for("PLAINTEXT") == kafka.bootstrap
+            kafka.close()
+        """
         if listener != "PLAINTEXT":
             raise KeyError(f"the Docker backend has only a PLAINTEXT listener, not {listener}")
         return self.bootstrap
 
     def start(self, timeout: float = 120.0) -> DockerKafka:
-        """Start the container and wait until Kafka is ready (DockerUnavailableError without Docker)."""
+        """Start the container and wait until Kafka is ready (DockerUnavailableError without Docker).
+
+        Example (not run: needs a Docker engine, which the harness cannot start)::
+
+            kafka = DockerKafka("4.0.0", extra_properties={"num.partitions": "3"}).start(timeout=120)
+            kafka.close()
+        """
         try:
             from testcontainers.core.container import DockerContainer
             from testcontainers.core.waiting_utils import wait_for_logs
@@ -112,8 +147,10 @@ class DockerKafka(ToolsMixin):
                 "KAFKALITE_BROKER=docker needs the testcontainers package "
                 "(pip install 'kafkalite[testing]') and a running Docker engine"
             ) from exc
-        container = DockerContainer(self.image).with_bind_ports(self.port, self.port)
         try:
+            # DockerContainer() already asks the engine for its version (docker.from_env):
+            # without an engine that raises DockerException, which must not escape untyped.
+            container = DockerContainer(self.image).with_bind_ports(self.port, self.port)
             self.host = container.get_container_host_ip()
         except Exception as exc:
             raise DockerUnavailableError(f"no Docker engine answers: {exc}") from exc
@@ -127,7 +164,14 @@ class DockerKafka(ToolsMixin):
         return self
 
     def log_tail(self, lines: int = 40) -> str:
-        """The container's last ``lines`` of output."""
+        """The container's last ``lines`` of output.
+
+        Example (not run: needs a Docker engine, which the harness cannot start)::
+
+            kafka = DockerKafka().start()
+            print(kafka.log_tail(10))
+            kafka.close()
+        """
         if self._container is None:
             return ""
         out, err = self._container.get_logs()
@@ -135,7 +179,12 @@ class DockerKafka(ToolsMixin):
         return "\n".join(text.splitlines()[-lines:])
 
     def close(self) -> None:
-        """Stop the container."""
+        """Stop the container.
+
+        Example (not run: needs a Docker engine, which the harness cannot start)::
+
+            DockerKafka().start().close()                   # stops the container
+        """
         if self._container is not None:
             self._container.stop()
             self._container = None

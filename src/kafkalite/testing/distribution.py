@@ -50,11 +50,27 @@ _CHUNK = 1 << 16
 
 
 class DistributionError(RuntimeError):
-    """The Kafka jars could not be found, fetched or verified."""
+    """The Kafka jars could not be found, fetched or verified.
+
+    Example::
+
+        try:
+            KafkaDistribution("0.0.1")                # no lock ships for this version
+        except DistributionError as exc:
+            print(exc)                                # no lock for Kafka 0.0.1; available: ...
+    """
 
 
 class ChecksumMismatchError(DistributionError):
-    """A downloaded jar does not match the checksum recorded in the lock."""
+    """A downloaded jar does not match the checksum recorded in the lock.
+
+    Example::
+
+        jar = Artifact("org.apache.kafka", "kafka-clients", "4.0.0", sha256="0" * 64, size=1)
+        error = ChecksumMismatchError(jar, "https://repo.example/kafka-clients-4.0.0.jar", "f" * 64)
+        assert isinstance(error, DistributionError)
+        print(error)
+    """
 
     def __init__(self, artifact: Artifact, url: str, actual: str, algorithm: str = "sha256") -> None:
         self.artifact = artifact
@@ -79,6 +95,11 @@ class Artifact:
     >>> a = Artifact("org.apache.kafka", "kafka-clients", "4.3.1", sha256="00", size=1)
     >>> a.repository_path
     'org/apache/kafka/kafka-clients/4.3.1/kafka-clients-4.3.1.jar'
+
+    Example::
+
+        jar = KafkaLock.load(DEFAULT_KAFKA_VERSION).artifacts[0]
+        print(jar.coordinate, jar.size, jar.sha256[:12])
     """
 
     group: str
@@ -92,19 +113,37 @@ class Artifact:
 
     @property
     def filename(self) -> str:
-        """The jar's file name (``artifact-version[-classifier].extension``)."""
+        """The jar's file name (``artifact-version[-classifier].extension``).
+
+        Example::
+
+            jar = Artifact("org.apache.kafka", "kafka_2.13", "4.0.0", sha256="0" * 64, size=1, classifier="test")
+            assert jar.filename == "kafka_2.13-4.0.0-test.jar"
+        """
         suffix = f"-{self.classifier}" if self.classifier else ""
         return f"{self.artifact}-{self.version}{suffix}.{self.extension}"
 
     @property
     def repository_path(self) -> str:
-        """The path of the jar below a Maven repository's root."""
+        """The path of the jar below a Maven repository's root.
+
+        Example::
+
+            jar = Artifact("org.apache.kafka", "kafka-clients", "4.0.0", sha256="0" * 64, size=1)
+            assert jar.repository_path == "org/apache/kafka/kafka-clients/4.0.0/kafka-clients-4.0.0.jar"
+        """
         group = self.group.replace(".", "/")
         return f"{group}/{self.artifact}/{self.version}/{self.filename}"
 
     @property
     def coordinate(self) -> str:
-        """``group:artifact:version[:classifier]``, the name Maven users know it by."""
+        """``group:artifact:version[:classifier]``, the name Maven users know it by.
+
+        Example::
+
+            jar = Artifact("org.apache.kafka", "kafka-clients", "4.0.0", sha256="0" * 64, size=1)
+            assert jar.coordinate == "org.apache.kafka:kafka-clients:4.0.0"
+        """
         tail = f":{self.classifier}" if self.classifier else ""
         return f"{self.group}:{self.artifact}:{self.version}{tail}"
 
@@ -119,6 +158,11 @@ class KafkaLock:
         tools: Kafka ``bin/`` script name -> main class (``"kafka-topics"`` ->
             ``"org.apache.kafka.tools.TopicCommand"``), verified against the jars when
             the lock was written.
+
+    Example::
+
+        lock = KafkaLock.load(DEFAULT_KAFKA_VERSION)
+        print(lock.kafka_version, lock.scala_version, len(lock.artifacts))
     """
 
     kafka_version: str
@@ -128,7 +172,12 @@ class KafkaLock:
 
     @property
     def digest(self) -> str:
-        """A short fingerprint of the jar set; it marks a cache as verified."""
+        """A short fingerprint of the jar set; it marks a cache as verified.
+
+        Example::
+
+            assert KafkaLock.load(DEFAULT_KAFKA_VERSION).digest == KafkaLock.load(DEFAULT_KAFKA_VERSION).digest
+        """
         h = hashlib.sha256()
         for a in self.artifacts:
             h.update(f"{a.repository_path} {a.sha256}\n".encode())
@@ -136,7 +185,15 @@ class KafkaLock:
 
     @classmethod
     def parse(cls, data: Mapping[str, Any]) -> KafkaLock:
-        """Build a lock from its JSON document, refusing malformed entries."""
+        """Build a lock from its JSON document, refusing malformed entries.
+
+        Example::
+
+            try:
+                KafkaLock.parse({"kafka_version": "4.0.0"})      # no artifacts
+            except DistributionError as exc:
+                print(exc)                                # malformed Kafka lock: ...
+        """
         try:
             artifacts = tuple(
                 Artifact(
@@ -166,7 +223,12 @@ class KafkaLock:
 
     @classmethod
     def load(cls, version: str) -> KafkaLock:
-        """The lock shipped with kafkalite for ``version``."""
+        """The lock shipped with kafkalite for ``version``.
+
+        Example::
+
+            assert KafkaLock.load(DEFAULT_KAFKA_VERSION).kafka_version == DEFAULT_KAFKA_VERSION
+        """
         name = f"kafka-{version}.json"
         try:
             text = resources.files("kafkalite.testing").joinpath("locks").joinpath(name).read_text()
@@ -179,7 +241,12 @@ class KafkaLock:
 
 
 def available_versions() -> list[str]:
-    """Kafka versions with a lock shipped in this kafkalite."""
+    """Kafka versions with a lock shipped in this kafkalite.
+
+    Example::
+
+        assert DEFAULT_KAFKA_VERSION in available_versions()
+    """
     folder = resources.files("kafkalite.testing").joinpath("locks")
     names = [p.name for p in folder.iterdir() if p.name.startswith("kafka-")]
     versions = (n[len("kafka-") : -len(".json")] for n in names)
@@ -202,6 +269,11 @@ class KafkaDistribution:
     >>> dist = KafkaDistribution("3.9.1")
     >>> dist.directory.name
     '3.9.1'
+
+    Example::
+
+        jars = KafkaDistribution(DEFAULT_KAFKA_VERSION).ensure()    # downloads what the cache lacks
+        assert jars.is_complete()
     """
 
     def __init__(
@@ -231,6 +303,10 @@ class KafkaDistribution:
 
         Cheap (no hashing): the marker holds the lock digest written after a full
         verification, and sizes catch truncated files.
+
+        Example::
+
+            assert KafkaDistribution(DEFAULT_KAFKA_VERSION).is_complete()
         """
         try:
             if self._marker.read_text().strip() != self.lock.digest:
@@ -244,6 +320,10 @@ class KafkaDistribution:
 
         Safe to call from several processes at once: the first holds a file lock
         while it downloads, the others wait and then find a complete cache.
+
+        Example::
+
+            KafkaDistribution(DEFAULT_KAFKA_VERSION).ensure(progress=None)   # verified: nothing to do
         """
         if self.is_complete():
             return self
@@ -261,11 +341,22 @@ class KafkaDistribution:
         return self
 
     def classpath(self) -> list[Path]:
-        """The jars, in lock order; call :meth:`ensure` first."""
+        """The jars, in lock order; call :meth:`ensure` first.
+
+        Example::
+
+            jars = KafkaDistribution(DEFAULT_KAFKA_VERSION).ensure().classpath()
+            assert all(path.suffix == ".jar" for path in jars)
+        """
         return [self.libs / a.filename for a in self.lock.artifacts]
 
     def main_class(self, tool: str) -> str:
-        """Main class of a Kafka ``bin/`` script in this release (``"kafka-topics"``)."""
+        """Main class of a Kafka ``bin/`` script in this release (``"kafka-topics"``).
+
+        Example::
+
+            assert KafkaDistribution(DEFAULT_KAFKA_VERSION).main_class("kafka-topics") == "org.apache.kafka.tools.TopicCommand"
+        """
         name = tool.removesuffix(".sh")
         try:
             return self.lock.tools[name]
@@ -275,7 +366,13 @@ class KafkaDistribution:
             ) from None
 
     def url(self, artifact: Artifact) -> str:
-        """Where an artifact is downloaded from (Maven Central)."""
+        """Where an artifact is downloaded from (Maven Central).
+
+        Example::
+
+            dist = KafkaDistribution(DEFAULT_KAFKA_VERSION)
+            assert dist.url(KafkaLock.load(DEFAULT_KAFKA_VERSION).artifacts[0]).startswith("https://")
+        """
         return f"{self.repository}/{artifact.repository_path}"
 
     # -- internals ---------------------------------------------------------------

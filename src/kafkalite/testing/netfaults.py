@@ -295,6 +295,14 @@ class FaultyProxy:
     """A TCP proxy to ``target_host:target_port`` listening on ``listen_port`` (0: free).
 
     Thread-safe: the fault switches may be called from any thread.
+
+    Example::
+
+        proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+        with AdminClient({"bootstrap.servers": proxy.bootstrap}) as a:
+            with proxy.latency(50):                     # the bootstrap connection goes through the proxy
+                assert "orders" in a.list_topics()
+        proxy.close()
     """
 
     def __init__(self, target_host: str, target_port: int, listen_port: int = 0, *,
@@ -318,7 +326,14 @@ class FaultyProxy:
     # -- lifecycle
 
     def start(self) -> FaultyProxy:
-        """Start listening (idempotent); returns the proxy."""
+        """Start listening (idempotent); returns the proxy.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port)
+            assert proxy.start() is proxy.start()           # idempotent
+            proxy.close()
+        """
         if self._server is None:
             self._loop.run(self._start())
         return self
@@ -329,16 +344,36 @@ class FaultyProxy:
 
     @property
     def port(self) -> int:
-        """The port the proxy listens on."""
+        """The port the proxy listens on.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            assert proxy.port > 0                           # listen_port=0 picked a free one
+            proxy.close()
+        """
         return self._listen_port
 
     @property
     def bootstrap(self) -> str:
-        """``host:port`` clients connect to (the proxy, not the broker)."""
+        """``host:port`` clients connect to (the proxy, not the broker).
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            assert proxy.bootstrap == f"127.0.0.1:{proxy.port}"
+            proxy.close()
+        """
         return f"{self.host}:{self._listen_port}"
 
     def close(self) -> None:
-        """Stop listening and reset every connection."""
+        """Stop listening and reset every connection.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            proxy.close()                                   # every connection is reset
+        """
         if self._server is not None:
             self._loop.run(self._close())
 
@@ -382,32 +417,83 @@ class FaultyProxy:
         return Fault(self, undo)
 
     def latency(self, ms: float, jitter_ms: float = 0.0, direction: Direction = BOTH) -> Fault:
-        """Delay every chunk by ``ms`` (+- ``jitter_ms``) in ``direction``; order is kept."""
+        """Delay every chunk by ``ms`` (+- ``jitter_ms``) in ``direction``; order is kept.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            with proxy.latency(20, jitter_ms=5):            # each chunk 15-25 ms late, order kept
+                with AdminClient({"bootstrap.servers": proxy.bootstrap}) as a:
+                    a.list_topics()
+            proxy.close()
+        """
         return self._scoped(self._set(direction, latency_s=ms / 1000.0, jitter_s=jitter_ms / 1000.0))
 
     def bandwidth(self, bytes_per_s: float, direction: Direction = BOTH) -> Fault:
-        """Pace ``direction`` at about ``bytes_per_s`` (0: unlimited)."""
+        """Pace ``direction`` at about ``bytes_per_s`` (0: unlimited).
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            with proxy.bandwidth(64_000, Direction.TO_CLIENT):   # ~64 kB/s towards clients
+                pass
+            proxy.close()
+        """
         return self._scoped(self._set(direction, bytes_per_s=float(bytes_per_s)))
 
     def partial_writes(self, max_fragment: int = 3, direction: Direction = BOTH) -> Fault:
-        """Deliver ``direction``'s bytes in fragments of 1..``max_fragment`` bytes."""
+        """Deliver ``direction``'s bytes in fragments of 1..``max_fragment`` bytes.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            with proxy.partial_writes(max_fragment=2):      # responses arrive 1-2 bytes at a time
+                with AdminClient({"bootstrap.servers": proxy.bootstrap}) as a:
+                    assert "orders" in a.list_topics()
+            proxy.close()
+        """
         return self._scoped(self._set(direction, max_fragment=int(max_fragment)))
 
     def corrupt(self, rate: float, direction: Direction = TO_CLIENT, *,
                 records_only: bool = False) -> Fault:
         """Flip bytes with probability ``rate`` each; ``records_only``: only bytes that
-        record batch CRCs cover, in Fetch / ShareFetch responses (framing survives)."""
+        record batch CRCs cover, in Fetch / ShareFetch responses (framing survives).
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port, seed=7).start()
+            with proxy.corrupt(0.001, records_only=True):   # CRC errors, not protocol errors
+                pass
+            proxy.close()
+        """
         return self._scoped(self._set(direction, corrupt_rate=float(rate), records_only=records_only))
 
     def black_hole(self) -> Fault:
         """Accept connections but forward nothing, either way, until undone (the end of
         the ``with`` block, ``.undo()`` or :meth:`heal`); what was sent meanwhile flows
-        afterwards."""
+        afterwards.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            fault = proxy.black_hole()                      # connections stay open; nothing passes
+            fault.undo()
+            proxy.close()
+        """
         self._loop.call(self._open.clear)
         return Fault(self, lambda: self._loop.call(self._open.set))
 
     def reset(self) -> int:
-        """Reset (TCP RST) every open connection now; returns how many."""
+        """Reset (TCP RST) every open connection now; returns how many.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            with AdminClient({"bootstrap.servers": proxy.bootstrap}) as a:
+                a.list_topics()
+                print(proxy.reset(), "connections reset")   # the client reconnects on its next call
+            proxy.close()
+        """
         async def run() -> int:
             links = list(self._links)
             for link in links:
@@ -417,7 +503,15 @@ class FaultyProxy:
         return int(self._loop.run(run()))
 
     def refuse_new(self) -> Fault:
-        """Reset connections as they arrive (and every open one now) until undone."""
+        """Reset connections as they arrive (and every open one now) until undone.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            with proxy.refuse_new():                        # new connections are reset as they arrive
+                pass
+            proxy.close()
+        """
         self._refusing = True
         self.reset()
 
@@ -426,7 +520,16 @@ class FaultyProxy:
         return Fault(self, undo)
 
     def heal(self) -> None:
-        """Clear every fault (open connections are kept)."""
+        """Clear every fault (open connections are kept).
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            proxy.latency(100)
+            proxy.refuse_new()
+            proxy.heal()                                    # both undone
+            proxy.close()
+        """
         self._refusing = False
         self._flows[TO_BROKER] = Flow()
         self._flows[TO_CLIENT] = Flow()
@@ -435,12 +538,29 @@ class FaultyProxy:
 
     @property
     def open_connections(self) -> int:
-        """How many client connections the proxy holds now."""
+        """How many client connections the proxy holds now.
+
+        Example::
+
+            proxy = FaultyProxy("127.0.0.1", kafka_broker.port).start()
+            with AdminClient({"bootstrap.servers": proxy.bootstrap}) as a:
+                a.list_topics()
+                assert proxy.open_connections >= 1
+            proxy.close()
+        """
         return len(self._links)
 
 
 class NetworkFaults:
-    """The proxies of several brokers, switched together (``faults[node_id]`` for one)."""
+    """The proxies of several brokers, switched together (``faults[node_id]`` for one).
+
+    Example::
+
+        faults = NetworkFaults({1: FaultyProxy("127.0.0.1", kafka_broker.port).start()})
+        with faults.latency(20):
+            pass
+        faults[1].close()
+    """
 
     def __init__(self, proxies: dict[int, FaultyProxy]) -> None:
         self.proxies = proxies
@@ -453,7 +573,13 @@ class NetworkFaults:
 
     @property
     def bootstrap(self) -> str:
-        """Bootstrap through the proxies: every connection then goes through them."""
+        """Bootstrap through the proxies: every connection then goes through them.
+
+        Example::
+
+            with AdminClient({"bootstrap.servers": network_faults.bootstrap}) as a:
+                assert "orders" in a.list_topics()
+        """
         return ",".join(p.bootstrap for p in self.proxies.values())
 
     def _all(self, name: str, *args: Any, **kwargs: Any) -> Fault:
@@ -484,27 +610,65 @@ class NetworkFaults:
         return self._all("bandwidth", bytes_per_s, direction)
 
     def partial_writes(self, max_fragment: int = 3, direction: Direction = BOTH) -> Fault:
-        """Forward bytes in pieces of at most ``max_fragment`` bytes; returns the fault."""
+        """Forward bytes in pieces of at most ``max_fragment`` bytes; returns the fault.
+
+        Example::
+
+            with network_faults.partial_writes(max_fragment=1):
+                with AdminClient({"bootstrap.servers": network_faults.bootstrap}) as a:
+                    a.list_topics()
+        """
         return self._all("partial_writes", max_fragment, direction)
 
     def corrupt(self, rate: float, direction: Direction = TO_CLIENT, *,
                 records_only: bool = False) -> Fault:
-        """Flip bytes at ``rate`` (0..1) in ``direction`` (``records_only``: only inside record batches); returns the fault."""
+        """Flip bytes at ``rate`` (0..1) in ``direction`` (``records_only``: only inside record batches); returns the fault.
+
+        Example::
+
+            with network_faults.corrupt(0.01, Direction.TO_CLIENT, records_only=True):
+                pass
+        """
         return self._all("corrupt", rate, direction, records_only=records_only)
 
     def black_hole(self) -> Fault:
-        """Drop every byte both ways while keeping connections open; returns the fault."""
+        """Drop every byte both ways while keeping connections open; returns the fault.
+
+        Example::
+
+            with network_faults.black_hole():               # every node unreachable, connections open
+                pass
+        """
         return self._all("black_hole")
 
     def refuse_new(self) -> Fault:
-        """Refuse new connections (existing ones keep working); returns the fault."""
+        """Refuse new connections (existing ones keep working); returns the fault.
+
+        Example::
+
+            fault = network_faults.refuse_new()
+            fault.undo()
+        """
         return self._all("refuse_new")
 
     def reset(self) -> int:
-        """Reset (RST) every open connection; how many were reset."""
+        """Reset (RST) every open connection; how many were reset.
+
+        Example::
+
+            with AdminClient({"bootstrap.servers": network_faults.bootstrap}) as a:
+                a.list_topics()
+                assert network_faults.reset() >= 1
+        """
         return sum(p.reset() for p in self.proxies.values())
 
     def heal(self) -> None:
-        """Remove every fault of every proxy."""
+        """Remove every fault of every proxy.
+
+        Example::
+
+            network_faults.latency(100)
+            network_faults.heal()
+        """
         for proxy in self.proxies.values():
             proxy.heal()

@@ -112,6 +112,12 @@ def tied_popen_kwargs() -> dict[str, Any]:
     For long-running tools started from tests, e.g.
     ``Popen(broker.java_tool_command(...), **tied_popen_kwargs())``: the tool is
     killed if the test run dies. Call it from the thread that runs Popen.
+
+    Example::
+
+        import subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c", "pass"], **tied_popen_kwargs())   # dies with this process
+        child.wait(timeout=30)
     """
     if sys.platform.startswith("linux"):
         return {"preexec_fn": _die_with_parent(os.getpid())}
@@ -240,6 +246,11 @@ def reap_orphans() -> list[ProcessRecord]:
 
     Detached processes (``tied=False``) are left alone: they are meant to outlive
     their starter. Returns the records of the processes killed.
+
+    Example::
+
+        for record in reap_orphans():                   # brokers left by a test run that was killed
+            print("killed", record)
     """
     killed = []
     for record in records():

@@ -116,6 +116,11 @@ class SecurityPreset:
             instead of accepting unsigned test tokens.
         authorizer: run the StandardAuthorizer (False: every signed-in principal may
             do anything; for tests of signing in, not of authorization).
+
+    Example::
+
+        preset = SecurityPreset(users={"alice": "alice-secret", "admin": "admin-secret"})
+        assert preset.listeners == {"SASL_PLAINTEXT": "SASL_PLAINTEXT"}
     """
 
     users: Mapping[str, str] = field(
@@ -138,16 +143,32 @@ class SecurityPreset:
 
     @property
     def listeners(self) -> dict[str, str]:
-        """Every client listener this preset adds: name -> security protocol."""
+        """Every client listener this preset adds: name -> security protocol.
+
+        Example::
+
+            assert set(SECURE_PRESET.listeners) >= {"SASL_PLAINTEXT", "SSL", "MTLS", "SASL_SSL"}
+        """
         return {self.listener: self.listener, **self.extra_listeners}
 
     @property
     def needs_tls(self) -> bool:
-        """Whether the broker needs certificates (some listener speaks TLS)."""
+        """Whether the broker needs certificates (some listener speaks TLS).
+
+        Example::
+
+            assert SECURE_PRESET.needs_tls and not SASL_PRESET.needs_tls
+        """
         return any(p in SSL_PROTOCOLS for p in self.listeners.values())
 
     def scram_arguments(self) -> list[str]:
-        """``kafka-storage format`` arguments that create the SCRAM credentials."""
+        """``kafka-storage format`` arguments that create the SCRAM credentials.
+
+        Example::
+
+            args = SASL_PRESET.scram_arguments()
+            assert "--add-scram" in args
+        """
         args = []
         for mechanism in (m for m in self.mechanisms if m.startswith("SCRAM-")):
             for user, password in self.users.items():
@@ -156,7 +177,13 @@ class SecurityPreset:
 
     def properties(self, tls: TestPki | None = None, signin: BrokerSignIn | None = None) -> dict[str, str]:
         """Broker settings; ``tls`` gives the certificate files for TLS listeners,
-        ``signin`` the KDC and identity provider of GSSAPI and OIDC listeners."""
+        ``signin`` the KDC and identity provider of GSSAPI and OIDC listeners.
+
+        Example::
+
+            settings = SASL_PRESET.properties()
+            assert "SCRAM-SHA-256" in settings["sasl.enabled.mechanisms"]
+        """
         plain_users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
         props = {"sasl.enabled.mechanisms": ",".join(self.mechanisms)}
         if self.authorizer:
@@ -297,6 +324,11 @@ class NodeConfig:
             security preset's listeners when there is one.
         voters: node id -> controller port of every quorum member (itself included).
         tls: the certificate files of TLS listeners (see :mod:`kafkalite.testing.certs`).
+
+    Example::
+
+        node = kafka_broker.config()                    # what server.properties is made from
+        assert node.version == DEFAULT_KAFKA_VERSION and node.auto_create_topics
     """
 
     node_id: int

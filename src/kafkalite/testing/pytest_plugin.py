@@ -177,7 +177,13 @@ def start_default_broker(run_dir: Path, env: Mapping[str, str] | None = None) ->
 
 @pytest.fixture(scope="session")
 def kafkalite_session(request: pytest.FixtureRequest) -> Iterator[KafkaTestSession]:
-    """The session's broker registry (used by the other fixtures)."""
+    """The session's broker registry (used by the other fixtures).
+
+    Example::
+
+        def test_own_service(kafkalite_session):        # what the other fixtures are built on
+            kafkalite_session.service("my-broker", lambda run_dir: LocalBroker(run_dir=run_dir).start())
+    """
     session = KafkaTestSession(_run_root(request.config))
     request.config.stash[_SESSION_KEY] = session
     yield session
@@ -186,7 +192,17 @@ def kafkalite_session(request: pytest.FixtureRequest) -> Iterator[KafkaTestSessi
 
 @pytest.fixture(scope="session")
 def kafka_broker(kafkalite_session: KafkaTestSession) -> KafkaService:
-    """A running single Kafka broker of the pinned release (see the module doc)."""
+    """A running single Kafka broker of the pinned release (see the module doc).
+
+    Example::
+
+        def test_round_trip(kafka_broker, unique_topic):
+            kafka_broker.create_topic(unique_topic)
+            with Producer({"bootstrap.servers": kafka_broker.bootstrap}) as p:
+                p.send(unique_topic, b"v").result(timeout=10)
+
+        test_round_trip(kafka_broker, unique_topic_name("round trip"))   # pytest passes the fixtures
+    """
     return kafkalite_session.service("broker", start_default_broker)
 
 
@@ -205,7 +221,14 @@ def _session_cluster(kafkalite_session: KafkaTestSession) -> LocalCluster:
 
 @pytest.fixture
 def kafka_cluster(kafkalite_session: KafkaTestSession) -> LocalCluster:
-    """A healthy 3-node cluster (shared by the session, healed before each test)."""
+    """A healthy 3-node cluster (shared by the session, healed before each test).
+
+    Example (not run: starts a 3-node cluster; tests/integration/test_admin_cluster.py and the fault tests use it)::
+
+        def test_survives_a_crash(kafka_cluster):
+            create_topic(kafka_cluster.bootstrap, "t", replication_factor=3)
+            kafka_cluster.leader("t").kill()
+    """
     return _session_cluster(kafkalite_session)
 
 
@@ -214,7 +237,17 @@ def network_faults(kafkalite_session: KafkaTestSession) -> Iterator[NetworkFault
     """Network faults between clients and the session's 3-node cluster: bootstrap
     clients with ``network_faults.bootstrap`` (their connections then all go through
     one proxy per broker) and switch faults on it (see
-    :mod:`kafkalite.testing.netfaults`); every fault is cleared after the test."""
+    :mod:`kafkalite.testing.netfaults`); every fault is cleared after the test.
+
+    Example::
+
+        def test_slow_network(network_faults):
+            with network_faults.latency(200):
+                with AdminClient({"bootstrap.servers": network_faults.bootstrap}) as a:
+                    assert a.list_topics(timeout=30)
+
+        test_slow_network(network_faults)
+    """
     faults = _session_cluster(kafkalite_session).faults
     try:
         yield faults
@@ -225,7 +258,14 @@ def network_faults(kafkalite_session: KafkaTestSession) -> Iterator[NetworkFault
 @pytest.fixture(scope="session")
 def kafka_broker_zk(kafkalite_session: KafkaTestSession) -> LocalBroker:
     """A broker of the oldest release kafkalite supports (Kafka 2.1.1), in ZooKeeper mode:
-    for the behaviour of features an old broker lacks."""
+    for the behaviour of features an old broker lacks.
+
+    Example (not run: starts ZooKeeper and a Kafka 2.1.1 broker; tests/integration/test_old_brokers.py uses it)::
+
+        def test_oldest_broker(kafka_broker_zk):
+            with AdminClient({"bootstrap.servers": kafka_broker_zk.bootstrap}) as a:
+                a.list_topics()
+    """
     return kafkalite_session.service(
         "broker-zk", lambda d: LocalBroker(OLDEST_KAFKA_VERSION, run_dir=d, mode=ZOOKEEPER).start()
     )
@@ -233,7 +273,13 @@ def kafka_broker_zk(kafkalite_session: KafkaTestSession) -> LocalBroker:
 
 @pytest.fixture(scope="session")
 def kafka_broker_39(kafkalite_session: KafkaTestSession) -> LocalBroker:
-    """A Kafka 3.9.x broker, for compatibility tests."""
+    """A Kafka 3.9.x broker, for compatibility tests.
+
+    Example (not run: starts a Kafka 3.9 broker; tests/integration/test_old_brokers.py uses it)::
+
+        def test_on_kafka_39(kafka_broker_39):
+            assert kafka_broker_39.major_version == 3
+    """
     return kafkalite_session.service(
         "broker-3.9", lambda d: LocalBroker(COMPAT_KAFKA_VERSION, run_dir=d).start()
     )
@@ -241,7 +287,18 @@ def kafka_broker_39(kafkalite_session: KafkaTestSession) -> LocalBroker:
 
 @pytest.fixture(scope="session")
 def kafka_broker_sasl(kafkalite_session: KafkaTestSession) -> LocalBroker:
-    """The secured broker: SASL (SCRAM, PLAIN, OAUTHBEARER) and TLS listeners, ACLs on."""
+    """The secured broker: SASL (SCRAM, PLAIN, OAUTHBEARER) and TLS listeners, ACLs on.
+
+    Example (needs secured_broker)::
+
+        def test_scram(kafka_broker_sasl):
+            config = kafka_broker_sasl.client_config("SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
+                                                     sasl_username="admin", sasl_password="admin-secret")
+            with AdminClient(config) as a:
+                a.list_topics()
+
+        test_scram(secured_broker)
+    """
     return kafkalite_session.service(
         "broker-secure",
         lambda d: LocalBroker(_version(os.environ), run_dir=d, security=SECURE_PRESET).start(),
@@ -250,25 +307,60 @@ def kafka_broker_sasl(kafkalite_session: KafkaTestSession) -> LocalBroker:
 
 @pytest.fixture(scope="session")
 def kafka_broker_ssl(kafka_broker_sasl: LocalBroker) -> BrokerListener:
-    """The secured broker's TLS listener (server certificate from the test CA)."""
+    """The secured broker's TLS listener (server certificate from the test CA).
+
+    Example (needs secured_broker)::
+
+        def test_tls(kafka_broker_ssl):
+            with AdminClient(kafka_broker_ssl.client_config()) as a:
+                a.list_topics()
+
+        test_tls(BrokerListener(secured_broker, "SSL"))
+    """
     return BrokerListener(kafka_broker_sasl, "SSL")
 
 
 @pytest.fixture(scope="session")
 def kafka_broker_mtls(kafka_broker_sasl: LocalBroker) -> BrokerListener:
-    """The secured broker's mutual-TLS listener (client certificate required)."""
+    """The secured broker's mutual-TLS listener (client certificate required).
+
+    Example (needs secured_broker)::
+
+        def test_client_certificate(kafka_broker_mtls):
+            with AdminClient(kafka_broker_mtls.client_config()) as a:     # the client certificate included
+                a.list_topics()
+
+        test_client_certificate(BrokerListener(secured_broker, "MTLS"))
+    """
     return BrokerListener(kafka_broker_sasl, "MTLS")
 
 
 @pytest.fixture(scope="session")
 def kafka_broker_sasl_ssl(kafka_broker_sasl: LocalBroker) -> BrokerListener:
-    """The secured broker's SASL_SSL listener."""
+    """The secured broker's SASL_SSL listener.
+
+    Example (needs secured_broker)::
+
+        def test_sasl_over_tls(kafka_broker_sasl_ssl):
+            config = kafka_broker_sasl_ssl.client_config(sasl_mechanism="PLAIN", sasl_username="admin",
+                                                         sasl_password="admin-secret")
+            with AdminClient(config) as a:
+                a.list_topics()
+
+        test_sasl_over_tls(BrokerListener(secured_broker, "SASL_SSL"))
+    """
     return BrokerListener(kafka_broker_sasl, "SASL_SSL")
 
 
 @pytest.fixture(scope="session")
 def signin_services(kafkalite_session: KafkaTestSession) -> SignInServices:
-    """The session's KDC, OIDC provider and sign-in broker (see :mod:`kafkalite.testing.signin`)."""
+    """The session's KDC, OIDC provider and sign-in broker (see :mod:`kafkalite.testing.signin`).
+
+    Example (not run: starts a KDC, an OIDC provider and a broker; tests/integration/test_signin*.py use them)::
+
+        def test_services(signin_services):
+            print(signin_services)
+    """
     services: SignInServices = kafkalite_session.service("signin", lambda d: SignInServices(d).start())
     if services.kdc is not None:
         # MIT Kerberos (the gssapi package) finds the realm through KRB5_CONFIG.
@@ -278,44 +370,93 @@ def signin_services(kafkalite_session: KafkaTestSession) -> SignInServices:
 
 @pytest.fixture(scope="session")
 def kerberos_kdc(signin_services: SignInServices) -> Any:
-    """Kafka's MiniKdc (``.keytab(name)``, ``.client_settings(name)``, ``.kinit(...)``)."""
+    """Kafka's MiniKdc (``.keytab(name)``, ``.client_settings(name)``, ``.kinit(...)``).
+
+    Example (not run: starts Kafka's MiniKdc; tests/integration/test_signin_kerberos.py uses it)::
+
+        def test_kinit(kerberos_kdc):
+            settings = kerberos_kdc.client_settings("client")
+    """
     return signin_services.kdc
 
 
 @pytest.fixture(scope="session")
 def oidc_provider(signin_services: SignInServices) -> Any:
-    """mock-oauth2-server (``.client_settings(client_id)``, ``.token_endpoint``, ``.jwks_url``)."""
+    """mock-oauth2-server (``.client_settings(client_id)``, ``.token_endpoint``, ``.jwks_url``).
+
+    Example (not run: starts mock-oauth2-server; tests/integration/test_signin_oidc.py uses it)::
+
+        def test_token(oidc_provider):
+            settings = oidc_provider.client_settings("kafkalite-client")
+    """
     return signin_services.oidc
 
 
 @pytest.fixture(scope="session")
 def kafka_broker_signin(signin_services: SignInServices) -> LocalBroker:
-    """The broker with ``KERBEROS``, ``KERBEROS_REAUTH`` and ``OAUTH`` listeners."""
+    """The broker with ``KERBEROS``, ``KERBEROS_REAUTH`` and ``OAUTH`` listeners.
+
+    Example (not run: starts the sign-in broker with its KDC and OIDC provider; tests/integration/test_signin_clients.py uses it)::
+
+        def test_listeners(kafka_broker_signin):
+            print(kafka_broker_signin.bootstrap_for("OAUTH"))
+    """
     assert signin_services.broker is not None
     return signin_services.broker
 
 
 @pytest.fixture(scope="session")
 def kafka_broker_kerberos(kafka_broker_signin: LocalBroker, kerberos_kdc: Any) -> BrokerListener:
-    """The sign-in broker's GSSAPI listener."""
+    """The sign-in broker's GSSAPI listener.
+
+    Example (not run: starts the sign-in broker and a KDC; tests/integration/test_signin_kerberos.py uses it)::
+
+        def test_gssapi(kafka_broker_kerberos, kerberos_kdc):
+            with AdminClient(kafka_broker_kerberos.client_config(**kerberos_kdc.client_settings("client"))) as a:
+                a.list_topics()
+    """
     return BrokerListener(kafka_broker_signin, "KERBEROS")
 
 
 @pytest.fixture(scope="session")
 def kafka_broker_oauth(kafka_broker_signin: LocalBroker, oidc_provider: Any) -> BrokerListener:
-    """The sign-in broker's OAUTHBEARER (OIDC) listener."""
+    """The sign-in broker's OAUTHBEARER (OIDC) listener.
+
+    Example (not run: starts the sign-in broker and an OIDC provider; tests/integration/test_signin_oidc.py uses it)::
+
+        def test_oidc(kafka_broker_oauth, oidc_provider):
+            with AdminClient(kafka_broker_oauth.client_config(**oidc_provider.client_settings("kafkalite-client"))) as a:
+                a.list_topics()
+    """
     return BrokerListener(kafka_broker_signin, "OAUTH")
 
 
 @pytest.fixture(scope="session")
 def schema_registry(kafkalite_session: KafkaTestSession) -> SchemaRegistryService:
-    """A running Schema Registry; ``.url`` is its Confluent-compatible API root."""
+    """A running Schema Registry; ``.url`` is its Confluent-compatible API root.
+
+    Example (needs schema_registry)::
+
+        def test_avro(schema_registry, kafka_broker):
+            serializer = AvroSerializer('"string"', {"schema.registry.url": schema_registry.url})
+            assert serializer.serialize("names", "ada")[0] == 0
+
+        test_avro(schema_registry, kafka_broker)
+    """
     return kafkalite_session.service("schema-registry", start_default_registry)
 
 
 @pytest.fixture
 def unique_topic(request: pytest.FixtureRequest) -> str:
-    """A topic name no other test uses (the topic is not created)."""
+    """A topic name no other test uses (the topic is not created).
+
+    Example::
+
+        def test_fresh_topic(kafka_broker, unique_topic):
+            kafka_broker.create_topic(unique_topic, partitions=2)
+
+        test_fresh_topic(kafka_broker, unique_topic_name("fresh topic"))
+    """
     return unique_topic_name(request.node.name)
 
 
@@ -324,7 +465,17 @@ TopicFactory = Callable[..., str]
 
 @pytest.fixture
 def topic_factory(request: pytest.FixtureRequest) -> TopicFactory:
-    """Create uniquely named topics: ``topic_factory(partitions=3, configs={...})``."""
+    """Create uniquely named topics: ``topic_factory(partitions=3, configs={...})``.
+
+    Example::
+
+        def test_two_topics(topic_factory):
+            source = topic_factory(partitions=3)
+            sink = topic_factory(configs={"cleanup.policy": "compact"})
+            assert source != sink
+
+        test_two_topics(lambda **kw: create_topic(bootstrap, unique_topic_name("factory"), **kw))
+    """
 
     def create(
         partitions: int = 1,

@@ -64,7 +64,15 @@ SCHEMA_REGISTRY_URL_ENV = "KAFKALITE_SCHEMA_REGISTRY_URL"
 
 
 class RegistryStartError(RuntimeError):
-    """The Schema Registry did not become ready; the message carries its log tail."""
+    """The Schema Registry did not become ready; the message carries its log tail.
+
+    Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
+
+        try:
+            ApicurioRegistry(port=kafka_broker.port).start(timeout=60)   # the port is taken
+        except RegistryStartError as exc:
+            print(exc)                                # carries the registry's log tail
+    """
 
 
 @dataclass(frozen=True)
@@ -200,6 +208,11 @@ class ApicurioRegistry:
     Attributes:
         url: the Confluent-compatible API root, the value of ``schema.registry.url``.
         base_url: ``http://127.0.0.1:PORT`` (Apicurio's own API and UI paths below it).
+
+    Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
+
+        with ApicurioRegistry() as registry:          # in memory, on a free loopback port
+            print(registry.url)
     """
 
     def __init__(
@@ -232,48 +245,94 @@ class ApicurioRegistry:
 
     @property
     def host(self) -> str:
-        """The address it listens on (loopback)."""
+        """The address it listens on (loopback).
+
+        Example (needs schema_registry)::
+
+            assert schema_registry.host == "127.0.0.1"
+        """
         return "127.0.0.1"
 
     @property
     def base_url(self) -> str:
-        """``http://host:port`` of the registry."""
+        """``http://host:port`` of the registry.
+
+        Example (needs schema_registry)::
+
+            assert schema_registry.url.startswith(schema_registry.base_url)
+        """
         return f"http://{self.host}:{self.port}"
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT/apis/ccompat/v7``: give it as ``schema.registry.url``."""
+        """``http://127.0.0.1:PORT/apis/ccompat/v7``: give it as ``schema.registry.url``.
+
+        Example (needs schema_registry)::
+
+            assert SchemaRegistryClient(schema_registry.url).get_schema_types()
+        """
         return self.base_url + CCOMPAT_PATH
 
     def client_config(self) -> dict[str, str]:
-        """``{"schema.registry.url": url}``, ready to merge into a serde's config."""
+        """``{"schema.registry.url": url}``, ready to merge into a serde's config.
+
+        Example (needs schema_registry)::
+
+            serializer = AvroSerializer('"string"', schema_registry.client_config())
+            assert serializer.serialize("names", "ada")[0] == 0
+        """
         return {"schema.registry.url": self.url}
 
     @property
     def log_path(self) -> Path:
-        """The registry's log file."""
+        """The registry's log file.
+
+        Example (needs schema_registry)::
+
+            assert schema_registry.log_path.exists()
+        """
         return self.run_dir / "logs" / "registry.log"
 
     def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` of its log, for a test's failure message."""
+        """The last ``lines`` of its log, for a test's failure message.
+
+        Example (needs schema_registry)::
+
+            print(schema_registry.log_tail(5))
+        """
         return f"--- {self.log_path} ---\n{tail(self.log_path, lines)}"
 
     @property
     def distribution(self) -> RegistryDistribution:
-        """The registry's jars (downloaded and checksummed on first use)."""
+        """The registry's jars (downloaded and checksummed on first use).
+
+        Example (needs schema_registry)::
+
+            print(schema_registry.distribution)           # the registry's jars, cached
+        """
         if self._distribution is None:
             self._distribution = RegistryDistribution(self.version)
         return self._distribution.ensure()
 
     @property
     def java(self) -> JavaRuntime:
-        """The Java runtime that runs it."""
+        """The Java runtime that runs it.
+
+        Example (needs schema_registry)::
+
+            assert schema_registry.java.version >= 17
+        """
         if self._java is None:
             self._java = find_java(RegistryLock.load(self.version).java)
         return self._java
 
     def command(self) -> list[str]:
-        """The registry's java command line."""
+        """The registry's java command line.
+
+        Example (needs schema_registry)::
+
+            assert "java" in schema_registry.command()[0]
+        """
         options = [
             f"-Xmx{self.heap}",
             "-XX:+UseSerialGC",  # one small heap; no GC threads competing for 2 cores
@@ -292,12 +351,22 @@ class ApicurioRegistry:
 
     @property
     def is_running(self) -> bool:
-        """True while its process runs."""
+        """True while its process runs.
+
+        Example (needs schema_registry)::
+
+            assert schema_registry.is_running
+        """
         return self.process is not None and self.process.poll() is None
 
     @property
     def pid(self) -> int | None:
-        """The process id, or None before ``start()``."""
+        """The process id, or None before ``start()``.
+
+        Example (needs schema_registry)::
+
+            assert schema_registry.pid
+        """
         return self.process.pid if self.process is not None else None
 
     def start(self, *, timeout: float = 120.0) -> ApicurioRegistry:
@@ -305,6 +374,12 @@ class ApicurioRegistry:
 
         A registry whose port was chosen automatically retries on a fresh port if
         another process took it in the meantime.
+
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
+
+            registry = ApicurioRegistry().start(timeout=120)
+            SchemaRegistryClient(registry.url).get_subjects()
+            registry.close()
         """
         for attempt in range(3):
             self.launch()
@@ -318,7 +393,15 @@ class ApicurioRegistry:
         return self
 
     def launch(self) -> None:
-        """Start the JVM without waiting."""
+        """Start the JVM without waiting.
+
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
+
+            registry = ApicurioRegistry()
+            registry.launch()                             # no waiting: start other things meanwhile
+            registry.wait_ready(timeout=120)
+            registry.close()
+        """
         if self.is_running:
             return
         command = self.command()  # fetches the bundle first, outside the timing
@@ -331,7 +414,12 @@ class ApicurioRegistry:
         )
 
     def probe(self) -> bool:
-        """One readiness check: ``GET <url>/subjects`` answers 200."""
+        """One readiness check: ``GET <url>/subjects`` answers 200.
+
+        Example (needs schema_registry)::
+
+            assert schema_registry.probe()                # GET /subjects answers 200
+        """
         try:
             with urllib.request.urlopen(self.url + "/subjects", timeout=2.0) as response:
                 return bool(response.status == 200)
@@ -339,7 +427,12 @@ class ApicurioRegistry:
             return False
 
     def wait_ready(self, timeout: float = 120.0) -> None:
-        """Wait until the registry answers, for at most ``timeout`` seconds (RegistryStartError with its log if not)."""
+        """Wait until the registry answers, for at most ``timeout`` seconds (RegistryStartError with its log if not).
+
+        Example (needs schema_registry)::
+
+            schema_registry.wait_ready(timeout=30)        # returns at once: it answers
+        """
         deadline = time.monotonic() + timeout
         while True:
             if self.process is not None and self.process.poll() is not None:
@@ -358,7 +451,13 @@ class ApicurioRegistry:
         raise RegistryStartError(f"Apicurio Registry {self.version} at {self.base_url} {what}{hint}.\n{text}")
 
     def stop(self, timeout: float = 20.0) -> int | None:
-        """SIGTERM, then SIGKILL after ``timeout``."""
+        """SIGTERM, then SIGKILL after ``timeout``.
+
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
+
+            registry = ApicurioRegistry().start()
+            registry.stop(timeout=20)
+        """
         proc = self.process
         if proc is None:
             return None
@@ -374,7 +473,13 @@ class ApicurioRegistry:
         return proc.returncode
 
     def kill(self) -> int | None:
-        """Kill the process at once; its exit code, or None if it was not started."""
+        """Kill the process at once; its exit code, or None if it was not started.
+
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
+
+            registry = ApicurioRegistry().start()
+            registry.kill()
+        """
         proc = self.process
         if proc is None:
             return None
@@ -386,7 +491,13 @@ class ApicurioRegistry:
         return proc.returncode
 
     def close(self, *, remove: bool | None = None) -> None:
-        """Stop (the in-memory schemas are gone) and delete an owned run dir."""
+        """Stop (the in-memory schemas are gone) and delete an owned run dir.
+
+        Example (not run: starts, stops or breaks a Schema Registry of its own; tests/integration/test_schema_registry_server.py runs these)::
+
+            registry = ApicurioRegistry().start()
+            registry.close()                              # the schemas are gone with it
+        """
         self.stop(timeout=5.0)
         if remove if remove is not None else self._owns_run_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -401,7 +512,13 @@ class ApicurioRegistry:
 
 
 class ExternalSchemaRegistry:
-    """A registry someone else runs (``KAFKALITE_SCHEMA_REGISTRY_URL``)."""
+    """A registry someone else runs (``KAFKALITE_SCHEMA_REGISTRY_URL``).
+
+    Example (needs schema_registry)::
+
+        external = ExternalSchemaRegistry(registry_url).wait_ready()   # e.g. $KAFKALITE_SCHEMA_REGISTRY_URL
+        assert external.client_config() == {"schema.registry.url": registry_url}
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
@@ -410,15 +527,31 @@ class ExternalSchemaRegistry:
         return f"<ExternalSchemaRegistry {self.url}>"
 
     def client_config(self) -> dict[str, str]:
-        """``{"schema.registry.url": url}`` for a serializer."""
+        """``{"schema.registry.url": url}`` for a serializer.
+
+        Example (needs schema_registry)::
+
+            config = ExternalSchemaRegistry(registry_url).client_config()
+            assert SchemaRegistryClient(config).get_schema_types()
+        """
         return {"schema.registry.url": self.url}
 
     def log_tail(self, lines: int = 40) -> str:
-        """A note that an external registry's logs are not visible here."""
+        """A note that an external registry's logs are not visible here.
+
+        Example (needs schema_registry)::
+
+            print(ExternalSchemaRegistry(registry_url).log_tail())
+        """
         return f"(external registry at {self.url}: no logs here)"
 
     def wait_ready(self, timeout: float = 30.0) -> ExternalSchemaRegistry:
-        """Wait until the registry answers ``/subjects``, for at most ``timeout`` seconds."""
+        """Wait until the registry answers ``/subjects``, for at most ``timeout`` seconds.
+
+        Example (needs schema_registry)::
+
+            ExternalSchemaRegistry(registry_url).wait_ready(timeout=30)
+        """
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -430,7 +563,12 @@ class ExternalSchemaRegistry:
                 time.sleep(0.2)
 
     def close(self) -> None:
-        """Nothing to stop: the registry is not ours."""
+        """Nothing to stop: the registry is not ours.
+
+        Example (needs schema_registry)::
+
+            ExternalSchemaRegistry(registry_url).close()  # nothing happens: someone else runs it
+        """
         pass
 
 

@@ -70,6 +70,11 @@ class JavaTools:
         distribution: the release's jars; :meth:`KafkaDistribution.ensure` must have run.
         java: the runtime to use.
         heap: ``-Xmx`` of each tool JVM.
+
+    Example::
+
+        tools = JavaTools(KafkaDistribution(DEFAULT_KAFKA_VERSION).ensure(), find_java())
+        assert tools.version == DEFAULT_KAFKA_VERSION
     """
 
     def __init__(self, distribution: KafkaDistribution, java: JavaRuntime, heap: str = "512m") -> None:
@@ -81,11 +86,21 @@ class JavaTools:
 
     @property
     def version(self) -> str:
-        """The Kafka version of the jars."""
+        """The Kafka version of the jars.
+
+        Example::
+
+            assert kafka_broker.tools.version == DEFAULT_KAFKA_VERSION
+        """
         return self.distribution.version
 
     def classpath(self) -> str:
-        """The classpath of Kafka's jars, for ``java -cp``."""
+        """The classpath of Kafka's jars, for ``java -cp``.
+
+        Example::
+
+            assert kafka_broker.tools.classpath().count(".jar") > 10
+        """
         return os.pathsep.join(str(p) for p in self.distribution.classpath())
 
     def _log_flag(self) -> str:
@@ -105,6 +120,11 @@ class JavaTools:
 
         >>> tools.command("kafka-topics", ["--version"])[-2:]      # doctest: +SKIP
         ['org.apache.kafka.tools.TopicCommand', '--version']
+
+        Example::
+
+            argv = kafka_broker.tools.command("kafka-topics", ["--version"])
+            assert argv[0].endswith("java")
         """
         main_class = self.distribution.main_class(tool)
         name = tool.removesuffix(".sh")
@@ -139,6 +159,12 @@ class JavaTools:
             input: sent to the tool's stdin (e.g. records for kafka-console-producer);
                 stdin is closed either way, so tools that read it terminate.
             check: raise :class:`ToolError` on a non-zero exit.
+
+        Example::
+
+            done = kafka_broker.tools.run("kafka-topics", ["--bootstrap-server", kafka_broker.bootstrap, "--describe",
+                                                           "--topic", "orders"])
+            assert "PartitionCount: 3" in done.stdout
         """
         argv = self.command(tool, args, jvm_options=jvm_options)
         # Tied like the brokers: a tool blocked on a dead broker must not outlive a
@@ -159,7 +185,16 @@ class JavaTools:
 
 
 class ToolError(RuntimeError):
-    """A Kafka Java tool exited with a non-zero status."""
+    """A Kafka Java tool exited with a non-zero status.
+
+    Example::
+
+        try:
+            kafka_broker.tools.run("kafka-topics", ["--bootstrap-server", kafka_broker.bootstrap, "--describe",
+                                                    "--topic", "missing"])
+        except ToolError as exc:
+            print(exc)                                # the tool, its exit code and its output
+    """
 
     def __init__(self, tool: str, done: subprocess.CompletedProcess[str]) -> None:
         self.tool = tool

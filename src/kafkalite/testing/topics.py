@@ -27,6 +27,11 @@ def unique_topic_name(hint: str = "topic") -> str:
 
     >>> unique_topic_name("test_x[param-1]").startswith("test_x_param-1_-")
     True
+
+    Example::
+
+        name = unique_topic_name("test_orders[asyncio]")
+        assert name != unique_topic_name("test_orders[asyncio]") and "[" not in name
     """
     clean = re.sub(r"[^a-zA-Z0-9._-]", "_", hint).strip(".") or "topic"
     suffix = "-" + secrets.token_hex(4)
@@ -56,6 +61,12 @@ def create_topic(
     Raises:
         kafkalite.errors.ApiError: the broker refused (e.g. TopicAlreadyExistsError,
             InvalidReplicationFactorError), naming the topic.
+
+    Example::
+
+        create_topic(bootstrap, "ready-to-use", partitions=3, configs={"cleanup.policy": "compact"})
+        with Producer({"bootstrap.servers": bootstrap}) as p:   # leaders are known: no retry needed
+            p.send("ready-to-use", b"v", key=b"k").result(timeout=10)
     """
     from kafkalite.admin.admin import AdminClient  # the harness imports fast without it
     from kafkalite.admin.types import NewTopic
@@ -77,6 +88,11 @@ def wait_for_topic(bootstrap: str, name: str, timeout: float = 30.0) -> None:
 
     CreateTopics returns once the controller committed the topic; brokers learn it
     a little later. Producing before that would see UNKNOWN_TOPIC_OR_PARTITION.
+
+    Example::
+
+        admin.create_topics([NewTopic("waited", num_partitions=2, replication_factor=1)]).all()
+        wait_for_topic(bootstrap, "waited", timeout=30)   # every broker knows its leaders now
     """
     deadline = time.monotonic() + timeout
     while True:
