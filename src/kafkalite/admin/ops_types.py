@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from kafkalite.errors import KafkaError
+from kafkalite.errors import InvalidArgumentTypeError, KafkaError
 from kafkalite.types import TopicPartition
 
 
@@ -142,7 +142,7 @@ class AbortTransactionSpec:
         spec = AbortTransactionSpec(TopicPartition("orders", 0), producer_id=4000, producer_epoch=0, coordinator_epoch=0)
         try:
             AbortTransactionSpec(TopicPartition("orders", 0), 4000, 0, None)
-        except TypeError as exc:
+        except TypeError as exc:                       # InvalidArgumentTypeError, a TypeError
             print(exc)                                 # AbortTransactionSpec.coordinator_epoch must be an int ...
     """
 
@@ -155,12 +155,12 @@ class AbortTransactionSpec:
         # describe_producers() reports an unknown coordinator epoch as None; sent as is it
         # would fail deep in the request encoder, so refuse it here, naming the field.
         if not isinstance(self.topic_partition, TopicPartition):
-            raise TypeError(f"AbortTransactionSpec.topic_partition must be a TopicPartition, "
+            raise InvalidArgumentTypeError(f"AbortTransactionSpec.topic_partition must be a TopicPartition, "
                             f"got {type(self.topic_partition).__name__}")
         for name in ("producer_id", "producer_epoch", "coordinator_epoch"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"AbortTransactionSpec.{name} must be an int, got {value!r} "
+                raise InvalidArgumentTypeError(f"AbortTransactionSpec.{name} must be an int, got {value!r} "
                                 "(kafka-transactions abort uses 0 for an unknown coordinator epoch)")
 
 
