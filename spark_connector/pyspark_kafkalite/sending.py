@@ -38,6 +38,7 @@ from kafkalite.errors import ConfigError, KafkaError
 from pyspark_kafkalite.options import WriteOptions
 from pyspark_kafkalite.producers import POOL
 from pyspark_kafkalite.tracing import TaskSpan
+from pyspark_kafkalite.worker_imports import lighten_zip_importers
 
 _CHECK_EVERY = 4096  # how many sends between checks of the oldest pending futures
 # A task sends a whole partition of rows as fast as it can: a longer linger than the
@@ -213,6 +214,9 @@ class Sender:
 def send_all(opts: WriteOptions, iterator: Iterator[Any]) -> int:
     """Write everything ``iterator`` yields (Arrow record batches or Rows); the rows
     sent, every one acknowledged (what one write task runs)."""
+    # PySpark re-reads every zip on the worker's path before each task (Python < 3.12);
+    # from the worker's next task on, only a changed one (pyspark_kafkalite.worker_imports).
+    lighten_zip_importers()
     sender = Sender(opts)
     error: BaseException | None = None
     succeeded = False

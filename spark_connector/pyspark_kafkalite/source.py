@@ -190,7 +190,10 @@ class KafkaLiteDataSource(ShippedToTasks, DataSource):
         return KafkaLiteStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from pyspark_kafkalite.worker_imports import lighten_zip_importers
         from pyspark_kafkalite.writer import KafkaLiteBatchWriter, check_write_schema
+
+        lighten_zip_importers()  # this planning worker's next write (see the module)
 
         if overwrite:
             # Spark's JVM connector refuses Overwrite too and appends for its default mode

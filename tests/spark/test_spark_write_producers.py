@@ -9,12 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
-from kafkalite import Producer
-from kafkalite.errors import ClientClosedError, RecordTooLargeError
 from pyspark_kafkalite.options import WriteOptions
 from pyspark_kafkalite.producers import POOL, ProducerPool, settings_key
 from pyspark_kafkalite.sending import send_all
+
+from kafkalite import Producer
+from kafkalite.errors import ClientClosedError, RecordTooLargeError
 from tests.spark.test_spark_write import read_back
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
