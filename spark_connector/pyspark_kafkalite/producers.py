@@ -17,7 +17,8 @@ Python worker:
   (:meth:`ProducerPool.discard`): it may hold unsent records or a fatal idempotence
   state.
 * Producers with a ``transactional.id`` are never kept (one id is one producer
-  identity, fenced by the next one).
+  identity, fenced by the next one), nor those whose settings hold an object (a
+  callback: each task unpickles its own, so no later task has equal settings).
 * At most :data:`MAX_IDLE` idle producers; one idle longer than :data:`IDLE_TIMEOUT_S`
   (the JVM connector's cache timeout) is closed when a producer is next lent or given
   back; the rest are closed when the process exits (:func:`atexit`; Spark may end a
@@ -60,13 +61,17 @@ _CLOSE_TIMEOUT_S = 5.0
 SettingsKey = tuple[tuple[str, str], ...]
 
 
-def settings_key(settings: Mapping[str, Any]) -> SettingsKey | None:
-    """What identifies a producer's settings; None when such a producer is never kept.
+_PLAIN = (str, int, float, bool, type(None))
 
-    Values are compared by ``repr``: an object (a callback, a provider) is only equal
-    to itself, so two tasks share a producer only when they hold the very same one.
-    """
+
+def settings_key(settings: Mapping[str, Any]) -> SettingsKey | None:
+    """What identifies a producer's settings; None when such a producer is never kept:
+    with a ``transactional.id``, or with a value that is not a plain string, number or
+    None (a callback or a provider object: each task unpickles its own copy, so no two
+    tasks' settings would be equal and an idle producer would only wait to expire)."""
     if settings.get("transactional.id") is not None:
+        return None
+    if not all(isinstance(v, _PLAIN) for v in settings.values()):
         return None
     return tuple(sorted((str(k), repr(v)) for k, v in settings.items()))
 

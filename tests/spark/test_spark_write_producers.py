@@ -84,6 +84,9 @@ def test_the_pool_keeps_few_idle_producers_for_a_while_and_never_a_transactional
     with pytest.raises(ClientClosedError):
         producers[2].send("t", b"v")
     assert settings_key({"bootstrap.servers": "b:9092", "transactional.id": "tx"}) is None
+    assert settings_key({"bootstrap.servers": "b:9092", "oauth_cb": lambda config: ("token", 0.0)}) is None
+    assert settings_key({"bootstrap.servers": "b:9092", "linger.ms": 5}) == settings_key(
+        {"linger.ms": 5, "bootstrap.servers": "b:9092"})
     transactional = {"bootstrap.servers": kafka_broker.bootstrap, "transactional.id": "pool-tx"}
     producer = pool.lend(transactional)
     pool.give_back(transactional, producer)  # closed, not kept: one id is one producer identity
