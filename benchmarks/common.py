@@ -251,7 +251,7 @@ def machine() -> dict[str, Any]:
 
 
 def write_results(path: str | None, benchmark: str, argv: Sequence[str], figures: list[dict[str, Any]],
-                  unit: str) -> None:
+                  unit: str, method: str | None = None) -> None:
     """Write a run's figures as JSON to ``path`` (nothing when None).
 
     ``{"benchmark", "date", "machine", "command", "unit", "figures": [{"case", "client", ...}]}``;
@@ -262,6 +262,8 @@ def write_results(path: str | None, benchmark: str, argv: Sequence[str], figures
     out = {"benchmark": benchmark, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "machine": machine(), "command": " ".join(["benchmarks/" + Path(argv[0]).name, *argv[1:]]),
            "unit": unit, "figures": figures}
+    if method is not None:
+        out["method"] = method
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(out, indent=1) + "\n")
     print(f"results written to {path}", flush=True)

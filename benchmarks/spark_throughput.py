@@ -47,6 +47,7 @@ import contextlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -253,11 +254,13 @@ def run(spark: Any, args: argparse.Namespace, *, on_cluster: bool) -> dict[str, 
               .select(F.expr(f"substring(concat(cast(id AS string), repeat('x', {args.value_size})), 1, "
                              f"{args.value_size})").cast("binary").alias("value")))
     source.cache().count()  # generate once, outside the timings
-    results: dict[str, Any] = {"rows": args.rows, "partitions": args.partitions, "value_size": args.value_size,
+    import pyspark
+
+    results: dict[str, Any] = {"pyspark": pyspark.__version__, "rows": args.rows, "partitions": args.partitions, "value_size": args.value_size,
                                "cluster": on_cluster, "memory": [], "load": []}
 
     def timed(fmt: str, what: str, index: int, action: Any) -> float:
-        memory = WorkerMemory(on_cluster) if fmt == "kafkalite" else None
+        memory = WorkerMemory(on_cluster) if fmt == "kafkalite" and args.memory else None
         with memory if memory is not None else contextlib.nullcontext():
             started = time.perf_counter()
             action()
@@ -273,89 +276,170 @@ def run(spark: Any, args: argparse.Namespace, *, on_cluster: bool) -> dict[str, 
         progress(line)
         return elapsed
 
+    has_datasource_api = hasattr(spark, "dataSource")  # PySpark >= 4.0 (or a backport)
+    if args.arrow_only_sink and not has_datasource_api:
+        raise SystemExit("--arrow-only-sink needs the Python Data Source API (PySpark >= 4.0)")
     if args.arrow_only_sink:
         spark.dataSource.register(arrow_only_sink())
-        write_topics["arrow_only_sink"] = [f"unused-{i}" for i in range(args.repeat)]
-    for fmt, names in write_topics.items():
-        times = []
-        for i, topic in enumerate(names):
-            writer = (source.write.format(fmt).option("kafka.bootstrap.servers", args.bootstrap)
-                      .option("topic", topic).mode("append"))
-            times.append(timed(fmt, "write", i, writer.save))
-        # The first write of kafkalite also starts Spark's Python workers (and imports
-        # pyarrow and kafkalite in them), which the JVM connector never needs.
-        results[f"write_{fmt}_cold"] = args.rows / times[0]
-        results[f"write_{fmt}_warm"] = args.rows / min(times[1:] or times)
-    for fmt, topic in topics.items():
-        times = []
-        for i in range(args.repeat):
+    results["api"] = "format" if has_datasource_api else "functions"
+
+    def write(fmt: str, topic: str) -> Any:
+        options = {"kafka.bootstrap.servers": args.bootstrap, "topic": topic}
+        if fmt == "kafkalite" and not has_datasource_api:
+            # Spark 3.5: the DataFrame function (mapInArrow), the same sink code.
+            from pyspark_kafkalite import write_kafka
+
+            return lambda: write_kafka(source, options)
+        return source.write.format(fmt).options(**options).mode("append").save
+
+    def read(fmt: str, topic: str, counted: list[Any]) -> Any:
+        options = {"kafka.bootstrap.servers": args.bootstrap, "subscribe": topic}
+        if fmt == "kafkalite" and not has_datasource_api:
+            from pyspark_kafkalite import read_kafka
+
+            load = lambda: read_kafka(spark, options)  # noqa: E731
+        else:
+            load = spark.read.format(fmt).options(**options).load
+        return lambda: counted.extend(load().agg(F.count("*"), F.sum(F.length("value"))).first())
+
+    # Rounds interleave the connectors (the order alternates from round to round), so a
+    # change of the machine's load touches both; round 1 is cold (for kafkalite it also
+    # starts Spark's Python workers and imports pyarrow and kafkalite in them).
+    formats = ["kafka", "kafkalite"] + ["arrow_only_sink"] * args.arrow_only_sink
+    write_times: dict[str, list[float]] = {fmt: [] for fmt in formats}
+    for i in range(args.repeat):
+        for fmt in (formats if i % 2 == 0 else formats[::-1]):
+            topic = write_topics[fmt][i] if fmt in write_topics else f"unused-{i}"
+            write_times[fmt].append(timed(fmt, "write", i, write(fmt, topic)))
+    read_times: dict[str, list[float]] = {fmt: [] for fmt in topics}
+    for i in range(args.repeat if not args.skip_read else 0):
+        for fmt in (list(topics) if i % 2 == 0 else list(topics)[::-1]):
             counted: list[Any] = []
-
-            def read(fmt: str = fmt, topic: str = topic, counted: list[Any] = counted) -> None:
-                df = (spark.read.format(fmt).option("kafka.bootstrap.servers", args.bootstrap)
-                      .option("subscribe", topic).load())
-                counted.extend(df.agg(F.count("*"), F.sum(F.length("value"))).first())
-
-            times.append(timed(fmt, "read", i, read))
+            read_times[fmt].append(timed(fmt, "read", i, read(fmt, topics[fmt], counted)))
             total, size = counted
             assert total == args.rows and size == args.rows * args.value_size, (fmt, total, size)
-        results[f"read_{fmt}_cold"] = args.rows / times[0]
-        results[f"read_{fmt}_warm"] = args.rows / min(times[1:] or times)
+    for what, times in (("write", write_times), ("read", read_times)):
+        for fmt, ts in times.items():
+            if ts:
+                results[f"{what}_{fmt}_cold"] = args.rows / ts[0]
+                results[f"{what}_{fmt}_warm"] = args.rows / min(ts[1:] or ts)
+                results[f"{what}_{fmt}_runs"] = [args.rows / t for t in ts]
+        if times["kafkalite"]:
+            # kafkalite's rows/s over the JVM connector's, round by round (same round, same load)
+            results[f"{what}_ratios"] = [j / k for j, k in zip(times["kafka"], times["kafkalite"])]
     return results
 
 
-def outer(args: argparse.Namespace) -> int:
-    sys.path.insert(0, str(ROOT / "tools" / "spark_matrix"))
-    import jvm_connector  # type: ignore[import-not-found]
+def spread(values: list[float]) -> str:
+    """``min / median / max`` of ratios."""
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
 
-    python = jvm_connector.ensure_venv(jvm_connector.PYSPARK_VERSION)
-    jars = ",".join(str(j) for j in jvm_connector.fetch_jars())
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from common import Broker  # type: ignore[import-not-found]
 
-    broker = Broker()
+def run_release(args: argparse.Namespace, version: str, bootstrap: str) -> dict[str, Any] | None:
+    """One PySpark release's session (its venv and its JVM connector's jars): the results."""
+    import jvm_connector  # type: ignore[import-not-found]  # tools/spark_matrix, put on sys.path by outer()
+
+    python = jvm_connector.ensure_venv(version)
+    jars = ",".join(str(j) for j in jvm_connector.fetch_jars(version))
+    cmd = [str(python), __file__, "--inner", "--bootstrap", bootstrap, "--jars", jars,
+           "--rows", str(args.rows), "--partitions", str(args.partitions),
+           "--value-size", str(args.value_size), "--repeat", str(args.repeat)]
+    cmd += (["--cluster"] * args.cluster + ["--arrow-only-sink"] * args.arrow_only_sink
+            + ["--skip-read"] * args.skip_read + ["--memory"] * args.memory)
+    print(f"PySpark {version}: load at start {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
     r: dict[str, Any] | None = None
-    try:
-        cmd = [str(python), __file__, "--inner", "--bootstrap", broker.bootstrap, "--jars", jars,
-               "--rows", str(args.rows), "--partitions", str(args.partitions),
-               "--value-size", str(args.value_size), "--repeat", str(args.repeat)]
-        cmd += ["--cluster"] * args.cluster + ["--arrow-only-sink"] * args.arrow_only_sink
-        print(f"load at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
-        with tempfile.TemporaryFile("w+") as stderr:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True)
-            assert proc.stdout is not None
-            for line in proc.stdout:  # progress lines ("# ...") as they come, the results last
-                if line.startswith("# "):
-                    print(line.rstrip(), flush=True)
-                elif line.startswith("{"):
-                    r = json.loads(line)
-            if proc.wait() != 0 or r is None:
-                stderr.seek(0)
-                print(stderr.read()[-5000:], file=sys.stderr)
-                return proc.returncode or 1
-    finally:
-        broker.close()
-    assert r is not None
+    with tempfile.TemporaryFile("w+") as stderr:
+        # Outside the checkout: the venv's installed kafkalite, not the source tree's.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=tempfile.gettempdir())
+        assert proc.stdout is not None
+        for line in proc.stdout:  # progress lines ("# ...") as they come, the results last
+            if line.startswith("# "):
+                print(line.rstrip(), flush=True)
+            elif line.startswith("{"):
+                r = json.loads(line)
+        if proc.wait() != 0 or r is None:
+            stderr.seek(0)
+            print(stderr.read()[-5000:], file=sys.stderr)
+            return None
+    return r
+
+
+def report(r: dict[str, Any]) -> None:
     where = "standalone cluster (2 workers x 1 core)" if r["cluster"] else "local[2]"
-    print(f"Spark {where}, PySpark 4.0.0, {r['rows']:,} rows of {r['value_size']} B, {r['partitions']} partitions")
+    api = 'format("kafkalite")' if r["api"] == "format" else "write_kafka / read_kafka"
+    print(f"Spark {where}, PySpark {r['pyspark']} ({api}), {r['rows']:,} rows of {r['value_size']} B, "
+          f"{r['partitions']} partitions")
     print(f"{'':18}{'JVM connector':>16}{'kafkalite':>16}{'kafkalite / JVM':>18}")
     for label, key in (("write (cold)", "write_{}_cold"), ("write (warm)", "write_{}_warm"),
                        ("read (cold)", "read_{}_cold"), ("read (warm)", "read_{}_warm")):
-        jvm, ours = r[key.format("kafka")], r[key.format("kafkalite")]
-        print(f"{label + ' rows/s':18}{jvm:>16,.0f}{ours:>16,.0f}{ours / jvm:>18.2f}")
+        if key.format("kafka") in r:
+            jvm, ours = r[key.format("kafka")], r[key.format("kafkalite")]
+            print(f"{label + ' rows/s':18}{jvm:>16,.0f}{ours:>16,.0f}{ours / jvm:>18.2f}")
+    for what in ("write", "read"):
+        ratios = r.get(f"{what}_ratios", [])[1:]
+        if ratios:
+            print(f"{what}: kafkalite / JVM per warm round (rounds 2-{len(ratios) + 1}): "
+                  f"{', '.join(f'{x:.2f}' for x in ratios)}; min / median / max {spread(ratios)}")
     if "write_arrow_only_sink_warm" in r:
         print(f"arrow-only sink (a Python sink that only iterates the Arrow batches): write cold "
               f"{r['write_arrow_only_sink_cold']:,.0f}, warm {r['write_arrow_only_sink_warm']:,.0f} rows/s; "
               f"kafkalite's warm write is {r['write_kafkalite_warm'] / r['write_arrow_only_sink_warm']:.2f} of it")
-    print("kafkalite: RSS of the Python workers that ran the tasks" + (" (on the executors)" if r["cluster"] else "")
-          + ", and of the driver's planning ones, per run:")
-    print(f"{'':10}{'peak one (MB)':>15}{'1st half':>10}{'2nd half':>10}{'peak sum (MB)':>15}{'processes':>11}"
-          f"{'driver-side (MB)':>18}")
-    for m in r["memory"]:
-        print(f"{m['op'] + ' ' + str(m['run']):10}{m['peak_worker_mb']:>15.0f}{m['peak_worker_first_half_mb']:>10.0f}"
-              f"{m['peak_worker_second_half_mb']:>10.0f}{m['peak_sum_mb']:>15.0f}{m['workers']:>11}"
-              f"{m['peak_driver_side_mb']:>18.0f}")
+    if r["memory"]:
+        print("kafkalite: RSS of the Python workers that ran the tasks" + (" (on the executors)" if r["cluster"] else "")
+              + ", and of the driver's planning ones, per run:")
+        print(f"{'':10}{'peak one (MB)':>15}{'1st half':>10}{'2nd half':>10}{'peak sum (MB)':>15}{'processes':>11}"
+              f"{'driver-side (MB)':>18}")
+        for m in r["memory"]:
+            print(f"{m['op'] + ' ' + str(m['run']):10}{m['peak_worker_mb']:>15.0f}"
+                  f"{m['peak_worker_first_half_mb']:>10.0f}{m['peak_worker_second_half_mb']:>10.0f}"
+                  f"{m['peak_sum_mb']:>15.0f}{m['workers']:>11}{m['peak_driver_side_mb']:>18.0f}")
     print(f"1-min load at the end of the timed runs: {min(r['load']):.1f} to {max(r['load']):.1f}")
+
+
+def figures(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON figures of one release: per operation and connector, warm rows/s (median,
+    min, max over rounds 2..n) and, for kafkalite, its ratio to the JVM connector."""
+    out: list[dict[str, Any]] = []
+    for what in ("write", "read"):
+        ratios = r.get(f"{what}_ratios", [])[1:]
+        if not ratios:
+            continue
+        case = f"{what}, PySpark {r['pyspark']}"
+        for fmt, client in (("kafka", "JVM connector"), ("kafkalite", "kafkalite")):
+            warm = r[f"{what}_{fmt}_runs"][1:]
+            figure: dict[str, Any] = {"case": case, "client": client,
+                                      "rows_per_s": round(statistics.median(warm)),
+                                      "rows_per_s_min": round(min(warm)), "rows_per_s_max": round(max(warm))}
+            if fmt == "kafkalite":
+                figure.update(ratio_min=round(min(ratios), 2), ratio_median=round(statistics.median(ratios), 2),
+                              ratio_max=round(max(ratios), 2))
+            out.append(figure)
+    return out
+
+
+def outer(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(ROOT / "tools" / "spark_matrix"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from common import Broker, write_results  # type: ignore[import-not-found]
+
+    broker = Broker()
+    runs: list[dict[str, Any]] = []
+    try:
+        for version in args.pyspark:
+            r = run_release(args, version, broker.bootstrap)
+            if r is None:
+                return 1
+            runs.append(r)
+    finally:
+        broker.close()
+    for r in runs:
+        report(r)
+    method = (f"{args.rows:,} rows of {args.value_size} B in {args.partitions} partitions, "
+              f"{'a standalone cluster' if args.cluster else 'local[2]'}; per PySpark release one session "
+              f"with both connectors, {args.repeat} interleaved rounds (the order alternates), round 1 cold and "
+              "left out; rows_per_s is the median of the other rounds, the ratio kafkalite's rows/s over the "
+              "JVM connector's in the same round")
+    write_results(args.json, "spark", sys.argv, [f for r in runs for f in figures(r)], "rows/s", method)
     return 0
 
 
@@ -369,6 +453,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="run on a standalone cluster of 2 workers x 1 core started here, not local[2]")
     parser.add_argument("--arrow-only-sink", action="store_true",
                         help="also time writes into a Python sink that only iterates the Arrow batches")
+    parser.add_argument("--pyspark", nargs="+", default=["4.0.0"], choices=["4.0.0", "3.5.7"],
+                        help="the PySpark releases to run, one session each (those with a JVM connector "
+                             "on Maven Central); 3.5.7 runs kafkalite's write_kafka / read_kafka")
+    parser.add_argument("--skip-read", action="store_true", help="time the writes only")
+    parser.add_argument("--memory", action="store_true",
+                        help="sample the RSS of the Python workers during kafkalite's runs (costs some CPU)")
+    parser.add_argument("--json", metavar="FILE",
+                        help="also write the figures as JSON (benchmarks/results/, charted by the docs)")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--jars", help=argparse.SUPPRESS)

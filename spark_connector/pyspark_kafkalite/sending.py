@@ -1,4 +1,8 @@
-"""What a write task runs: its rows to Kafka with one kafkalite producer, on every Spark.
+"""What a write task runs: its rows to Kafka with a kafkalite producer, on every Spark.
+
+The producer is the Python worker's one for these settings, kept between its tasks
+(:mod:`pyspark_kafkalite.producers`: idle and flushed when a task takes it, closed
+when a task fails).
 
 Shared by the data source's writers (:mod:`pyspark_kafkalite.writer`, PySpark >= 4.0)
 and :func:`pyspark_kafkalite.frames.write_kafka` (``mapInArrow``, every release), so
@@ -30,10 +34,11 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from kafkalite import Producer
 from kafkalite.errors import ConfigError, KafkaError
 from pyspark_kafkalite.options import WriteOptions
+from pyspark_kafkalite.producers import POOL
 from pyspark_kafkalite.tracing import TaskSpan
+from pyspark_kafkalite.worker_imports import lighten_zip_importers
 
 _CHECK_EVERY = 4096  # how many sends between checks of the oldest pending futures
 # A task sends a whole partition of rows as fast as it can: a longer linger than the
@@ -84,7 +89,10 @@ class Sender:
         # Tracing is per task, never per record: the producer stays untraced, so the
         # rows' traceparent headers are written as they are (pyspark_kafkalite.tracing).
         self.span = TaskSpan.take(settings, "send", opts.topic)
-        self.producer = Producer(settings)
+        self.settings = settings
+        # The worker's producer from an earlier task with these settings, if any
+        # (pyspark_kafkalite.producers: it is idle, every record of that task acknowledged).
+        self.producer = POOL.lend(settings)
         self.pending: deque[Any] = deque()
         self.rows = 0
 
@@ -193,16 +201,25 @@ class Sender:
         self.check_done(everything=True)
         return self.rows
 
-    def close(self) -> None:
-        self.producer.close(timeout=5.0)
+    def close(self, succeeded: bool) -> None:
+        """Give the producer back for the worker's next task after :meth:`finish`
+        succeeded; close it after a failure (it may hold this task's unsent records)."""
+        if succeeded:
+            POOL.give_back(self.settings, self.producer)
+        else:
+            POOL.discard(self.producer)
 
 
 
 def send_all(opts: WriteOptions, iterator: Iterator[Any]) -> int:
     """Write everything ``iterator`` yields (Arrow record batches or Rows); the rows
     sent, every one acknowledged (what one write task runs)."""
+    # PySpark re-reads every zip on the worker's path before each task (Python < 3.12);
+    # from the worker's next task on, only a changed one (pyspark_kafkalite.worker_imports).
+    lighten_zip_importers()
     sender = Sender(opts)
     error: BaseException | None = None
+    succeeded = False
     try:
         rows: list[Any] = []
         for item in iterator:
@@ -215,13 +232,15 @@ def send_all(opts: WriteOptions, iterator: Iterator[Any]) -> int:
                     rows = []
         if rows:
             sender.send_rows(rows)
-        return sender.finish()
+        rows_sent = sender.finish()
+        succeeded = True
+        return rows_sent
     except BaseException as exc:
         error = exc
         raise
     finally:
         try:
-            sender.close()
+            sender.close(succeeded)
         finally:
             if sender.span is not None:
                 sender.span.end(error)

@@ -225,7 +225,10 @@ class KafkaLiteDataSource(ShippedToTasks, DataSource):
             spark.createDataFrame([("k1", "v1")], "key STRING, value STRING").write.format("kafkalite") \
                 .option("kafka.bootstrap.servers", bootstrap).option("topic", "orders").save()
         """
+        from pyspark_kafkalite.worker_imports import lighten_zip_importers
         from pyspark_kafkalite.writer import KafkaLiteBatchWriter, check_write_schema
+
+        lighten_zip_importers()  # this planning worker's next write (see the module)
 
         if overwrite:
             # Spark's JVM connector refuses Overwrite too and appends for its default mode

@@ -19,6 +19,7 @@ from pyspark.sql.datasource import (
 from pyspark_kafkalite.options import WriteOptions
 from pyspark_kafkalite.sending import check_write_schema, send_all
 from pyspark_kafkalite.shipping import ShippedToTasks
+from pyspark_kafkalite.worker_imports import lighten_zip_importers
 
 __all__ = ["KafkaCommitMessage", "KafkaLiteBatchWriter", "KafkaLiteStreamWriter", "check_write_schema",
            "stream_writer", "write_all"]
@@ -51,7 +52,9 @@ class KafkaLiteBatchWriter(ShippedToTasks, DataSourceArrowWriter):
         return write_all(self.opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Nothing to do: every task flushed and checked its sends before committing."""
+        """Nothing to do: every task flushed and checked its sends before committing
+        (only this commit worker's next commits made cheaper, see worker_imports)."""
+        lighten_zip_importers()
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Records already acknowledged stay in Kafka (at least once)."""

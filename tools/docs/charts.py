@@ -6,7 +6,9 @@ charts page: what was run, when and on what, a chart and the figures as a table.
 
 * throughput (``produce``, ``consume``: ``msg_per_s``): kafkalite against each peer, per case;
 * ``latency``: p50 / p99 / max per client, one panel per rate;
-* ``memory``: peak RSS over the idle baseline per client, per case.
+* ``memory``: peak RSS over the idle baseline per client, per case;
+* ``spark``: rows/s of kafkalite and Spark's JVM connector in one Spark session, per
+  operation and PySpark release, with kafkalite's ratio over the rounds (min / median / max).
 
     from pathlib import Path
     from tools.docs.charts import render
@@ -97,9 +99,31 @@ def memory(data: dict[str, Any]) -> Any:
     return fig
 
 
+def spark(data: dict[str, Any]) -> Any:
+    """kafkalite against the JVM connector per operation and PySpark release (median rows/s
+    of the warm rounds, the bar's line from the slowest to the fastest round); above
+    kafkalite's bar its ratio to the JVM connector, min / median / max over the rounds."""
+    figures = data["figures"]
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    _grouped(ax, figures, "rows_per_s", "rows per second, median of the rounds (higher is better)")
+    cases, clients = _cases_clients(figures)
+    width = 0.8 / len(clients)
+    for f in figures:
+        x = cases.index(f["case"]) + (clients.index(f["client"]) - (len(clients) - 1) / 2) * width
+        ax.vlines(x, f["rows_per_s_min"], f["rows_per_s_max"], color="black", linewidth=1)
+        if "ratio_median" in f:
+            ax.annotate(f"{f['ratio_min']:.2f} / {f['ratio_median']:.2f} / {f['ratio_max']:.2f}x",
+                        (x, f["rows_per_s_max"]), textcoords="offset points", xytext=(0, 4),
+                        ha="center", fontsize=8)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1e3:.0f}k"))
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title(f"Spark: kafkalite against the JVM connector, same session ({data['date']})")
+    return fig
+
+
 CHARTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "produce": throughput, "consume": throughput, "latency": latency, "memory": memory}
-ORDER = ("produce", "consume", "latency", "memory")
+    "produce": throughput, "consume": throughput, "latency": latency, "memory": memory, "spark": spark}
+ORDER = ("produce", "consume", "latency", "memory", "spark")
 
 
 def png(fig: Any) -> bytes:
