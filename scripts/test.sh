@@ -28,11 +28,12 @@ done
 # Then, in the same background job, the broker version matrix against the oldest
 # supported release (Kafka 2.1.1 in ZooKeeper mode; tests/matrix/README.md): the main
 # session runs it against the default release (4.4.0).
-# A third job runs what needs no shared broker: the documentation site (built with
-# --strict, the guides' examples run, the pages checked in headless Chromium), kafkalite
-# installed from its wheel with no compiler and from its sdist, the other Spark releases
-# (3.5, the pure Connect client) and the other CPythons (scripts/ci/*.sh). Each part
-# prints its time; docs/testing.md says how long each takes.
+# A third job runs what needs no shared broker: kafkalite installed from its wheel with
+# no compiler and from its sdist, the other Spark releases (3.5, the pure Connect client)
+# and the other CPythons (scripts/ci/*.sh). The documentation site (built with --strict,
+# every guide and docstring example run, the pages checked in headless Chromium) ends the
+# Spark job, which finishes first otherwise. Each part prints its time; docs/testing.md
+# says how long each takes.
 beside_spark=tests/integration/test_benchmarks_short.py
 spark_log=$(mktemp -t kafkalite-spark-tests.XXXXXX.log)
 others_log=$(mktemp -t kafkalite-other-checks.XXXXXX.log)
@@ -46,11 +47,17 @@ spark_job() {
     KAFKALITE_KAFKA_VERSION=$oldest .venv/bin/python -m pytest -p no:cacheprovider "$@" tests/matrix \
         || { s=$?; [ "$s" -eq 5 ] || status=$s; }
     echo "==> the version matrix on Kafka $oldest took $((SECONDS - t0)) s"
+    if [ "$with_checks" = 1 ]; then
+        # The documentation's checks end this job, the shorter of the two background ones.
+        t0=$SECONDS
+        bash scripts/ci/docs.sh || status=1
+        echo "==> scripts/ci/docs.sh took $((SECONDS - t0)) s"
+    fi
     return "$status"
 }
 other_checks() {
     local status=0 t0
-    for part in scripts/ci/docs.sh scripts/ci/wheel_check.sh scripts/ci/spark_releases.sh scripts/ci/pythons.sh; do
+    for part in scripts/ci/wheel_check.sh scripts/ci/spark_releases.sh scripts/ci/pythons.sh; do
         [ -f "$part" ] || continue
         t0=$SECONDS
         bash "$part" || status=1
@@ -58,13 +65,16 @@ other_checks() {
     done
     return "$status"
 }
+with_checks=1
+case " $* " in
+    *" -k "*) with_checks=0 ;;  # a selection of tests: only the pytest sessions
+esac
 spark_job "$@" >"$spark_log" 2>&1 &
 spark_pid=$!
 others_pid=
-case " $* " in
-    *" -k "*) ;;  # a selection of tests: only the pytest sessions
-    *) other_checks >"$others_log" 2>&1 & others_pid=$! ;;
-esac
+if [ "$with_checks" = 1 ]; then
+    other_checks >"$others_log" 2>&1 & others_pid=$!
+fi
 trap 'kill $spark_pid $others_pid 2>/dev/null || true' EXIT
 started=$SECONDS
 rest=0
@@ -83,7 +93,7 @@ if [ -n "$others_pid" ]; then
     echo "==> the other checks (scripts/ci/), $((SECONDS - started)) s since the start (exit $others):"
     cat "$others_log"
 fi
-echo "==> Spark tests (tests/spark, tests/spark_cluster), $beside_spark and the matrix on Kafka $oldest, $((SECONDS - started)) s since the start (exit $spark):"
+echo "==> Spark tests (tests/spark, tests/spark_cluster), $beside_spark, the matrix on Kafka $oldest and scripts/ci/docs.sh, $((SECONDS - started)) s since the start (exit $spark):"
 cat "$spark_log"
 rm -f "$spark_log" "$others_log"
 # Exit code 5: "no tests collected" (a -k that selects tests of one half only).
