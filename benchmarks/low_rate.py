@@ -82,8 +82,9 @@ class Phases:
         wall0, cpu0, threads0 = self._mark
         self.result[phase + "_wall"] = time.perf_counter() - wall0
         self.result[phase + "_cpu"] = time.process_time() - cpu0
-        self.result[phase + "_threads"] = {name: round(cpu - threads0.get(name, 0.0), 4)
-                                           for name, cpu in thread_cpu().items()}
+        self.result[phase + "_threads"] = {
+            name: (round(cpu - threads0.get(name, (0.0, 0))[0], 4), wakes - threads0.get(name, (0.0, 0))[1])
+            for name, (cpu, wakes) in thread_cpu().items()}
 
     @property
     def idle_ticks(self) -> Iterator[None]:
@@ -98,29 +99,32 @@ class Phases:
         return self.received >= self.expected
 
 
-def thread_cpu() -> dict[str, float]:
-    """CPU seconds (user + system) per thread of this process, by thread name (Linux /proc).
+def thread_cpu() -> dict[str, tuple[float, int]]:
+    """CPU seconds (user + system) and wake-ups (voluntary context switches: each time
+    the thread slept and was woken) per thread of this process, by name (Linux /proc).
 
     Python's threads are named by their ``threading`` name; others (librdkafka's) by
     the kernel's name for them; the id tells apart threads of one name.
     """
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, int]] = {}
     names = {t.native_id: t.name for t in threading.enumerate()}
-    tick = os.sysconf("SC_CLK_TCK")
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
         return out
     for tid in tasks:
         try:
-            with open(f"/proc/self/task/{tid}/stat") as fh:
-                stat = fh.read()
+            # schedstat: nanoseconds on a CPU (stat's utime + stime count whole clock ticks,
+            # 10 ms: too coarse for a thread that runs a millisecond a second)
+            with open(f"/proc/self/task/{tid}/schedstat") as fh:
+                cpu_ns = int(fh.read().split()[0])
             with open(f"/proc/self/task/{tid}/comm") as fh:
                 comm = fh.read().strip()
-        except OSError:
+            with open(f"/proc/self/task/{tid}/status") as fh:
+                wakes = next(int(line.split()[1]) for line in fh if line.startswith("voluntary_ctxt_switches"))
+        except (OSError, StopIteration, ValueError, IndexError):
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        out[f"{names.get(int(tid), comm)}/{tid}"] = (int(fields[11]) + int(fields[12])) / tick
+        out[f"{names.get(int(tid), comm)}/{tid}"] = (cpu_ns / 1e9, wakes)
     return out
 
 
@@ -304,10 +308,11 @@ def run_one(broker: Broker, client: str, args: argparse.Namespace) -> dict[str, 
     return {"error": f"exited {done.returncode}: {done.stderr.strip()[-500:]}"}
 
 
-def print_threads(label: str, threads: dict[str, float], seconds: float) -> None:
-    busy = sorted(((cpu, name) for name, cpu in threads.items() if cpu > 0), reverse=True)
-    text = ", ".join(f"{name} {cpu / seconds * 100:.2f} %" for cpu, name in busy) or "none measurable"
-    print(f"      {label} per thread (% of a core): {text}", flush=True)
+def print_threads(label: str, threads: dict[str, list[float]], seconds: float) -> None:
+    busy = sorted(((cpu, wakes, name) for name, (cpu, wakes) in threads.items() if cpu > 0 or wakes > 0),
+                  reverse=True)
+    text = ", ".join(f"{name} {cpu / seconds * 100:.3f} % {wakes / seconds:.1f}/s" for cpu, wakes, name in busy)
+    print(f"      {label} per thread (% of a core, wake-ups/s): {text or 'none measurable'}", flush=True)
 
 
 def main() -> int:

@@ -118,7 +118,8 @@ class ConsumerCore:
         self.auto_commit = bool(cfg["enable.auto.commit"]) and self.group_id is not None
         self._auto_commit_interval = cfg["auto.commit.interval.ms"] / 1000.0
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval
-        self.last_poll = time.monotonic()
+        self._last_poll = time.monotonic()
+        self._in_poll = False
         self.app_calls = AppCallQueue(loop, notify_poll, call_soon)
         self.errors: deque[BaseException] = deque()
         self.tasks = BackgroundTasks(loop, "kafkalite-consumer", "consumer", log, on_death=self._report_death,
@@ -654,11 +655,24 @@ class ConsumerCore:
         if self.group is not None:
             self.group.raise_fatal()
 
+    @property
+    def last_poll(self) -> float:
+        """When the application last called poll(): now while a poll() is still waiting
+        inside (Java's consumer resets its poll timer on every turn of its poll loop, so
+        a long poll(timeout) is not a slow application), else when the last one returned."""
+        return time.monotonic() if self._in_poll else self._last_poll
+
+    def poll_end(self) -> None:
+        """Poll side: poll() returns (or raises); ``max.poll.interval.ms`` counts from here."""
+        self._last_poll = time.monotonic()
+        self._in_poll = False
+
     def poll_begin(self) -> None:
         """Poll side, before taking records: liveness, auto-commit, group progress."""
         now = time.monotonic()
         self.metrics.record_poll(now)
-        self.last_poll = now
+        self._last_poll = now
+        self._in_poll = True
         self.observe.poll_began(now)
         if self.group is not None:
             self.group.on_poll(now)
