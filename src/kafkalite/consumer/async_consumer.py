@@ -195,8 +195,8 @@ class AsyncConsumer(AsyncConsumerFront):
             raise IllegalStateError("the consumer is not subscribed to any topic and has no assigned partitions")
         deadline = None if timeout is None else time.monotonic() + timeout
         event = self._event
-        core.poll_begin()
         try:
+            core.poll_begin()
             while True:
                 event.clear()
                 if self._wakeup:
