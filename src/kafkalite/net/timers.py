@@ -7,17 +7,16 @@ For a producer that is most of the gap between ``linger.ms`` and when a batch re
 leaves: at 10,000 records/s with the default ``linger.ms=5`` its batches left 5.6 to
 5.9 ms after they started instead of 5 (issue 15, measured on the sender).
 
-:class:`PreciseEpollSelector` waits a short timeout with ``select(2)`` on the epoll
-descriptor itself (``select`` takes microseconds; the epoll descriptor is readable as soon
-as any registered socket is), so a socket that becomes ready during the wait ends it at
-once, as before, and the thread wakes once per timer. (It used to wait all but the last
-millisecond with epoll and the rest with select: two wake-ups per timer, issue 27.) If the
-epoll descriptor is too high a number for ``select`` (``FD_SETSIZE``, 1024), the timeout
-is waited as asyncio would, rounded up. Only timeouts under :data:`PRECISE_BELOW_S` are
-waited this way; a heartbeat or a stall check seconds away, where a millisecond does not
-matter, is waited by epoll as asyncio does. :func:`new_engine_loop` makes the loops of
-the blocking clients' engine threads with it where epoll exists (Linux) and a plain loop
-elsewhere; an asyncio client runs on its caller's loop, which keeps asyncio's rounding.
+:class:`PreciseEpollSelector` waits all but the last whole millisecond with epoll and the rest
+with ``select(2)`` on the epoll descriptor itself (``select`` takes microseconds; the
+epoll descriptor is readable as soon as any registered socket is), so a socket that
+becomes ready during either wait ends it at once, as before. If the epoll descriptor is
+too high a number for ``select`` (``FD_SETSIZE``, 1024), the rest is waited as asyncio
+would, rounded up. Only timeouts under :data:`PRECISE_BELOW_S` are waited this way: the
+second wait wakes the thread twice per timer, which a heartbeat or a stall check (seconds
+away, where a millisecond does not matter) should not pay at rest (issue 27). :func:`new_engine_loop` makes the loops of the blocking clients'
+engine threads with it where epoll exists (Linux) and a plain loop elsewhere; an
+asyncio client runs on its caller's loop, which keeps asyncio's rounding.
 
 Linux also lets every timed wait of a thread end up to its "timer slack" late (50 us
 by default, so that wake-ups can be merged). :func:`tighten_timer_slack` sets the
@@ -36,9 +35,11 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import math
 import select
 import selectors
 import sys
+import time
 
 __all__ = ["new_engine_loop", "tighten_timer_slack"]
 if sys.platform == "linux":
@@ -67,10 +68,23 @@ if sys.platform == "linux":
         def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
             if timeout is None or timeout <= 0.0 or timeout >= PRECISE_BELOW_S:
                 return super().select(timeout)
-            try:
-                select.select([self.fileno()], [], [], timeout)
-            except ValueError:  # descriptor >= FD_SETSIZE: wait as asyncio would
-                return super().select(timeout)
+            deadline = time.monotonic() + timeout
+            # epoll waits a millisecond less than the whole milliseconds of the timeout:
+            # the parent rounds (epoll_ms - 0.5) ms up to epoll_ms, but the float it then
+            # hands to epoll can be a hair above (9 * 1e-3 == 0.009000000000000001),
+            # which epoll rounds up to one more millisecond. Either way the wait ends
+            # by the whole milliseconds; select(2) waits what is left.
+            epoll_ms = math.floor(timeout * 1000.0) - 1
+            if epoll_ms >= 1:
+                ready = super().select((epoll_ms - 0.5) / 1000.0)
+                if ready:
+                    return ready
+            rest = deadline - time.monotonic()
+            if rest > 0.0:
+                try:
+                    select.select([self.fileno()], [], [], rest)
+                except ValueError:  # descriptor >= FD_SETSIZE: wait as asyncio would
+                    return super().select(rest)
             return super().select(0)
 
 

@@ -163,8 +163,6 @@ class Sender:
         self._ready_since: dict[int, float] = {}
         self._throttled_until: dict[int, float] = {}
         self._next_expiry_check = 0.0
-        self._held_back = False  # the last pass left a ready batch unsent (see _pass_wanted_after_response)
-        self._errors_handled = 0  # batches answered with an error so far
         self._seen_metadata_version = -1
         self.fatal_error: KafkaError | None = None
 
@@ -278,12 +276,9 @@ class Sender:
             else:
                 delay = min(delay, self.client.metadata_due() - now)
         delay = min(delay, next_check)
-        # Whether this pass leaves a ready batch unsent: then an answer must wake the sender.
-        self._held_back = bool(ready)
         if idem is not None and not idem.has_producer_id:
             return min(delay, 0.1)
         throttled = self._throttled_until
-        held_back = False
         for node, queues in ready.items():
             until = throttled.get(node)
             if until is not None:
@@ -291,20 +286,16 @@ class Sender:
                     # The broker asked us to back off (quota, KIP-219): as the Java client
                     # does, send nothing more to it until the throttle time passed.
                     delay = min(delay, until - now)
-                    held_back = True
                     continue
                 del throttled[node]
             conn = self.client.connection_if_ready(node)
             if conn is None:
                 self._ready_since.setdefault(node, now)
                 self._connect(node)
-                held_back = True
                 continue
             if conn.in_flight >= settings.max_in_flight:
                 self._ready_since.setdefault(node, now)
-                held_back = True
                 continue
-            ready_queues = queues
             # Up to max.in.flight.requests.per.connection requests per pass: after each,
             # the partitions whose next batch is sendable too go into the next request
             # at once (Java loops with poll timeout 0 while nodes are ready; one pass
@@ -320,8 +311,6 @@ class Sender:
                 queues = [pq for pq in queues if self.acc.sendable(pq, now)]
                 if not queues:
                     break
-            held_back = held_back or any(self.acc.sendable(pq, now) for pq in ready_queues)
-        self._held_back = held_back
         return min(delay, max(0.0, self._next_expiry_check - time.monotonic()) + 0.001)
 
     def _allowed(self, pq: PartitionQueue, batch: ProducerBatch) -> bool:
@@ -395,8 +384,6 @@ class Sender:
     def _on_response(self, future: asyncio.Future[ProduceResponse], node: int, batches: list[ProducerBatch],
                      version: int, sent_at: float, names: dict[uuid.UUID, str] | None = None) -> None:
         now = time.monotonic()
-        errors_before = self._errors_handled
-        clean = False
         try:
             if future.cancelled():
                 error: BaseException | None = KafkaConnectionError(f"produce request to node {node} was cancelled")
@@ -418,30 +405,13 @@ class Sender:
                 self._throttled_until[node] = now + throttle_ms / 1000.0
             self.metrics.record_request(len(batches), sum(b.record_count for b in batches), now - sent_at,
                                         throttle_ms)
-            clean = throttle_ms <= 0 and self._errors_handled == errors_before
         except Exception:
             log.exception("handling a produce response from node %d failed", node)
             for batch in batches:
                 if not batch.done and batch in self.in_flight:
                     self.delivery.fail(batch, KafkaError("internal error while handling the produce response"))
         finally:
-            if not clean or self._pass_wanted_after_response():
-                self.wakeup()
-
-    def _pass_wanted_after_response(self) -> bool:
-        """Whether a clean answer (every batch appended, no throttle) can change what the
-        sender would do. Usually not: what is queued is lingering with the sender's timer
-        set, and a new batch wakes it itself; a pass per answer cost a wake-up of the
-        engine per request at low rates (issue 27). It can when the last pass held
-        something back (max.in.flight.requests.per.connection reached, a partition muted or
-        waiting for an earlier batch's sequence to be acknowledged, a node not connected or
-        throttled), or when a flush, a close, a transaction, a send() waiting for buffer
-        memory or an unresolved sequence waits on it."""
-        acc = self.acc
-        idem = self.idem
-        return (self._held_back or self.txn is not None or acc.flushes_in_progress > 0 or acc.closed
-                or self._stopping or acc.pool.waiters > 0 or self.delivery.guarantee_order
-                or (idem is not None and bool(idem.unresolved)))
+            self.wakeup()
 
     def _handle_response(self, response: ProduceResponse, batches: list[ProducerBatch], version: int, now: float,
                          names: dict[uuid.UUID, str] | None = None) -> None:
@@ -481,7 +451,6 @@ class Sender:
 
     def _handle_error(self, batch: ProducerBatch, error: BaseException, now: float,
                       presp: ProduceResponsePartitionProduceResponse | None) -> None:
-        self._errors_handled += 1
         if batch.done:
             self.in_flight.discard(batch)
             return
