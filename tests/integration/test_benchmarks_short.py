@@ -86,3 +86,15 @@ def test_partitions_short(kafka_broker) -> None:
         assert rate > 0 and cpu > 0 and peak >= 0, (client, produce, out)
         rate, cpu, peak, startup, meta_ms, meta_cpu = consume["1000", client]
         assert rate > 0 and cpu > 0 and peak >= 0 and startup > 0 and meta_ms > 0 and meta_cpu > 0, (client, out)
+
+
+@pytest.mark.timeout(240)
+def test_low_rate_short(kafka_broker) -> None:
+    out = run_benchmark("low_rate.py", kafka_broker.bootstrap)
+    rows = table_rows(out, "kafkalite / it", r"(\S+)", 4)
+    for client in CLIENTS:
+        figures = rows.get((client,))
+        assert figures is not None, f"no row for {client}:\n{out}"
+        idle_pct, _idle_ratio, us_per_record, _rate_ratio = figures
+        # a connected, subscribed client uses some CPU at rest; every record was read (the run checks it)
+        assert 0 < idle_pct < 100 and us_per_record > 0, (client, figures, out)

@@ -314,6 +314,34 @@ def test_auto_commit_commits_what_earlier_polls_returned(kafka_broker, topic_fac
         assert c.committed([tp])[tp].offset == c.position(tp)
 
 
+def test_auto_commit_writes_a_position_once_not_every_interval(kafka_broker, topic_factory) -> None:
+    # librdkafka's rule (issue 27): an idle consumer sends no OffsetCommit per interval for
+    # positions it committed already; a new position, or another commit, is written again.
+    topic = topic_factory(partitions=1)
+    produce(kafka_broker.bootstrap, topic, count=5)
+    tp = TopicPartition(topic, 0)
+    with consumer(kafka_broker.bootstrap, group_id=f"g-{topic}", auto_commit_interval_ms=50) as c:
+        c.assign([tp])
+        consume_n(c, 5)
+
+        def commits() -> float:
+            return c.metrics()["commit-total"]
+
+        wait_until(lambda: (c.poll(0.1), (c.committed([tp])[tp] or OffsetAndMetadata(-1)).offset == 5)[1], 30,
+                   what="the auto-commit of offset 5")
+        settled = commits()
+        for _ in range(10):  # ten polls, each at least one interval after the last
+            c.poll(0.06)
+        assert commits() == settled
+        c.commit({tp: 3})  # someone else's commit: the position is written again
+        wait_until(lambda: (c.poll(0.06), (c.committed([tp])[tp] or OffsetAndMetadata(-1)).offset == 5)[1], 30,
+                   what="the position written again after another commit")
+        produce(kafka_broker.bootstrap, topic, count=1)
+        consume_n(c, 1)
+        wait_until(lambda: (c.poll(0.06), (c.committed([tp])[tp] or OffsetAndMetadata(-1)).offset == 6)[1], 30,
+                   what="the new position auto-committed")
+
+
 def test_commit_of_a_partition_not_owned_fails_clearly(kafka_broker, topic_factory) -> None:
     topic = topic_factory(partitions=2)
     produce(kafka_broker.bootstrap, topic, count=5)

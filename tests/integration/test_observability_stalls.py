@@ -58,7 +58,8 @@ def test_application_that_stops_polling_gets_one_warning(kafka_broker, topic_fac
         text = warnings[0]
         assert "slow application" in text and "max.poll.interval.ms (3000 ms)" in text
         assert f"{topic}-0" in text and f"{topic}-1" in text
-        # The engine checks every second: three more checks, still one warning.
+        # The engine checks again every max.poll.interval.ms once it reported: three more
+        # checks, still one warning.
         detector = consumer._core.observe.stall
         checks = detector.checks
         wait_until(lambda: detector.checks >= checks + 3, 30, "three more stall checks")

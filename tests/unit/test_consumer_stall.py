@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from kafkalite.consumer.stall import PartitionView, StallDetector, StallKind
+import pytest
+
+from kafkalite.consumer.stall import MIN_CHECK_INTERVAL_S, PartitionView, StallDetector, StallKind
 from kafkalite.errors import TopicAuthorizationError
 from kafkalite.types import TopicPartition
 
@@ -168,3 +170,70 @@ def test_an_error_poll_raises_each_time_is_the_reason_until_records_flow() -> No
     clock.now += 1.5
     warning = d.check({A: PartitionView(lag=5)})
     assert warning is not None and warning.partitions[A] == "not fetched"
+
+
+# ---------------------------------------------------------------- when the watch checks (issue 27)
+
+
+def test_an_idle_consumer_is_checked_rarely_not_every_second() -> None:
+    d, clock = detector(stall_ms=60_000, max_poll_ms=300_000)
+    d.polled()
+    d.check({A: PartitionView(lag=0)})
+    # nothing waits: the next moment anything could be declared is a quarter of stall.warning.ms
+    assert d.next_check() == pytest.approx(clock.now + 15.0)
+    d2, clock2 = detector(stall_ms=0, max_poll_ms=300_000)
+    d2.polled()
+    d2.check({A: PartitionView(lag=0)})
+    assert d2.next_check() == pytest.approx(clock2.now + 300.0)  # records-waiting off: only max.poll.interval.ms
+
+
+def test_slow_application_is_checked_when_the_interval_ends() -> None:
+    d, clock = detector(stall_ms=0, max_poll_ms=5000)
+    d.polled()
+    clock.now += 2
+    assert d.next_check() == pytest.approx(clock.now + 3)  # the poll ended 2 s ago: 3 s left of its interval
+    clock.now += 3.001
+    assert d.check({A: PartitionView()}) is not None  # declared at the moment the check was due
+    # reported: the next check is a whole interval away (a poll() then starts a new one)
+    assert d.next_check() == pytest.approx(clock.now + 5)
+
+
+def test_a_waiting_partition_is_checked_when_its_stall_would_be_due() -> None:
+    d, clock = detector(stall_ms=8000, max_poll_ms=60_000)
+    d.polled()
+    assert d.check({A: PartitionView(lag=5)}) is None  # first seen waiting now
+    clock.now += 3
+    d.polled()
+    assert d.check({A: PartitionView(lag=5)}) is None
+    assert d.next_check() == pytest.approx(clock.now + 2)  # the cadence (8 s / 4) comes before the stall (5 s away)
+    clock.now += 4.5
+    assert d.next_check() == pytest.approx(clock.now + 0.5)  # now the stall's own moment is the earliest
+    clock.now += 0.5
+    warning = d.check({A: PartitionView(lag=5)})
+    assert warning is not None and A in warning.partitions
+    # reported: its moment is not looked at again (no 10 Hz checks while it lasts)
+    assert d.next_check() == pytest.approx(clock.now + 2)
+
+
+def test_fetch_errors_are_checked_when_they_have_lasted_long_enough() -> None:
+    d, clock = detector(stall_ms=8000, max_poll_ms=60_000)
+    d.polled()
+    d.fetch_failed(A, "TopicAuthorizationError")
+    clock.now += 7
+    assert d.next_check() == pytest.approx(clock.now + 1)  # first failure + stall.warning.ms
+
+
+def test_moments_the_last_check_passed_do_not_make_the_watch_spin() -> None:
+    d, clock = detector(stall_ms=1000, max_poll_ms=1000)
+    clock.now += 3600
+    assert d.check({}) is None  # no partitions: not slow, though its interval is long over
+    assert d.next_check() == pytest.approx(clock.now + 0.25)
+    d2, clock2 = detector(stall_ms=0, max_poll_ms=1000)
+    clock2.now += 3600
+    d2.check({})
+    assert d2.next_check() == pytest.approx(clock2.now + 1.0)
+
+
+def test_never_sooner_than_the_minimum_spacing() -> None:
+    d, clock = detector(stall_ms=100, max_poll_ms=60_000)
+    assert d.next_check() == pytest.approx(clock.now + MIN_CHECK_INTERVAL_S)

@@ -405,3 +405,62 @@ def test_a_lookup_decides_only_for_partitions_not_sought_or_reset_since_it_start
     assert subs.still_without_position(tps, tokens) == tps[2:]
     subs.seek(tps[2], 1)
     assert subs.still_without_position(tps, tokens) == [tps[3]]
+
+
+def test_a_waiting_poll_counts_as_polling_and_the_interval_runs_from_its_end() -> None:
+    # poll() waits in one piece now (no 0.1 s look that refreshed the time): while it
+    # waits, max.poll.interval.ms sees the application as polling (issue 27).
+    import asyncio
+    import time
+
+    from kafkalite.consumer.core import ConsumerCore
+
+    async def main() -> None:
+        cfg = fe.resolve_settings({"bootstrap.servers": "127.0.0.1:9"}, {})
+        core = ConsumerCore(cfg, asyncio.get_running_loop(), lambda: None, lambda fn, *a: fn(*a))
+        try:
+            core.poll_begin()
+            began = time.monotonic()
+            await asyncio.sleep(0.05)
+            assert core.last_poll >= began + 0.05  # inside poll(): now
+            core.poll_end()
+            ended = time.monotonic()
+            await asyncio.sleep(0.05)
+            assert core.last_poll <= ended  # returned: the interval runs from here
+        finally:
+            await core.close(5.0, commit=False)
+
+    asyncio.run(main())
+
+
+def test_auto_commit_writes_unchanged_positions_once() -> None:
+    import asyncio
+
+    from kafkalite.consumer.core import ConsumerCore
+
+    async def main() -> None:
+        cfg = fe.resolve_settings({"bootstrap.servers": "127.0.0.1:9", "group.id": "g", "auto.commit.interval.ms": 0}, {})
+        scheduled: list[object] = []
+        core = ConsumerCore(cfg, asyncio.get_running_loop(), lambda: None,
+                            lambda fn, *a: scheduled.append(a) if fn.__name__ == "_auto_commit" else None)
+        try:
+            tp = TopicPartition("t", 0)
+            core.subs.assign_from_user([tp])
+            with core.subs.lock:
+                core.subs.assignment[tp].position = 5
+            for _ in range(3):
+                core.poll_begin()
+                core.poll_end()
+            assert scheduled == [({tp: OffsetAndMetadata(5)},)]  # once, not per interval
+            core._auto_committed = None  # as after a failed auto-commit, or another commit
+            core.poll_begin()
+            core.poll_end()
+            with core.subs.lock:
+                core.subs.assignment[tp].position = 6
+            core.poll_begin()
+            core.poll_end()
+            assert scheduled[1:] == [({tp: OffsetAndMetadata(5)},), ({tp: OffsetAndMetadata(6)},)]
+        finally:
+            await core.close(5.0, commit=False)
+
+    asyncio.run(main())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import select
 import selectors
 import socket
 import sys
@@ -180,3 +181,28 @@ def test_tighten_timer_slack_is_per_thread() -> None:
     thread.join()
     assert seen == [1000]
     assert int(libc.prctl(pr_get_timerslack, 0, 0, 0, 0)) == before
+
+
+@linux_only
+def test_long_timeouts_are_one_epoll_wait_not_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A heartbeat seconds away need not be exact to the microsecond: one wait (one wake-up
+    # of the thread), as asyncio's own selector does; the precise second wait is for
+    # linger.ms-sized timeouts only (issue 27).
+    selects: list[float] = []
+    real_select = select.select
+
+    def counting(r: list[int], w: list[int], x: list[int], timeout: float) -> object:
+        selects.append(timeout)
+        return real_select(r, w, x, timeout)
+
+    monkeypatch.setattr(timers.select, "select", counting)
+    selector = timers.PreciseEpollSelector()
+    try:
+        start = time.monotonic()
+        assert selector.select(timers.PRECISE_BELOW_S) == []
+        assert time.monotonic() - start >= timers.PRECISE_BELOW_S  # never early
+        assert selects == []
+        assert selector.select(0.0043) == []
+        assert len(selects) == 1  # a linger-sized timeout still gets its exact remainder
+    finally:
+        selector.close()

@@ -305,3 +305,48 @@ def test_commit_without_broker_side_transaction_skips_end_txn() -> None:
         assert fake.calls == [] and core.txn.state.name == "READY"
 
     run(body)
+
+
+# ---------------------------------------------------------------- how long the sender sleeps (issue 27)
+
+
+def test_an_idle_sender_sleeps_until_its_next_deadline_not_every_second() -> None:
+    core = make_core(**{"delivery.timeout.ms": 600_000, "metadata.max.age.ms": 40_000,
+                        "metadata.max.idle.ms": 90_000})
+    now = time.monotonic()
+    # nothing queued: the soonest thing due is the metadata refresh (metadata.max.age.ms)
+    assert 39.0 < core.sender.run_once(now) <= 40.0
+    core = make_core(**{"delivery.timeout.ms": 600_000, "metadata.max.age.ms": 300_000,
+                        "metadata.max.idle.ms": 90_000})
+    assert 89.0 < core.sender.run_once(time.monotonic()) <= 90.0  # then forgetting the idle topic
+
+
+def test_a_lingering_batch_sets_the_delay_and_its_delivery_deadline_the_expiry_check() -> None:
+    core = make_core(**{"linger.ms": 200, "delivery.timeout.ms": 60_000})
+    send(core, 0)
+    (batch,) = core.acc.topics[TOPIC].queues[0].batches
+    now = time.monotonic()
+    assert 0.0 < core.sender.run_once(now) <= 0.2  # wakes for the linger, not before
+    assert core.sender._next_expiry_check == pytest.approx(batch.delivery_deadline)
+
+
+def test_a_retried_batch_brings_the_expiry_check_forward() -> None:
+    core = make_core(**{"delivery.timeout.ms": 60_000})
+    core.sender.run_once(time.monotonic())
+    planned = core.sender._next_expiry_check
+    send(core, 0)
+    batches = drain(core, 0)
+    batches[0].delivery_deadline = planned - 10.0  # as an old batch's deadline would be
+    answer(core, batches, p0={"error_code": NotEnoughReplicasError.code})
+    assert core.sender._next_expiry_check == pytest.approx(planned - 10.0)
+
+
+def test_metadata_idle_check_comes_when_the_least_used_topic_could_be_forgotten() -> None:
+    core = make_core()
+    acc = core.acc
+    state = acc.topics[TOPIC]
+    state.last_used = 1000.0
+    assert acc.next_idle(1010.0, 300.0, 1.0) == 1300.0
+    assert acc.next_idle(1400.0, 300.0, 1.0) == 1401.0  # idle long enough but kept (in flight): look again soon
+    state.expired = True
+    assert acc.next_idle(1400.0, 300.0, 1.0) == 1700.0  # forgotten topics do not count

@@ -9,6 +9,8 @@ charts page: what was run, when and on what, a chart and the figures as a table.
 * ``memory``: peak RSS over the idle baseline per client, per case;
 * ``spark``: rows/s of kafkalite and Spark's JVM connector in one Spark session, per
   operation and PySpark release, with kafkalite's ratio over the rounds (min / median / max).
+* ``low_rate``: CPU per client at rest (% of a core) and at a low rate (µs per record),
+  one panel per case.
 
     from pathlib import Path
     from tools.docs.charts import render
@@ -121,9 +123,29 @@ def spark(data: dict[str, Any]) -> Any:
     return fig
 
 
+def low_rate(data: dict[str, Any]) -> Any:
+    """CPU per client: one panel per case (idle: % of a core; a rate: µs per record)."""
+    cases, _ = _cases_clients(data["figures"])
+    fig, axes = plt.subplots(1, len(cases), figsize=(10, 4.4), squeeze=False)
+    for ax, case in zip(axes[0], cases):
+        rows = [f for f in data["figures"] if f["case"] == case]
+        key = next(k for k in rows[0] if k not in ("case", "client"))
+        ax.bar(range(len(rows)), [r[key] for r in rows], 0.6,
+               color=[_colour(r["client"], i) for i, r in enumerate(rows)], edgecolor="white", linewidth=0.5)
+        ax.set_xticks(range(len(rows)), [r["client"] for r in rows], rotation=20, fontsize=8)
+        ax.set_ylabel(("CPU, % of one core" if key.endswith("pct_of_core") else "CPU µs per record")
+                      + " (lower is better)")
+        ax.set_title(case, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    fig.suptitle(f"low-rate CPU, producer and consumer in one process ({data['date']})")
+    return fig
+
+
 CHARTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "produce": throughput, "consume": throughput, "latency": latency, "memory": memory, "spark": spark}
-ORDER = ("produce", "consume", "latency", "memory", "spark")
+    "produce": throughput, "consume": throughput, "latency": latency, "memory": memory, "spark": spark,
+    "low_rate": low_rate}
+ORDER = ("produce", "consume", "latency", "memory", "low_rate", "spark")
 
 
 def png(fig: Any) -> bytes:

@@ -26,10 +26,6 @@ from kafkalite.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMeta
 
 R = TypeVar("R")
 
-#: How long a poll() without news sleeps before it looks again (wakeup() and new
-#: records wake it at once).
-_POLL_SLICE_S = 0.1
-
 __all__ = ["Consumer"]
 
 
@@ -221,23 +217,28 @@ class Consumer(BlockingConsumerFront):
             raise IllegalStateError("the consumer is not subscribed to any topic and has no assigned partitions")
         deadline = None if timeout is None else time.monotonic() + timeout
         event = self._event
-        core.poll_begin()
-        while True:
-            event.clear()
-            if self._wakeup:
-                self._wakeup = False
-                raise WakeupError(f"{what} was interrupted by wakeup()")
-            if core.app_calls:
-                self._drain_callbacks()
-            core.raise_errors()
-            out = collect(limit)
-            if out:
-                return out
-            now = time.monotonic()
-            core.last_poll = now
-            if deadline is not None and now >= deadline:
-                return out
-            self._wait_event(_POLL_SLICE_S if deadline is None else min(_POLL_SLICE_S, deadline - now))
+        try:
+            core.poll_begin()
+            while True:
+                event.clear()
+                if self._wakeup:
+                    self._wakeup = False
+                    raise WakeupError(f"{what} was interrupted by wakeup()")
+                if core.app_calls:
+                    self._drain_callbacks()
+                core.raise_errors()
+                out = collect(limit)
+                if out:
+                    return out
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    return out
+                # Sleeps until the engine has news (records, an error, a callback to run,
+                # wakeup()) or the deadline: no periodic look (issue 27: an idle poll loop
+                # woke ten times a second).
+                self._wait_event(None if deadline is None else deadline - now)
+        finally:
+            core.poll_end()
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records forever (poll in a loop); stop with wakeup(), close() or Ctrl-C."""

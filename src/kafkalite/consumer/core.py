@@ -118,7 +118,10 @@ class ConsumerCore:
         self.auto_commit = bool(cfg["enable.auto.commit"]) and self.group_id is not None
         self._auto_commit_interval = cfg["auto.commit.interval.ms"] / 1000.0
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval
-        self.last_poll = time.monotonic()
+        self._last_poll = time.monotonic()
+        self._in_poll = False
+        #: What the last auto-commit wrote or is writing (None: it failed, or another commit came since).
+        self._auto_committed: dict[TopicPartition, OffsetAndMetadata] | None = None
         self.app_calls = AppCallQueue(loop, notify_poll, call_soon)
         self.errors: deque[BaseException] = deque()
         self.tasks = BackgroundTasks(loop, "kafkalite-consumer", "consumer", log, on_death=self._report_death,
@@ -128,7 +131,7 @@ class ConsumerCore:
         self._metadata_wake = asyncio.Event()
         self._metadata_topics: set[str] = set()
         self._commit_lock = asyncio.Lock()
-        self._commits_in_flight: set[asyncio.Task[None]] = set()
+        self._commits_in_flight: set[asyncio.Task[bool]] = set()
         self.deserializer = RecordDeserializer(cfg)
         self._api_timeout = cfg["default.api.timeout.ms"] / 1000.0
         self.interceptors = load_consumer_interceptors(cfg["interceptor.classes"], cfg)
@@ -546,7 +549,7 @@ class ConsumerCore:
                     "e.g. in on_partitions_revoked", group_id=self.group_id)
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_s: float,
-                     *, retry: bool = True) -> None:
+                     *, retry: bool = True, auto: bool = False) -> None:
         """Commit ``offsets`` in order with all other commits (engine side).
 
         With ``retry`` (synchronous commits) retriable errors are tried again until the
@@ -558,6 +561,8 @@ class ConsumerCore:
         """
         if not offsets:
             return
+        if not auto:
+            self._auto_committed = None  # the group's offsets may differ now: auto-commit writes again
         member = self.group if self.group is not None and self.subs.has_auto_assignment else None
         started = time.monotonic()
         deadline = started + timeout_s
@@ -615,12 +620,16 @@ class ConsumerCore:
         return exc
 
     def commit_async_from_poll(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
-                               callback: CommitCallback | None) -> None:
-        """Engine side entry of commit_async: never retries; callback runs in poll()."""
-        async def run() -> None:
+                               callback: CommitCallback | None,
+                               on_done: Callable[[asyncio.Task[bool]], object] | None = None,
+                               auto: bool = False) -> None:
+        """Engine side entry of commit_async: never retries; callback runs in poll().
+        ``on_done`` (engine side) gets the task, whose result says whether the commit
+        succeeded; ``auto``: the auto-commit's."""
+        async def run() -> bool:
             err: BaseException | None = None
             try:
-                await self.commit(offsets, self._api_timeout, retry=False)
+                await self.commit(offsets, self._api_timeout, retry=False, auto=auto)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:
@@ -629,7 +638,10 @@ class ConsumerCore:
                     log.warning("asynchronous offset commit failed: %s", exc)
             if callback is not None and not self.closed:
                 self.app_calls.post(callback, dict(offsets), err)
+            return err is None
         task = self.loop.create_task(run())
+        if on_done is not None:
+            task.add_done_callback(on_done)
         self._commits_in_flight.add(task)
         task.add_done_callback(self._commits_in_flight.discard)
 
@@ -654,20 +666,48 @@ class ConsumerCore:
         if self.group is not None:
             self.group.raise_fatal()
 
+    @property
+    def last_poll(self) -> float:
+        """When the application last called poll(): now while a poll() is still waiting
+        inside (Java's consumer resets its poll timer on every turn of its poll loop, so
+        a long poll(timeout) is not a slow application), else when the last one returned."""
+        return time.monotonic() if self._in_poll else self._last_poll
+
+    def poll_end(self) -> None:
+        """Poll side: poll() returns (or raises); ``max.poll.interval.ms`` counts from here."""
+        self._last_poll = time.monotonic()
+        self._in_poll = False
+
     def poll_begin(self) -> None:
         """Poll side, before taking records: liveness, auto-commit, group progress."""
         now = time.monotonic()
         self.metrics.record_poll(now)
-        self.last_poll = now
+        self._last_poll = now
+        self._in_poll = True
         self.observe.poll_began(now)
         if self.group is not None:
             self.group.on_poll(now)
         if self.auto_commit and now >= self._next_auto_commit:
             self._next_auto_commit = now + self._auto_commit_interval
             offsets = self.subs.all_consumed()
-            if offsets and (self.subs.is_user_assigned or self.group is not None):
+            # Positions that the last auto-commit wrote already (and no other commit since)
+            # are not written again: librdkafka skips unchanged offsets too; Java writes
+            # them every interval, which costs an idle consumer a request each time
+            # (issue 27). Brokers keep an active group's offsets (KIP-211, Kafka 2.1).
+            if offsets and offsets != self._auto_committed and (self.subs.is_user_assigned
+                                                                 or self.group is not None):
                 # What earlier polls returned: positions advance only as records are handed out.
-                self.call_soon(self.commit_async_from_poll, offsets, None)
+                self._auto_committed = offsets  # written or on its way (undone if it fails)
+                self.call_soon(self._auto_commit, offsets)
+
+    def _auto_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        """Engine side of auto-commit: commit_async without a callback; if it fails, the
+        next interval writes the positions again."""
+        def forget_if_failed(task: asyncio.Task[bool]) -> None:
+            if (task.cancelled() or not task.result()) and self._auto_committed is offsets:
+                self._auto_committed = None
+
+        self.commit_async_from_poll(offsets, None, on_done=forget_if_failed, auto=True)
 
     def _next_fetch(self, collected: bool) -> CompletedFetch | None:
         """Poll side: the buffered fetch to take records from next, or None.

@@ -19,9 +19,10 @@ client says nothing in most of these cases (it only leaves the group after
 It is a plain state object (no I/O, no threads, injectable clock): the poll side calls
 :meth:`polled` / :meth:`returned` / :meth:`raised`, the fetcher :meth:`fetch_failed` / :meth:`fetch_ok` /
 :meth:`no_leader`, and an engine task calls :meth:`check` with a snapshot of the
-partitions about once a second. A warning is logged once per stall; the stall ends (and a
-new one may be reported) when the condition clears: ``poll()`` is called again, or
-records of the stalled partitions are returned.
+partitions when :meth:`next_check` says a stall could be declared (not on a fixed tick:
+an idle consumer should not wake every second, issue 27). A warning is logged once per
+stall; the stall ends (and a new one may be reported) when the condition clears:
+``poll()`` is called again, or records of the stalled partitions are returned.
 
 Example::
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +60,10 @@ RAISED = "poll() raised"
 NO_LEADER = "no leader"
 NOT_FETCHED = "not fetched"
 SLOW_APPLICATION = "slow application"
+
+
+#: The stall checks' shortest spacing (a partition whose stall was due already, say).
+MIN_CHECK_INTERVAL_S = 0.1
 
 
 class StallKind(enum.Enum):
@@ -117,6 +123,7 @@ class StallDetector:
         self._stall_warned: frozenset[TopicPartition] = frozenset()
         self.warnings = 0
         self.checks = 0  # how often check() ran: "N checks, one warning" is observable
+        self._last_check = -math.inf
 
     # ------------------------------------------------------------ events
 
@@ -171,6 +178,40 @@ class StallDetector:
             self.raised_errors.pop(tp, None)
             self._waiting_since.pop(tp, None)
 
+    # ------------------------------------------------------------ when to check
+
+    def next_check(self, now: float | None = None) -> float:
+        """When :meth:`check` should run next: the earliest moment a stall could be declared.
+
+        * the application's: ``max.poll.interval.ms`` after the last poll() (unless that
+          stall was already reported); a poll() still waiting moves it on at that check;
+        * each partition already seen waiting: ``stall.warning.ms`` after it began;
+        * partitions that start waiting are only seen by a check (lag is read, not
+          reported), so checks also come every quarter of ``stall.warning.ms``: a stall
+          is reported at most a quarter of ``stall.warning.ms`` late;
+        * and at least every ``max.poll.interval.ms``: a poll() after a reported stall
+          starts a new interval.
+
+        A moment the last check already passed is not one (that check decided it: e.g. a
+        consumer without partitions is not slow). Never sooner than
+        ``MIN_CHECK_INTERVAL_S`` from ``now``.
+        """
+        t = self.clock() if now is None else now
+        due = t + self.max_poll_s
+        moments = [] if self._poll_warned else [self.last_poll + self.max_poll_s]
+        if self.stall_s > 0:
+            due = min(due, t + self.stall_s / 4)
+            for tp, since in self._waiting_since.items():
+                if tp not in self._stall_warned:
+                    moments.append(max(since, self.last_returned.get(tp, since)) + self.stall_s)
+            moments += [first + self.stall_s for tp, (first, _) in self.fetch_errors.items()
+                        if tp not in self._stall_warned]
+            moments += [first + self.stall_s for tp, first in self.leaderless.items() if tp not in self._stall_warned]
+        for moment in moments:
+            if moment > self._last_check:
+                due = min(due, moment)
+        return max(due, t + MIN_CHECK_INTERVAL_S)
+
     # ------------------------------------------------------------ the check
 
     def check(self, partitions: Mapping[TopicPartition, PartitionView], *, rebalancing: bool = False,
@@ -178,6 +219,7 @@ class StallDetector:
         """A warning to log now, or None (each stall is reported once)."""
         t = self.clock() if now is None else now
         self.checks += 1
+        self._last_check = t
         warning = self._check_poll_interval(partitions, t)
         if warning is not None:
             return warning
@@ -263,11 +305,11 @@ def partition_views(subs: SubscriptionState, read_committed: bool) -> dict[Topic
             for tp, state in states}
 
 
-async def watch(detector: StallDetector, views: Callable[[], tuple[Mapping[TopicPartition, PartitionView], bool]],
-                interval_s: float = 1.0) -> None:
-    """Engine task: check about every ``interval_s`` and log each stall once."""
+async def watch(detector: StallDetector,
+                views: Callable[[], tuple[Mapping[TopicPartition, PartitionView], bool]]) -> None:
+    """Engine task: check when :meth:`StallDetector.next_check` says, and log each stall once."""
     while True:
-        await asyncio.sleep(interval_s)
+        await asyncio.sleep(max(0.0, detector.next_check() - detector.clock()))
         partitions, rebalancing = views()
         warning = detector.check(partitions, rebalancing=rebalancing)
         if warning is not None:

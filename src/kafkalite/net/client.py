@@ -270,6 +270,10 @@ class NetworkClient:
         age = time.monotonic() - self.metadata.last_update
         return age * 1000 >= self.cfg["metadata.max.age.ms"]
 
+    def metadata_due(self) -> float:
+        """When the metadata becomes stale (``metadata.max.age.ms`` after its last update; monotonic)."""
+        return self.metadata.last_update + self.cfg["metadata.max.age.ms"] / 1000.0
+
     async def refresh_metadata(self, topics: Iterable[str] | None = None, *, all_topics: bool = False,
                                allow_auto_create: bool | None = None, timeout_s: float | None = None
                                ) -> ClusterMetadata:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
@@ -41,6 +42,10 @@ T = TypeVar("T")
 # the main thread between bytecodes; a short wait slice keeps that prompt even on
 # platforms where lock waits are not interrupted by signals.
 _WAIT_SLICE_S = 0.1
+# On POSIX a signal interrupts a thread's lock wait (Python runs the handler, and Ctrl-C
+# raises KeyboardInterrupt, at once), so a poll() waits in one piece there; elsewhere
+# (Windows) it waits in slices of _WAIT_SLICE_S to notice Ctrl-C.
+_SIGNALS_INTERRUPT_WAITS = os.name == "posix"
 
 
 class EngineThread:
@@ -187,8 +192,11 @@ class EngineCalls(FrontCalls):
         """Wake a waiting poll() or ``_run`` (thread-safe; the flag is ``self._wakeup``)."""
         self._event.set()
 
-    def _wait_event(self, timeout: float) -> None:
-        """Sleep until the engine has news for poll() (``self._event``), at most ``timeout`` s."""
+    def _wait_event(self, timeout: float | None) -> None:
+        """Sleep until the engine has news for poll() (``self._event``), at most ``timeout``
+        s (None: no limit); may return early (no news) where signals cannot end the wait."""
+        if not _SIGNALS_INTERRUPT_WAITS:
+            timeout = _WAIT_SLICE_S if timeout is None else min(_WAIT_SLICE_S, timeout)
         self._event.wait(timeout)
 
     def _call_soon(self, fn: Callable[..., object], *args: object) -> None:
@@ -255,8 +263,9 @@ class LoopCalls(FrontCalls):
         if waker is not None and not waker.done():
             waker.set_result(None)
 
-    async def _wait_event(self, timeout: float) -> None:
-        """Sleep until the engine has news for poll() (``self._event``), at most ``timeout`` s."""
+    async def _wait_event(self, timeout: float | None) -> None:
+        """Sleep until the engine has news for poll() (``self._event``), at most ``timeout`` s
+        (None: no limit)."""
         try:
             await asyncio.wait_for(self._event.wait(), timeout)
         except asyncio.TimeoutError:

@@ -12,7 +12,9 @@ with ``select(2)`` on the epoll descriptor itself (``select`` takes microseconds
 epoll descriptor is readable as soon as any registered socket is), so a socket that
 becomes ready during either wait ends it at once, as before. If the epoll descriptor is
 too high a number for ``select`` (``FD_SETSIZE``, 1024), the rest is waited as asyncio
-would, rounded up. :func:`new_engine_loop` makes the loops of the blocking clients'
+would, rounded up. Only timeouts under :data:`PRECISE_BELOW_S` are waited this way: the
+second wait wakes the thread twice per timer, which a heartbeat or a stall check (seconds
+away, where a millisecond does not matter) should not pay at rest (issue 27). :func:`new_engine_loop` makes the loops of the blocking clients'
 engine threads with it where epoll exists (Linux) and a plain loop elsewhere; an
 asyncio client runs on its caller's loop, which keeps asyncio's rounding.
 
@@ -43,6 +45,10 @@ __all__ = ["new_engine_loop", "tighten_timer_slack"]
 if sys.platform == "linux":
     __all__ += ["PreciseEpollSelector"]
 
+#: Timeouts from this long on are waited with epoll alone (rounded up to the millisecond):
+#: the precision is for linger.ms-sized timers (5 ms by default).
+PRECISE_BELOW_S = 0.05
+
 _PR_SET_TIMERSLACK = 29  # <linux/prctl.h>
 _TIMER_SLACK_NS = 1000
 
@@ -60,7 +66,7 @@ if sys.platform == "linux":
         """An epoll selector that waits sub-millisecond timeouts exactly (see the module doc)."""
 
         def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-            if timeout is None or timeout <= 0.0:
+            if timeout is None or timeout <= 0.0 or timeout >= PRECISE_BELOW_S:
                 return super().select(timeout)
             deadline = time.monotonic() + timeout
             # epoll waits a millisecond less than the whole milliseconds of the timeout:

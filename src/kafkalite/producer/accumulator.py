@@ -231,6 +231,18 @@ class RecordAccumulator:
             forgotten.append(state.topic)
         return forgotten
 
+    def next_idle(self, now: float, idle_s: float, recheck_s: float) -> float:
+        """When :meth:`forget_idle_topics` could next forget a topic: ``idle_s`` after the
+        least recently used topic last started a batch (a batch started later only moves
+        that on), or ``now + idle_s`` without topics. A topic already idle that long but
+        kept (batches still in flight) is looked at again after ``recheck_s``."""
+        due = now + idle_s
+        for state in list(self.topics.values()):
+            if not state.expired:
+                at = state.last_used + idle_s
+                due = min(due, at if at > now else now + recheck_s)
+        return due
+
     def _touch(self, state: TopicState) -> None:
         """A batch starts for ``state``'s topic (called under one of its partition locks)."""
         state.last_used = time.monotonic()
@@ -536,6 +548,7 @@ class RecordAccumulator:
         return out
 
     def next_expiry(self) -> float:
+        """The soonest delivery deadline of a queued batch (inf when none is queued)."""
         soonest = float("inf")
         for state in list(self.topics.values()):
             for pq in state.queues:

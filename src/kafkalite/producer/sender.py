@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -83,8 +84,9 @@ log = logging.getLogger("kafkalite.producer")
 __all__ = ["Sender", "SenderSettings"]
 
 _INT32_MAX = 2**31 - 1
-_EXPIRY_CHECK_S = 0.05
-_IDLE_CHECK_S = 1.0  # how often topics are checked against metadata.max.idle.ms
+#: How long after a topic that was due to be forgotten, but still had batches in flight,
+#: it is looked at again (metadata.max.idle.ms).
+_IDLE_RECHECK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -235,7 +237,12 @@ class Sender:
         if metadata.version != self._seen_metadata_version:
             self._seen_metadata_version = metadata.version
             self.sync_metadata()
-        delay = 1.0
+        # The sender sleeps until the next thing that is due (Java's Sender polls with the
+        # soonest of these timeouts): the linger and backoff of queued batches (ready()),
+        # the soonest delivery.timeout.ms, metadata.max.idle.ms, metadata.max.age.ms; news
+        # (a send, a response, a flush) wakes it earlier. Not a fixed tick: an idle
+        # producer used to wake every second (issue 27).
+        delay = math.inf
         idem = self.idem
         if idem is not None:
             if idem.bump_epoch_if_needed() or (not idem.has_producer_id and self.txn is None):
@@ -248,10 +255,13 @@ class Sender:
                 self.add_partitions()
         if now >= self._next_expiry_check:
             self._expire(now)
-            self._next_expiry_check = now + _EXPIRY_CHECK_S
+            # A batch started from now on expires delivery.timeout.ms from now or later; one
+            # put back for a retry lowers this again (_retry_expiry_at).
+            self._next_expiry_check = min(self.acc.next_expiry(), now + self.acc.delivery_timeout_s)
         if now >= self._next_idle_check or self.acc.revived:
-            self._next_idle_check = now + _IDLE_CHECK_S
             self._forget_idle_topics(now)
+            self._next_idle_check = self.acc.next_idle(now, self.settings.metadata_idle_s, _IDLE_RECHECK_S)
+        delay = min(delay, self._next_idle_check - now)
         settings = self.settings
         unavailable: set[int] | None = None
         if settings.availability_timeout_s > 0:
@@ -260,8 +270,11 @@ class Sender:
                                                     unavailable)
         if unknown:
             self.request_metadata(unknown)
-        elif self.client.metadata_is_stale() and self.acc.topics:
-            self.request_metadata(())
+        elif self.acc.topics:
+            if self.client.metadata_is_stale():
+                self.request_metadata(())  # its answer wakes the sender
+            else:
+                delay = min(delay, self.client.metadata_due() - now)
         delay = min(delay, next_check)
         if idem is not None and not idem.has_producer_id:
             return min(delay, 0.1)
@@ -298,9 +311,7 @@ class Sender:
                 queues = [pq for pq in queues if self.acc.sendable(pq, now)]
                 if not queues:
                     break
-        if self.acc.incomplete:
-            delay = min(delay, max(0.0, self._next_expiry_check - time.monotonic()) + 0.001)
-        return delay
+        return min(delay, max(0.0, self._next_expiry_check - time.monotonic()) + 0.001)
 
     def _allowed(self, pq: PartitionQueue, batch: ProducerBatch) -> bool:
         tp = (pq.topic, pq.partition)
@@ -463,6 +474,7 @@ class Sender:
                 self.request_metadata({batch.topic})
             log.debug("retrying %r after %s", batch, error)
             self.acc.reenqueue(batch, now, self.backoff.delay_s(batch.attempts))
+            self._retry_expiry_at(batch)
             return
         written_unknown = batch.sent_once and isinstance(error, (KafkaConnectionError, KafkaTimeoutError))
         self.delivery.fail(batch, error, written_unknown)
@@ -502,6 +514,7 @@ class Sender:
             self.acc.incomplete.add(child)
             child.in_retry = True
             self.acc.reenqueue(child, now, 0.0)
+            self._retry_expiry_at(child)
             child.attempts -= 1
 
     def _forget_idle_topics(self, now: float) -> None:
@@ -520,6 +533,11 @@ class Sender:
             topics = {revived.pop() for _ in range(len(revived))}
             client.track_topics(topics)
             self.request_metadata(topics)
+
+    def _retry_expiry_at(self, batch: ProducerBatch) -> None:
+        """A batch queued again keeps its delivery deadline, which may come before the
+        next expiry check planned."""
+        self._next_expiry_check = min(self._next_expiry_check, batch.delivery_deadline)
 
     def _expire(self, now: float) -> None:
         for batch in self.acc.expired(now):

@@ -22,10 +22,6 @@ from kafkalite.share.in_flight import AcksByNode, InFlight
 from kafkalite.share.types import AcknowledgeType, ShareConsumerRecord
 from kafkalite.types import TopicPartition
 
-#: How long a poll() without news sleeps before it looks again (wakeup() and new
-#: records wake it at once).
-_POLL_SLICE_S = 0.1
-
 __all__ = ["ShareConsumer"]
 
 
@@ -183,7 +179,9 @@ class ShareConsumer(BlockingShareConsumerFront):
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return records
-            self._wait_event(_POLL_SLICE_S if deadline is None else min(_POLL_SLICE_S, deadline - now))
+            # Sleeps until the engine has news (records, an error, acknowledgement
+            # results, wakeup()) or the deadline: no periodic look (issue 27).
+            self._wait_event(None if deadline is None else deadline - now)
 
     def __iter__(self) -> Iterator[ShareConsumerRecord]:
         """Records forever (poll in a loop); stop with wakeup(), close() or Ctrl-C."""
