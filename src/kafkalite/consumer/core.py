@@ -9,7 +9,7 @@ The thread that calls ``poll()`` (or the task, for asyncio) works through the
 ``poll_*`` methods below, which never block and never do I/O: they run queued
 *application calls* (rebalance listener and commit callbacks, which must run in the
 polling thread, never on the engine), commit automatically, and slice records out of
-the fetch buffer, decoding lazily. The engine asks for an application call with
+the fetch buffer, decoding lazily (:class:`~kafkalite.consumer.collector.RecordCollector`). The engine asks for an application call with
 :meth:`ConsumerCore.app_call` and waits for the poll side to run it; meanwhile
 heartbeats go on.
 
@@ -30,6 +30,7 @@ from typing import Any
 from kafkalite.clients_common.tasks import BackgroundTasks, wait_for_wake
 from kafkalite.config import Config
 from kafkalite.consumer.app_calls import AppCallQueue, AppFunction
+from kafkalite.consumer.collector import RecordCollector
 from kafkalite.consumer.deserializing import RecordDeserializer
 from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetcher import Fetcher
@@ -43,7 +44,7 @@ from kafkalite.consumer.offsets import (
     Generation,
     OffsetsClient,
 )
-from kafkalite.consumer.records import ConsumerRecords, add_range
+from kafkalite.consumer.records import ConsumerRecords
 from kafkalite.consumer.subscription import SubscriptionState, SubscriptionType
 from kafkalite.consumer.validation import PositionValidator
 from kafkalite.errors import (
@@ -133,6 +134,9 @@ class ConsumerCore:
         self._commit_lock = asyncio.Lock()
         self._commits_in_flight: set[asyncio.Task[bool]] = set()
         self.deserializer = RecordDeserializer(cfg)
+        self.collector = RecordCollector(self.buffer, self.subs, self.fetcher, self.metrics, self.observe,
+                                         self.deserializer, call_soon=call_soon,
+                                         defer_error=self.errors.appendleft)
         self._api_timeout = cfg["default.api.timeout.ms"] / 1000.0
         self.interceptors = load_consumer_interceptors(cfg["interceptor.classes"], cfg)
 
@@ -709,134 +713,13 @@ class ConsumerCore:
 
         self.commit_async_from_poll(offsets, None, on_done=forget_if_failed, auto=True)
 
-    def _next_fetch(self, collected: bool) -> CompletedFetch | None:
-        """Poll side: the buffered fetch to take records from next, or None.
-
-        Drops fetches a seek, reset, pause or revocation made stale (the partition's
-        token or position moved on). A fetch carrying an error is raised when nothing
-        was ``collected`` yet; otherwise it is kept for the next poll() and None is
-        returned, so the records before it go out first.
-        """
-        buffer = self.buffer
-        subs = self.subs
-        dropped = False
-        try:
-            while True:
-                fetch = buffer.peek()
-                if fetch is None:
-                    return None
-                with subs.lock:
-                    state = subs.assignment.get(fetch.tp)
-                    valid = (state is not None and state.token == fetch.token and not state.paused
-                             and not state.pending_revocation and not state.awaiting_callback
-                             and state.position == fetch.next_offset)
-                if valid and fetch.error is None:
-                    return fetch
-                buffer.pop(fetch)
-                dropped = True
-                if not valid:
-                    continue
-                assert fetch.error is not None
-                self.observe.raised(fetch.tp, fetch.error)
-                if collected:
-                    # Return what we have; the error is raised by the next poll().
-                    self.errors.appendleft(fetch.error)
-                    return None
-                raise fetch.error
-        finally:
-            if dropped:
-                self.call_soon(self.fetcher.wake)
-
     def collect(self, max_records: int) -> ConsumerRecords:
-        """Poll side: take up to ``max_records`` records from the buffer."""
-        out = ConsumerRecords()
-        buffer = self.buffer
-        subs = self.subs
-        remaining = max_records
-        wake_fetcher = False
-        consumed_bytes = 0
-        last_timestamps: dict[TopicPartition, int] = {}  # of the records handed out (records-time-lag)
-        while remaining > 0:
-            fetch = self._next_fetch(bool(out))
-            if fetch is None:
-                break
-            tp = fetch.tp
-            start = len(out)
-            try:
-                n = fetch.take(remaining, out)
-            except KafkaError as exc:
-                self.observe.raised(tp, exc)
-                if out:
-                    break  # raised again by the next poll(); records before it go out now
-                raise
-            if n:
-                add_range(out, tp, start, len(out))
-                remaining -= n
-                last_timestamps[tp] = out[-1][1]
-            with subs.lock:
-                subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
-            if fetch.exhausted:
-                consumed_bytes += fetch.bytes
-                buffer.pop(fetch)
-                wake_fetcher = wake_fetcher or self.fetcher.needs_wake_after_drain(tp)
-                self.metrics.record_lag(tp)
-        if wake_fetcher:
-            self.call_soon(self.fetcher.wake)
-        if out or consumed_bytes:
-            self.metrics.record_consumed(len(out), consumed_bytes)
-        self.observe.returned(last_timestamps)
-        if out and self.deserializer.active:
-            out = self.deserializer.apply(out)
-        return out
+        """Poll side: take up to ``max_records`` records from the buffer (the collector's)."""
+        return self.collector.collect(max_records)
 
     def collect_batches(self, max_bytes: int) -> list[tuple[TopicPartition, list[Batch]]]:
-        """Poll side, columnar path: take whole fetched batches, undecoded.
-
-        Like :meth:`collect` (same validity checks, errors and position updates) but
-        hands out ``(partition, [RecordBatch, ...])`` per drained fetch, stopping once
-        about ``max_bytes`` of batches are taken. Deserializers do not apply: callers
-        read the raw key and value bytes (e.g. with ``RecordBatch.columns()``). The
-        first batch of a partition may start before its position (see
-        :meth:`CompletedFetch.take_batches`).
-        """
-        out: list[tuple[TopicPartition, list[Batch]]] = []
-        buffer = self.buffer
-        subs = self.subs
-        taken_bytes = 0
-        wake_fetcher = False
-        last_timestamps: dict[TopicPartition, int] = {}
-        while taken_bytes < max_bytes:
-            fetch = self._next_fetch(bool(out))
-            if fetch is None:
-                break
-            tp = fetch.tp
-            batches: list[Batch] = []
-            try:
-                fetch.take_batches(batches)
-            except KafkaError as exc:
-                self.observe.raised(tp, exc)
-                if out:
-                    break  # raised again by the next call; batches before it go out now
-                raise
-            if batches:
-                out.append((tp, batches))
-                last_timestamps[tp] = batches[-1].max_timestamp
-            with subs.lock:
-                subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
-            if fetch.exhausted:
-                taken_bytes += fetch.bytes
-                buffer.pop(fetch)
-                wake_fetcher = wake_fetcher or self.fetcher.needs_wake_after_drain(tp)
-                self.metrics.record_lag(tp)
-            elif batches:
-                break  # a corrupt batch follows: raised by the next call
-        if wake_fetcher:
-            self.call_soon(self.fetcher.wake)
-        if taken_bytes:
-            self.metrics.record_consumed(
-                sum(int(getattr(b, "record_count", 1)) for _, bs in out for b in bs), taken_bytes)
-        self.observe.returned(last_timestamps)
-        return out
+        """Poll side, columnar path: whole fetched batches, undecoded (the collector's)."""
+        return self.collector.collect_batches(max_bytes)
 
     def has_buffered_data(self) -> bool:
         return len(self.buffer) > 0
