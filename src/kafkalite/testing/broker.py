@@ -6,6 +6,8 @@ or a broker with a ZooKeeper server of its own (releases before 4.0, see
 can be formatted, started, stopped gracefully (SIGTERM), killed (SIGKILL), paused
 (SIGSTOP) and resumed, and restarted on the same ports and data, which is what
 fault tests need. :class:`~kafkalite.testing.cluster.LocalCluster` builds several.
+Its process (launch, signals, exit, logs) is a :class:`~kafkalite.testing.broker_process.BrokerProcess`;
+this module decides what runs, when, and whether the node is ready.
 
 >>> with LocalBroker() as broker:                        # doctest: +SKIP
 ...     broker.bootstrap
@@ -23,10 +25,8 @@ Layout of ``run_dir``::
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -36,8 +36,9 @@ from pathlib import Path
 from types import TracebackType
 
 from kafkalite.config import lookup
-from kafkalite.testing import processes
 from kafkalite.testing.backends import ToolsMixin
+from kafkalite.testing.broker_process import BrokerProcess
+from kafkalite.testing.broker_process import tail as tail  # importable from here as before
 from kafkalite.testing.certs import TestPki, make_test_pki
 from kafkalite.testing.distribution import DEFAULT_KAFKA_VERSION, KafkaDistribution
 from kafkalite.testing.java import JavaRuntime, find_java_for
@@ -99,18 +100,6 @@ def random_cluster_id() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not text.startswith("-"):
             return text
-
-
-def tail(path: Path, lines: int = 40) -> str:
-    """The last ``lines`` lines of a text file ('' if it does not exist)."""
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 256 * lines))
-            data = f.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(data.splitlines()[-lines:])
 
 
 class LocalBroker(ToolsMixin):
@@ -224,11 +213,11 @@ class LocalBroker(ToolsMixin):
         self._distribution = distribution
         self._java = java
         self._tools: JavaTools | None = None
+        self._jvm = BrokerProcess(f"node {node_id}", server_log=self.server_log, stdout_log=self.stdout_log)
+        # The JVM of the latest start (the Popen the process control holds), as before.
         self.process: subprocess.Popen[bytes] | None = None
-        self._paused = False
         self._zookeeper = zookeeper
         self._owns_zookeeper = zookeeper is None and self.mode == ZOOKEEPER
-        self._log_offset = 0
 
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"
@@ -377,11 +366,7 @@ class LocalBroker(ToolsMixin):
 
             print(kafka_broker.log_tail(5))               # for a failing test's message
         """
-        parts = [f"--- {self.server_log} ---", tail(self.server_log, lines)]
-        out = tail(self.stdout_log, lines)
-        if out.strip():
-            parts += [f"--- {self.stdout_log} ---", out]
-        return "\n".join(parts)
+        return self._jvm.log_tail(lines)
 
     # -- runtime -----------------------------------------------------------------
 
@@ -551,7 +536,7 @@ class LocalBroker(ToolsMixin):
 
             assert kafka_broker.is_running
         """
-        return self.process is not None and self.process.poll() is None
+        return self._jvm.is_running
 
     @property
     def pid(self) -> int | None:
@@ -561,7 +546,7 @@ class LocalBroker(ToolsMixin):
 
             assert kafka_broker.pid and kafka_broker.pid > 1
         """
-        return self.process.pid if self.process is not None else None
+        return self._jvm.pid
 
     def start(self, *, wait: bool = True, timeout: float = 120.0) -> LocalBroker:
         """Format if needed, start the JVM and (by default) wait until it is ready.
@@ -607,18 +592,8 @@ class LocalBroker(ToolsMixin):
         if self._owns_zookeeper:
             self.zookeeper.start()
         self.write_config()
-        try:  # where this start's log lines begin
-            self._log_offset = self.server_log.stat().st_size
-        except OSError:
-            self._log_offset = 0
-        self.process = processes.spawn(
-            self.command(),
-            log_path=self.stdout_log,
-            cwd=self.run_dir,
-            tied=self.tied,
-            description=f"kafka {self.version} node {self.node_id} {self.bootstrap}",
-        )
-        self._paused = False
+        self.process = self._jvm.launch(self.command(), cwd=self.run_dir, tied=self.tied,
+                                        description=f"kafka {self.version} node {self.node_id} {self.bootstrap}")
 
     def probe(self, expected_nodes: Sequence[int] = ()) -> bool:
         """One readiness check: ApiVersions answers and Metadata lists this node.
@@ -647,7 +622,8 @@ class LocalBroker(ToolsMixin):
         """
         deadline = time.monotonic() + timeout
         while True:
-            if self.process is not None and self.process.poll() is not None:
+            exit_code = self._jvm.exit_code
+            if exit_code is not None:
                 if self._registration_still_held() and time.monotonic() < deadline:
                     # ZooKeeper mode, just after a kill: the dead JVM's session keeps
                     # /brokers/ids/<id> until it expires (zookeeper.session.timeout.ms), and a
@@ -656,7 +632,7 @@ class LocalBroker(ToolsMixin):
                     time.sleep(0.5)
                     self.launch()
                     continue
-                self._raise_start_error(f"exited with code {self.process.returncode}")
+                self._raise_start_error(f"exited with code {exit_code}")
             if self.probe(expected_nodes):
                 return
             if time.monotonic() > deadline:
@@ -666,14 +642,7 @@ class LocalBroker(ToolsMixin):
     def _registration_still_held(self) -> bool:
         """ZooKeeper mode: did the last start fail because this broker id is still
         registered by the session of a process that was killed?"""
-        if self.mode != ZOOKEEPER:
-            return False
-        try:
-            with self.server_log.open("rb") as log:
-                log.seek(self._log_offset)
-                return b"NodeExistsException" in log.read()  # what this start wrote
-        except OSError:
-            return False
+        return self.mode == ZOOKEEPER and b"NodeExistsException" in self._jvm.logged_since_launch()
 
     def _raise_start_error(self, what: str) -> None:
         text = self.log_tail(60)
@@ -681,11 +650,6 @@ class LocalBroker(ToolsMixin):
         if cls is PortInUseError and self.is_running:
             self.kill()
         raise cls(f"Kafka {self.version} node {self.node_id} ({self.bootstrap}) {what}.\n{text}")
-
-    def _signal(self, sig: signal.Signals) -> None:
-        if self.process is None or self.process.poll() is not None:
-            raise RuntimeError(f"node {self.node_id} is not running")
-        self.process.send_signal(sig)
 
     def pause(self) -> None:
         """SIGSTOP: the JVM freezes (no heartbeats, sockets stay open).
@@ -695,8 +659,7 @@ class LocalBroker(ToolsMixin):
             kafka_broker.pause()                          # SIGSTOP: requests now time out
             kafka_broker.resume()
         """
-        self._signal(signal.SIGSTOP)
-        self._paused = True
+        self._jvm.pause()
 
     def resume(self) -> None:
         """SIGCONT after :meth:`pause`.
@@ -707,8 +670,7 @@ class LocalBroker(ToolsMixin):
             kafka_broker.resume()                         # SIGCONT
             assert not kafka_broker.is_paused
         """
-        self._signal(signal.SIGCONT)
-        self._paused = False
+        self._jvm.resume()
 
     @property
     def is_paused(self) -> bool:
@@ -720,7 +682,7 @@ class LocalBroker(ToolsMixin):
             assert kafka_broker.is_paused
             kafka_broker.resume()
         """
-        return self._paused and self.is_running
+        return self._jvm.is_paused
 
     def stop(self, timeout: float = 30.0) -> int | None:
         """Graceful shutdown (SIGTERM); SIGKILL if it takes longer than ``timeout``.
@@ -730,22 +692,7 @@ class LocalBroker(ToolsMixin):
             broker = LocalBroker().start()
             broker.stop(timeout=30)                       # SIGTERM: a controlled shutdown
         """
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                if self._paused:
-                    proc.send_signal(signal.SIGCONT)
-                proc.terminate()
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        processes.unregister(proc.pid)
-        self._paused = False
-        return proc.returncode
+        return self._jvm.stop(timeout)
 
     def kill(self) -> int | None:
         """SIGKILL: an abrupt crash (no controlled shutdown, no flush).
@@ -756,16 +703,7 @@ class LocalBroker(ToolsMixin):
             broker.kill()                                 # SIGKILL: no controlled shutdown
             assert not broker.is_running
         """
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            proc.wait()
-        processes.unregister(proc.pid)
-        self._paused = False
-        return proc.returncode
+        return self._jvm.kill()
 
     def restart(self, *, wait: bool = True, timeout: float = 120.0, graceful: bool = True) -> None:
         """Stop (or kill) if running, then start again with the same id, ports and data.

@@ -42,7 +42,7 @@ from types import TracebackType
 from typing import Any
 
 from kafkalite.testing import processes
-from kafkalite.testing.broker import tail
+from kafkalite.testing.broker_process import tail
 from kafkalite.testing.distribution import (
     MAVEN_CENTRAL,
     Artifact,

@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from kafkalite.testing import processes
-from kafkalite.testing.broker import tail
+from kafkalite.testing.broker_process import tail
 from kafkalite.testing.jarsets import JarSet, JarSetLock
 from kafkalite.testing.java import JavaRuntime, find_java
 
