@@ -5,8 +5,11 @@ where no C compiler is available the build skips it and kafkalite runs the pure-
 kernels (``kafkalite.protocol.record_codec`` picks whichever is importable).
 """
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 from setuptools import Extension, setup
 
@@ -28,4 +31,12 @@ if os.environ.get("KAFKALITE_NO_EXTENSIONS", "") not in ("1", "true", "yes"):
         )
     )
 
-setup(ext_modules=ext_modules)
+# Each build works in a directory of its own instead of the checkout's ``build/``: pip
+# builds a local project in place, so two installs from one checkout at the same time
+# (CI's jobs install it into several venvs at once) wrote the same
+# build/bdist.*/wheel/kafkalite-*.dist-info and one failed with "File exists". The
+# finished wheel goes where pip asked, so the directory goes when this build ends.
+build_base = tempfile.mkdtemp(prefix="kafkalite-build-")
+atexit.register(shutil.rmtree, build_base, ignore_errors=True)
+
+setup(ext_modules=ext_modules, options={"build": {"build_base": build_base}, "egg_info": {"egg_base": build_base}})

@@ -202,7 +202,19 @@ def test_long_timeouts_are_one_epoll_wait_not_two(monkeypatch: pytest.MonkeyPatc
         assert selector.select(timers.PRECISE_BELOW_S) == []
         assert time.monotonic() - start >= timers.PRECISE_BELOW_S  # never early
         assert selects == []
+        # A linger-sized timeout still gets its exact remainder: the epoll part is made to
+        # return at once here, so that the remainder is there to wait whatever the load
+        # (a real epoll wait that overshot on a busy machine leaves nothing to wait).
+        epoll_waits: list[float | None] = []
+
+        def epoll_returning_at_once(self: object, timeout: float | None = None) -> list[object]:
+            epoll_waits.append(timeout)
+            return []
+
+        monkeypatch.setattr(selectors.EpollSelector, "select", epoll_returning_at_once)
         assert selector.select(0.0043) == []
-        assert len(selects) == 1  # a linger-sized timeout still gets its exact remainder
+        assert epoll_waits[0] == pytest.approx(0.0025)  # the whole milliseconds, less one
+        assert len(selects) == 1
+        assert 0.0 < selects[0] <= 0.0043
     finally:
         selector.close()
