@@ -98,3 +98,22 @@ def test_low_rate_short(kafka_broker) -> None:
         idle_pct, _idle_ratio, us_per_record, _rate_ratio = figures
         # a connected, subscribed client uses some CPU at rest; every record was read (the run checks it)
         assert 0 < idle_pct < 100 and us_per_record > 0, (client, figures, out)
+
+
+@pytest.mark.timeout(240)
+def test_latency_breakdown_short(kafka_broker) -> None:
+    out = run_benchmark("latency_breakdown.py", kafka_broker.bootstrap)
+    runs = out.split("kafkalite producer -> ")[1:]
+    assert [run.split()[0] for run in runs] == [f"{client}" for client in CLIENTS], out
+    for client, run in zip(CLIENTS, runs):
+        assert "2000 records" in run, out
+        steps = table_rows(run, "step (ms)", r"(\w+)", 5)
+        # kafkalite's consumer is stamped inside; librdkafka's is not (its steps are one)
+        inside = ["written_to_recv", "recv_to_added", "added_to_poll"] if client == "kafkalite" else []
+        for step in ["total", "to_drain", "drain_to_written", "written_to_poll", *inside]:
+            figures = steps.get((step,))
+            assert figures is not None, f"no row for {step} ({client}):\n{out}"
+            p50, p90, p99, _first_p50, _first_p99 = figures
+            assert 0 < p50 <= p90 <= p99, (client, step, figures, out)
+        # the first record of a batch waits linger.ms (5) before its batch is taken
+        assert steps[("to_drain",)][3] >= 5.0, out
