@@ -20,7 +20,6 @@ Example (what the broker does)::
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -128,32 +127,12 @@ class BrokerProcess:
     def stop(self, timeout: float) -> int | None:
         """SIGTERM (after a SIGCONT if paused: a frozen JVM cannot handle it); SIGKILL if
         it takes longer than ``timeout``. The exit code, or None if never launched."""
-        proc = self.popen
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                if self._paused:
-                    proc.send_signal(signal.SIGCONT)
-                proc.terminate()
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        processes.unregister(proc.pid)
+        code = processes.stop_spawned(self.popen, timeout, paused=self._paused)
         self._paused = False
-        return proc.returncode
+        return code
 
     def kill(self) -> int | None:
         """SIGKILL: an abrupt crash. The exit code, or None if never launched."""
-        proc = self.popen
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            proc.wait()
-        processes.unregister(proc.pid)
+        code = processes.kill_spawned(self.popen)
         self._paused = False
-        return proc.returncode
+        return code

@@ -241,6 +241,39 @@ def terminate(pid: int, start_time: int | None, timeout: float = 10.0) -> None:
     unregister(pid)
 
 
+def stop_spawned(proc: subprocess.Popen[bytes] | None, timeout: float, *, paused: bool = False) -> int | None:
+    """Stop a process :func:`spawn` started: SIGTERM (after a SIGCONT when ``paused``: a
+    frozen JVM cannot handle SIGTERM), SIGKILL if it is still running after ``timeout``
+    s; unregister it. Its exit code, or None for no process."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            if paused:
+                proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    unregister(proc.pid)
+    return proc.returncode
+
+
+def kill_spawned(proc: subprocess.Popen[bytes] | None) -> int | None:
+    """SIGKILL a process :func:`spawn` started (an abrupt crash) and unregister it. Its
+    exit code, or None for no process."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+    unregister(proc.pid)
+    return proc.returncode
+
+
 def reap_orphans() -> list[ProcessRecord]:
     """Kill tied processes whose owner is gone; drop records of dead processes.
 

@@ -23,11 +23,9 @@ instead (a Confluent Schema Registry, for instance).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tarfile
 import tempfile
@@ -458,19 +456,7 @@ class ApicurioRegistry:
             registry = ApicurioRegistry().start()
             registry.stop(timeout=20)
         """
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        processes.unregister(proc.pid)
-        return proc.returncode
+        return processes.stop_spawned(self.process, timeout)
 
     def kill(self) -> int | None:
         """Kill the process at once; its exit code, or None if it was not started.
@@ -480,15 +466,7 @@ class ApicurioRegistry:
             registry = ApicurioRegistry().start()
             registry.kill()
         """
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            proc.wait()
-        processes.unregister(proc.pid)
-        return proc.returncode
+        return processes.kill_spawned(self.process)
 
     def close(self, *, remove: bool | None = None) -> None:
         """Stop (the in-memory schemas are gone) and delete an owned run dir.

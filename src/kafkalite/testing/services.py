@@ -9,10 +9,8 @@ an owned run directory.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -129,30 +127,10 @@ class JavaService:
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM, then SIGKILL after ``timeout``."""
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        processes.unregister(proc.pid)
-        return proc.returncode
+        return processes.stop_spawned(self.process, timeout)
 
     def kill(self) -> int | None:
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            proc.wait()
-        processes.unregister(proc.pid)
-        return proc.returncode
+        return processes.kill_spawned(self.process)
 
     def close(self, *, remove: bool | None = None) -> None:
         """Kill it (a test KDC or identity provider keeps nothing worth a graceful stop)
