@@ -58,8 +58,9 @@ def source_lag(progress: Any, source: int = 0) -> Lag:
 
     ``progress`` is a ``StreamingQueryProgress`` or its dict (``query.lastProgress``);
     ``source`` the index of the kafkalite source in ``progress.sources``. Empty when
-    the progress has no ``latestOffset`` (PySpark 4.0 / 4.1 never ask a Python source
-    for it) or no micro-batch ended yet.
+    the progress has no ``latestOffset`` or no micro-batch ended yet. On PySpark 4.0 /
+    4.1 Spark knows no latest offset of a Python source beyond the batch it planned:
+    empty, or (4.1.4) zeros.
     """
     sources = _field(progress, "sources") or []
     if source >= len(sources):

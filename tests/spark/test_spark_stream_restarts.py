@@ -138,6 +138,9 @@ def test_processing_time_with_max_offsets_survives_restarts_exactly_once(
             run_for_batches(query, batches, sizes)
         query = start_query(spark, bootstrap, topic, sink, checkpoint)
         wait_for(lambda: len(batches_with_data(query)) >= 1, "a micro-batch after the second restart", query)
+        # enough records for more than five full micro-batches in all (the check below), however
+        # quickly the restarts went on a busy machine
+        wait_for(lambda: producer.acked_count() > 5 * LIMIT, "more than five micro-batches of records", query)
     finally:
         producer.stopping.set()
         producer.join(90)

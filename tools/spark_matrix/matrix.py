@@ -55,9 +55,14 @@ DATASOURCE_API = "4.0.0"
 #: What a release without the Python Data Source API runs (the DataFrame functions).
 EVERY_RELEASE_TESTS = ("tests/spark/test_spark_frames.py", "tests/spark/test_spark_incremental.py",
                        "tests/spark/test_spark_examples.py::test_spark35_incremental_example")
-#: What the tests need next to pyspark (kafkalite's own extras come with the install).
+#: kafkalite's extras that tests/spark needs: the Protobuf and JSON Schema column helpers,
+#: tracing and the GSSAPI sign-in (``dev`` is not used: it would pull in the project's
+#: own PySpark).
+KAFKALITE_EXTRAS = "testing,avro,protobuf,jsonschema,otel,gssapi,spark"
+#: What the tests need next to pyspark and those extras: the committed generated Protobuf
+#: test classes need protobuf >= 7.35.1 (as ``dev`` says), the tracing test the OTel SDK.
 TEST_REQUIREMENTS = ["pyarrow>=16", "numpy>=1.23", "pandas>=2.2,<3", "pytest>=8", "pytest-timeout>=2.2",
-                     "pytest-asyncio>=0.23", "hypothesis>=6.100"]
+                     "pytest-asyncio>=0.23", "hypothesis>=6.100", "protobuf>=7.35.1", "opentelemetry-sdk>=1.27,<2"]
 #: Tests that only make sense in the outer run (they start matrix venvs themselves).
 OUTER_ONLY = ("tests/spark/test_spark_versions.py", "tests/spark/test_spark_jvm_parity.py")
 
@@ -119,15 +124,15 @@ def ensure_venv(version: str, *, quiet: bool = True) -> Path:
             subprocess.run([str(python), "-m", "pip", "install", *q, "--upgrade", "pip", "setuptools", "wheel"],
                            check=True)
         stamp_file = target / "kafkalite-source.sha256"
-        stamp = _source_stamp(requirements)
+        stamp = _source_stamp([*requirements, f"kafkalite[{KAFKALITE_EXTRAS}]"])  # new extras: reinstall
         if not stamp_file.exists() or stamp_file.read_text() != stamp:
             subprocess.run([str(python), "-m", "pip", "install", *q, *requirements], check=True)
-            # A regular install with the testing and avro extras: pyspark_kafkalite lands
+            # A regular install with the extras the tests import: pyspark_kafkalite lands
             # in site-packages, where PySpark's own lookup finds it (this also checks the
             # packaging of the connector).
             subprocess.run([str(python), "-m", "pip", "install", *q, "--force-reinstall", "--no-deps",
                             "--no-build-isolation", str(ROOT)], check=True, cwd=str(target))
-            subprocess.run([str(python), "-m", "pip", "install", *q, f"{ROOT}[testing,avro,spark]"],
+            subprocess.run([str(python), "-m", "pip", "install", *q, f"{ROOT}[{KAFKALITE_EXTRAS}]"],
                            check=True, cwd=str(target))
             stamp_file.write_text(stamp)
     return python
