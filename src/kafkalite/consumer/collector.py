@@ -101,8 +101,6 @@ class RecordCollector:
     def collect(self, max_records: int) -> ConsumerRecords:
         """Take up to ``max_records`` records from the buffer."""
         out = ConsumerRecords()
-        buffer = self.buffer
-        subs = self.subs
         remaining = max_records
         wake_fetcher = False
         consumed_bytes = 0
@@ -124,13 +122,9 @@ class RecordCollector:
                 add_range(out, tp, start, len(out))
                 remaining -= n
                 last_timestamps[tp] = out[-1][1]
-            with subs.lock:
-                subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
+            wake_fetcher = self._advance(fetch) or wake_fetcher
             if fetch.exhausted:
                 consumed_bytes += fetch.bytes
-                buffer.pop(fetch)
-                wake_fetcher = wake_fetcher or self.fetcher.needs_wake_after_drain(tp)
-                self.metrics.record_lag(tp)
         if wake_fetcher:
             self.call_soon(self.fetcher.wake)
         if out or consumed_bytes:
@@ -139,6 +133,21 @@ class RecordCollector:
         if out and self.deserializer.active:
             out = self.deserializer.apply(out)
         return out
+
+    def _advance(self, fetch: CompletedFetch) -> bool:
+        """After taking from ``fetch``: move its partition's position past what was taken
+        and, once the fetch is drained, drop it from the buffer and record the lag. True
+        when the fetcher must be woken for the partition (see
+        :meth:`Fetcher.needs_wake_after_drain`, asked after the pop)."""
+        tp = fetch.tp
+        with self.subs.lock:
+            self.subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
+        if not fetch.exhausted:
+            return False
+        self.buffer.pop(fetch)
+        wake = self.fetcher.needs_wake_after_drain(tp)
+        self.metrics.record_lag(tp)
+        return wake
 
     def collect_batches(self, max_bytes: int) -> list[tuple[TopicPartition, list[Batch]]]:
         """The columnar path: take whole fetched batches, undecoded.
@@ -151,8 +160,6 @@ class RecordCollector:
         :meth:`CompletedFetch.take_batches`).
         """
         out: list[tuple[TopicPartition, list[Batch]]] = []
-        buffer = self.buffer
-        subs = self.subs
         taken_bytes = 0
         wake_fetcher = False
         last_timestamps: dict[TopicPartition, int] = {}
@@ -172,13 +179,9 @@ class RecordCollector:
             if batches:
                 out.append((tp, batches))
                 last_timestamps[tp] = batches[-1].max_timestamp
-            with subs.lock:
-                subs.advance(tp, fetch.token, fetch.next_offset, fetch.last_epoch)
+            wake_fetcher = self._advance(fetch) or wake_fetcher
             if fetch.exhausted:
                 taken_bytes += fetch.bytes
-                buffer.pop(fetch)
-                wake_fetcher = wake_fetcher or self.fetcher.needs_wake_after_drain(tp)
-                self.metrics.record_lag(tp)
             elif batches:
                 break  # a corrupt batch follows: raised by the next call
         if wake_fetcher:
