@@ -305,7 +305,7 @@ def gen_encode_struct(em: Emitter, owner: str, st_name: str, fields: list[Field]
         if f.is_array and dflt == "[]":
             lines.append(f"    if o.{f.attr}:")
         elif f.struct is not None and dflt != "None":
-            lines.append(f"    if o.{f.attr} is not None and o.{f.attr} != {f.struct.cls}():")
+            lines.append(f"    if o.{f.attr} is not None and not {is_default_expr(f, f'o.{f.attr}')}:")
         else:
             lines.append(f"    if o.{f.attr} != {dflt}:")
         lines.append(f"        raise _unsupported({st_name!r}, {f.attr!r})")
@@ -355,8 +355,25 @@ def tagged_present_expr(f: Field) -> str:
     if f.is_array:
         return f"o.{f.attr}" if d == "[]" else f"o.{f.attr} is not None"
     if f.struct is not None:
-        return f"o.{f.attr} is not None" if d == "None" else f"o.{f.attr} != {f.struct.cls}()"
+        return f"o.{f.attr} is not None" if d == "None" else f"not {is_default_expr(f, f'o.{f.attr}')}"
     return f"o.{f.attr} != {d}"
+
+
+def is_default_expr(f: Field, var: str) -> str:
+    """An expression true when ``var`` (a value of ``f``) equals ``f``'s default, field by
+    field as :class:`Struct`'s ``__eq__`` compares (unknown tagged fields aside), without
+    building a default struct to compare with: the encoders ask it of every struct-valued
+    tagged field on every request (FetchRequest's ReplicaState, twice per fetch)."""
+    d = default_literal(f)
+    if d == "None":
+        return f"{var} is None"
+    if f.is_array:
+        return f"{var} == []"
+    if f.struct is not None:
+        parts = [f"{var} is not None"]
+        parts += [is_default_expr(sub, f"{var}.{sub.attr}") for sub in f.struct.fields]
+        return "(" + " and ".join(parts) + ")"
+    return f"{var} == {d}"
 
 
 def encode_value_lines(em: Emitter, owner: str, f: Field, expr: str, version: int, flexible: bool,

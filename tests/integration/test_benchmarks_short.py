@@ -115,5 +115,6 @@ def test_latency_breakdown_short(kafka_broker) -> None:
             assert figures is not None, f"no row for {step} ({client}):\n{out}"
             p50, p90, p99, _first_p50, _first_p99 = figures
             assert 0 < p50 <= p90 <= p99, (client, step, figures, out)
-        # the first record of a batch waits linger.ms (5) before its batch is taken
-        assert steps[("to_drain",)][3] >= 5.0, out
+        # the first record of a batch waits linger.ms (5) counted in whole milliseconds
+        # as Java counts it (RecordAccumulator.linger_due): more than 4 ms, never less
+        assert steps[("to_drain",)][3] > 4.0, out

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -176,7 +177,7 @@ class RecordAccumulator:
                  delivery_timeout_ms: int, pool: BufferPool, signal: DoneSignal,
                  wakeup: Callable[[], None]) -> None:
         self.batch_size = batch_size
-        self.linger_s = linger_ms / 1000.0
+        self.linger_ms = linger_ms
         self.compression = compression
         self.compression_level = compression_level
         self.delivery_timeout_s = delivery_timeout_ms / 1000.0
@@ -356,6 +357,7 @@ class RecordAccumulator:
         now = time.monotonic()
         batch = ProducerBatch(pq.topic, pq.partition, builder, now, self.signal, pq.lock, reserve,
                               now + self.delivery_timeout_s)
+        batch.linger_due = self.linger_due(now)
         builder.append(timestamp, key, value, headers)
         pq.batches.append(batch)
         self.incomplete.add(batch)
@@ -413,6 +415,16 @@ class RecordAccumulator:
 
     # -------------------------------------------------------------- sender side
 
+    def linger_due(self, created: float) -> float:
+        """When a batch opened at ``created`` (monotonic seconds) has lingered enough.
+
+        Counted as Java's accumulator counts it: in whole milliseconds of the clock
+        (``RecordAccumulator``: ``nowMs - batch.createdMs >= lingerMs``, both
+        ``time.milliseconds()``), so a batch opened late in a millisecond leaves up to
+        1 ms before ``linger.ms`` of real time has passed (0.5 ms on average), never
+        later. librdkafka counts microseconds, and its batches wait the whole linger."""
+        return (math.floor(created * 1000.0) + self.linger_ms) / 1000.0
+
     def ready(self, leader_for: Callable[[str, int], int | None], now: float,
               adaptive: bool = False, unavailable_nodes: set[int] | None = None,
               ) -> tuple[dict[int, list[PartitionQueue]], float, set[str]]:
@@ -420,7 +432,6 @@ class RecordAccumulator:
         ready: dict[int, list[PartitionQueue]] = {}
         next_check = 3600.0
         unknown: set[str] = set()
-        linger = self.linger_s
         urgent = self.flushes_in_progress > 0 or self.closed or self.pool.waiters > 0
         for state in list(self.topics.values()):
             sizes: list[int] | None = [] if adaptive else None
@@ -447,12 +458,11 @@ class RecordAccumulator:
                 if first.retry_at > now:
                     next_check = min(next_check, first.retry_at - now)
                     continue
-                waited = now - first.created
-                if urgent or first.in_retry or len(dq) > 1 or first.closed or waited >= linger \
+                if urgent or first.in_retry or len(dq) > 1 or first.closed or now >= first.linger_due \
                         or first.builder.is_full():
                     ready.setdefault(leader, []).append(pq)
                 else:
-                    next_check = min(next_check, linger - waited)
+                    next_check = min(next_check, first.linger_due - now)
             if sizes is not None:
                 state.sticky.update_load_stats(sizes, ids, state.num_partitions)
         return ready, max(0.0, next_check), unknown
@@ -470,7 +480,7 @@ class RecordAccumulator:
         if first.retry_at > now:
             return False
         return (self.flushes_in_progress > 0 or self.closed or self.pool.waiters > 0 or first.in_retry
-                or len(dq) > 1 or first.closed or now - first.created >= self.linger_s or first.builder.is_full())
+                or len(dq) > 1 or first.closed or now >= first.linger_due or first.builder.is_full())
 
     def drain(self, node: int, queues: list[PartitionQueue], max_size: int, now: float,
               allowed: Callable[[PartitionQueue, ProducerBatch], bool] | None = None) -> list[ProducerBatch]:

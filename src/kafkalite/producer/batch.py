@@ -132,7 +132,7 @@ class ProducerBatch(BatchBase):
     # builder, callbacks, closed and done are BatchBase's (the append path's fields).
     __slots__ = (
         "_waiters", "attempts", "base_offset", "base_sequence", "children",
-        "created", "delivery_deadline", "error", "in_retry", "last_error", "lock",
+        "created", "delivery_deadline", "error", "in_retry", "last_error", "linger_due", "lock",
         "log_append_time", "parent", "partition", "producer_epoch", "producer_id", "reserved",
         "retry_at", "sent_once", "sequence_reset", "signal", "topic", "transactional", "wire",
         "wire_state",
@@ -144,6 +144,7 @@ class ProducerBatch(BatchBase):
         self.partition = partition
         self.builder: RecordBatchBuilder = builder
         self.created = now
+        self.linger_due = now  # the accumulator sets it for a new batch (RecordAccumulator.linger_due)
         self.signal = signal
         self.lock = lock
         self.reserved = reserved

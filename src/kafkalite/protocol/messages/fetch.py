@@ -448,7 +448,7 @@ def _enc_FetchRequestFetchTopic_v4(o: Any, out: bytearray) -> None:
             _enc_FetchRequestFetchPartition_v4(item, out)
 
 def _enc_FetchRequest_v4(o: Any, out: bytearray) -> None:
-    if o.replica_state is not None and o.replica_state != FetchRequestReplicaState():
+    if o.replica_state is not None and not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         raise _unsupported('FetchRequest', 'replica_state')
     if o.forgotten_topics_data:
         raise _unsupported('FetchRequest', 'forgotten_topics_data')
@@ -529,7 +529,7 @@ def _enc_FetchRequestFetchTopic_v5(o: Any, out: bytearray) -> None:
             _enc_FetchRequestFetchPartition_v5(item, out)
 
 def _enc_FetchRequest_v5(o: Any, out: bytearray) -> None:
-    if o.replica_state is not None and o.replica_state != FetchRequestReplicaState():
+    if o.replica_state is not None and not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         raise _unsupported('FetchRequest', 'replica_state')
     if o.forgotten_topics_data:
         raise _unsupported('FetchRequest', 'forgotten_topics_data')
@@ -604,7 +604,7 @@ def _enc_FetchRequestForgottenTopic_v7(o: Any, out: bytearray) -> None:
             out += _F_i.pack(item)
 
 def _enc_FetchRequest_v7(o: Any, out: bytearray) -> None:
-    if o.replica_state is not None and o.replica_state != FetchRequestReplicaState():
+    if o.replica_state is not None and not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         raise _unsupported('FetchRequest', 'replica_state')
     out += _F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
@@ -679,7 +679,7 @@ def _enc_FetchRequestFetchTopic_v9(o: Any, out: bytearray) -> None:
             _enc_FetchRequestFetchPartition_v9(item, out)
 
 def _enc_FetchRequest_v9(o: Any, out: bytearray) -> None:
-    if o.replica_state is not None and o.replica_state != FetchRequestReplicaState():
+    if o.replica_state is not None and not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         raise _unsupported('FetchRequest', 'replica_state')
     out += _F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
@@ -755,7 +755,7 @@ def _dec_FetchRequest_v9(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
     return o, pos
 
 def _enc_FetchRequest_v11(o: Any, out: bytearray) -> None:
-    if o.replica_state is not None and o.replica_state != FetchRequestReplicaState():
+    if o.replica_state is not None and not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         raise _unsupported('FetchRequest', 'replica_state')
     out += _F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
@@ -831,7 +831,7 @@ def _enc_FetchRequestForgottenTopic_v12(o: Any, out: bytearray) -> None:
     out.append(0)
 
 def _enc_FetchRequest_v12(o: Any, out: bytearray) -> None:
-    if o.replica_state is not None and o.replica_state != FetchRequestReplicaState():
+    if o.replica_state is not None and not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         raise _unsupported('FetchRequest', 'replica_state')
     out += _F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
@@ -964,7 +964,7 @@ def _enc_FetchRequestForgottenTopic_v13(o: Any, out: bytearray) -> None:
     out.append(0)
 
 def _enc_FetchRequest_v13(o: Any, out: bytearray) -> None:
-    if o.replica_state is not None and o.replica_state != FetchRequestReplicaState():
+    if o.replica_state is not None and not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         raise _unsupported('FetchRequest', 'replica_state')
     out += _F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     v = o.topics
@@ -1091,7 +1091,7 @@ def _enc_FetchRequest_v15(o: Any, out: bytearray) -> None:
     n = 0
     if o.cluster_id != None:
         n += 1
-    if o.replica_state != FetchRequestReplicaState():
+    if not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         n += 1
     write_uvarint(out, n)
     if o.cluster_id != None:
@@ -1100,7 +1100,7 @@ def _enc_FetchRequest_v15(o: Any, out: bytearray) -> None:
         write_compact_string(t, o.cluster_id)
         write_uvarint(out, len(t))
         out += t
-    if o.replica_state != FetchRequestReplicaState():
+    if not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         write_uvarint(out, 1)
         t = bytearray()
         _enc_FetchRequestReplicaState_v15(o.replica_state, t)
@@ -1207,7 +1207,7 @@ def _enc_FetchRequest_v17(o: Any, out: bytearray) -> None:
     n = 0
     if o.cluster_id != None:
         n += 1
-    if o.replica_state != FetchRequestReplicaState():
+    if not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         n += 1
     write_uvarint(out, n)
     if o.cluster_id != None:
@@ -1216,7 +1216,7 @@ def _enc_FetchRequest_v17(o: Any, out: bytearray) -> None:
         write_compact_string(t, o.cluster_id)
         write_uvarint(out, len(t))
         out += t
-    if o.replica_state != FetchRequestReplicaState():
+    if not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         write_uvarint(out, 1)
         t = bytearray()
         _enc_FetchRequestReplicaState_v15(o.replica_state, t)
@@ -1364,7 +1364,7 @@ def _enc_FetchRequest_v18(o: Any, out: bytearray) -> None:
     n = 0
     if o.cluster_id != None:
         n += 1
-    if o.replica_state != FetchRequestReplicaState():
+    if not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         n += 1
     write_uvarint(out, n)
     if o.cluster_id != None:
@@ -1373,7 +1373,7 @@ def _enc_FetchRequest_v18(o: Any, out: bytearray) -> None:
         write_compact_string(t, o.cluster_id)
         write_uvarint(out, len(t))
         out += t
-    if o.replica_state != FetchRequestReplicaState():
+    if not (o.replica_state is not None and o.replica_state.replica_id == -1 and o.replica_state.replica_epoch == -1):
         write_uvarint(out, 1)
         t = bytearray()
         _enc_FetchRequestReplicaState_v15(o.replica_state, t)
@@ -1474,11 +1474,11 @@ def _enc_FetchResponseAbortedTransaction_v4(o: Any, out: bytearray) -> None:
     out += _F_qq.pack(o.producer_id, o.first_offset)
 
 def _enc_FetchResponsePartitionData_v4(o: Any, out: bytearray) -> None:
-    if o.diverging_epoch is not None and o.diverging_epoch != FetchResponseEpochEndOffset():
+    if o.diverging_epoch is not None and not (o.diverging_epoch is not None and o.diverging_epoch.epoch == -1 and o.diverging_epoch.end_offset == -1):
         raise _unsupported('FetchResponsePartitionData', 'diverging_epoch')
-    if o.current_leader is not None and o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if o.current_leader is not None and not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         raise _unsupported('FetchResponsePartitionData', 'current_leader')
-    if o.snapshot_id is not None and o.snapshot_id != FetchResponseSnapshotId():
+    if o.snapshot_id is not None and not (o.snapshot_id is not None and o.snapshot_id.end_offset == -1 and o.snapshot_id.epoch == -1):
         raise _unsupported('FetchResponsePartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise _unsupported('FetchResponsePartitionData', 'preferred_read_replica')
@@ -1584,11 +1584,11 @@ def _dec_FetchResponse_v4(buf: memoryview, pos: int) -> tuple[FetchResponse, int
     return o, pos
 
 def _enc_FetchResponsePartitionData_v5(o: Any, out: bytearray) -> None:
-    if o.diverging_epoch is not None and o.diverging_epoch != FetchResponseEpochEndOffset():
+    if o.diverging_epoch is not None and not (o.diverging_epoch is not None and o.diverging_epoch.epoch == -1 and o.diverging_epoch.end_offset == -1):
         raise _unsupported('FetchResponsePartitionData', 'diverging_epoch')
-    if o.current_leader is not None and o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if o.current_leader is not None and not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         raise _unsupported('FetchResponsePartitionData', 'current_leader')
-    if o.snapshot_id is not None and o.snapshot_id != FetchResponseSnapshotId():
+    if o.snapshot_id is not None and not (o.snapshot_id is not None and o.snapshot_id.end_offset == -1 and o.snapshot_id.epoch == -1):
         raise _unsupported('FetchResponsePartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise _unsupported('FetchResponsePartitionData', 'preferred_read_replica')
@@ -1716,11 +1716,11 @@ def _dec_FetchResponse_v7(buf: memoryview, pos: int) -> tuple[FetchResponse, int
     return o, pos
 
 def _enc_FetchResponsePartitionData_v11(o: Any, out: bytearray) -> None:
-    if o.diverging_epoch is not None and o.diverging_epoch != FetchResponseEpochEndOffset():
+    if o.diverging_epoch is not None and not (o.diverging_epoch is not None and o.diverging_epoch.epoch == -1 and o.diverging_epoch.end_offset == -1):
         raise _unsupported('FetchResponsePartitionData', 'diverging_epoch')
-    if o.current_leader is not None and o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if o.current_leader is not None and not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         raise _unsupported('FetchResponsePartitionData', 'current_leader')
-    if o.snapshot_id is not None and o.snapshot_id != FetchResponseSnapshotId():
+    if o.snapshot_id is not None and not (o.snapshot_id is not None and o.snapshot_id.end_offset == -1 and o.snapshot_id.epoch == -1):
         raise _unsupported('FetchResponsePartitionData', 'snapshot_id')
     out += _F_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     v = o.aborted_transactions
@@ -1841,26 +1841,26 @@ def _enc_FetchResponsePartitionData_v12(o: Any, out: bytearray) -> None:
     out += _F_i.pack(o.preferred_read_replica)
     write_compact_bytes(out, o.records)
     n = 0
-    if o.diverging_epoch != FetchResponseEpochEndOffset():
+    if not (o.diverging_epoch is not None and o.diverging_epoch.epoch == -1 and o.diverging_epoch.end_offset == -1):
         n += 1
-    if o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         n += 1
-    if o.snapshot_id != FetchResponseSnapshotId():
+    if not (o.snapshot_id is not None and o.snapshot_id.end_offset == -1 and o.snapshot_id.epoch == -1):
         n += 1
     write_uvarint(out, n)
-    if o.diverging_epoch != FetchResponseEpochEndOffset():
+    if not (o.diverging_epoch is not None and o.diverging_epoch.epoch == -1 and o.diverging_epoch.end_offset == -1):
         write_uvarint(out, 0)
         t = bytearray()
         _enc_FetchResponseEpochEndOffset_v12(o.diverging_epoch, t)
         write_uvarint(out, len(t))
         out += t
-    if o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         write_uvarint(out, 1)
         t = bytearray()
         _enc_FetchResponseLeaderIdAndEpoch_v12(o.current_leader, t)
         write_uvarint(out, len(t))
         out += t
-    if o.snapshot_id != FetchResponseSnapshotId():
+    if not (o.snapshot_id is not None and o.snapshot_id.end_offset == -1 and o.snapshot_id.epoch == -1):
         write_uvarint(out, 2)
         t = bytearray()
         _enc_FetchResponseSnapshotId_v12(o.snapshot_id, t)

@@ -538,10 +538,10 @@ def _enc_FetchSnapshotResponsePartitionSnapshot_v0(o: Any, out: bytearray) -> No
     out += _F_qq.pack(o.size, o.position)
     write_compact_bytes(out, o.unaligned_records)
     n = 0
-    if o.current_leader != FetchSnapshotResponseLeaderIdAndEpoch():
+    if not (o.current_leader is not None and o.current_leader.leader_id == 0 and o.current_leader.leader_epoch == 0):
         n += 1
     write_uvarint(out, n)
-    if o.current_leader != FetchSnapshotResponseLeaderIdAndEpoch():
+    if not (o.current_leader is not None and o.current_leader.leader_id == 0 and o.current_leader.leader_epoch == 0):
         write_uvarint(out, 0)
         t = bytearray()
         _enc_FetchSnapshotResponseLeaderIdAndEpoch_v0(o.current_leader, t)

@@ -480,7 +480,7 @@ def _dec_ProduceRequest_v13(buf: memoryview, pos: int) -> tuple[ProduceRequest, 
     return o, pos
 
 def _enc_ProduceResponsePartitionProduceResponse_v3(o: Any, out: bytearray) -> None:
-    if o.current_leader is not None and o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader is not None and not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         raise _unsupported('ProduceResponsePartitionProduceResponse', 'current_leader')
     out += _F_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
@@ -553,7 +553,7 @@ def _dec_ProduceResponse_v3(buf: memoryview, pos: int) -> tuple[ProduceResponse,
     return o, pos
 
 def _enc_ProduceResponsePartitionProduceResponse_v5(o: Any, out: bytearray) -> None:
-    if o.current_leader is not None and o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader is not None and not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         raise _unsupported('ProduceResponsePartitionProduceResponse', 'current_leader')
     out += _F_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
@@ -629,7 +629,7 @@ def _enc_ProduceResponseBatchIndexAndErrorMessage_v8(o: Any, out: bytearray) -> 
     write_string(out, o.batch_index_error_message)
 
 def _enc_ProduceResponsePartitionProduceResponse_v8(o: Any, out: bytearray) -> None:
-    if o.current_leader is not None and o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader is not None and not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         raise _unsupported('ProduceResponsePartitionProduceResponse', 'current_leader')
     out += _F_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     v = o.record_errors
@@ -731,7 +731,7 @@ def _enc_ProduceResponseBatchIndexAndErrorMessage_v9(o: Any, out: bytearray) -> 
     out.append(0)
 
 def _enc_ProduceResponsePartitionProduceResponse_v9(o: Any, out: bytearray) -> None:
-    if o.current_leader is not None and o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader is not None and not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         raise _unsupported('ProduceResponsePartitionProduceResponse', 'current_leader')
     out += _F_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     v = o.record_errors
@@ -845,10 +845,10 @@ def _enc_ProduceResponsePartitionProduceResponse_v10(o: Any, out: bytearray) -> 
             _enc_ProduceResponseBatchIndexAndErrorMessage_v9(item, out)
     write_compact_string(out, o.error_message)
     n = 0
-    if o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         n += 1
     write_uvarint(out, n)
-    if o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1):
         write_uvarint(out, 0)
         t = bytearray()
         _enc_ProduceResponseLeaderIdAndEpoch_v10(o.current_leader, t)

@@ -255,10 +255,10 @@ def _enc_UpdateRaftVoterResponseCurrentLeader_v0(o: Any, out: bytearray) -> None
 def _enc_UpdateRaftVoterResponse_v0(o: Any, out: bytearray) -> None:
     out += _F_ih.pack(o.throttle_time_ms, o.error_code)
     n = 0
-    if o.current_leader != UpdateRaftVoterResponseCurrentLeader():
+    if not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1 and o.current_leader.host == '' and o.current_leader.port == 0):
         n += 1
     write_uvarint(out, n)
-    if o.current_leader != UpdateRaftVoterResponseCurrentLeader():
+    if not (o.current_leader is not None and o.current_leader.leader_id == -1 and o.current_leader.leader_epoch == -1 and o.current_leader.host == '' and o.current_leader.port == 0):
         write_uvarint(out, 0)
         t = bytearray()
         _enc_UpdateRaftVoterResponseCurrentLeader_v0(o.current_leader, t)
