@@ -60,6 +60,7 @@ from kafkalite.errors import (
 )
 from kafkalite.metrics import Metrics, Sensor
 from kafkalite.net.connection import ConnectionState, PendingRequest
+from kafkalite.net.deadlines import RequestDeadlines
 from kafkalite.net.features import BrokerFeature, feature_of, require, unsupported
 from kafkalite.net.lifecycle import ConnectionLifecycle, Stage
 from kafkalite.net.sasl import SaslMechanism, mechanism_for
@@ -204,7 +205,9 @@ class BrokerConnection:
         self._protocol: _KafkaProtocol | None = None
         self._close_reason: BaseException | None = None
         self._on_close = on_close
-        self._timeouts: dict[int, asyncio.TimerHandle] = {}
+        # One timer for every request in flight (net/deadlines.py, issue 27).
+        self._deadlines: RequestDeadlines[tuple[PendingRequest[_ResponseFuture], float]] = RequestDeadlines()
+        self._deadline_timer: asyncio.TimerHandle | None = None
         self.connected_at = 0.0
         self.last_used = time.monotonic()
         self.stats = stats if stats is not None else ConnectionStats()
@@ -575,8 +578,24 @@ class BrokerConnection:
             future.set_result(None)
             return
         timeout = (timeout_ms if timeout_ms is not None else self.cfg["request.timeout.ms"]) / 1000.0
-        loop = asyncio.get_running_loop()
-        self._timeouts[pending.correlation_id] = loop.call_later(timeout, self._on_timeout, pending, timeout)
+        arm_at = self._deadlines.add(pending.correlation_id, (pending, timeout), self.last_used + timeout)
+        if arm_at is not None:
+            self._arm_deadline_timer(arm_at)
+
+    def _arm_deadline_timer(self, at: float) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+        self._deadline_timer = asyncio.get_running_loop().call_later(
+            max(0.0, at - time.monotonic()), self._on_deadline_timer)
+
+    def _on_deadline_timer(self) -> None:
+        self._deadline_timer = None
+        expired, next_at = self._deadlines.fired(time.monotonic())
+        if expired:
+            pending, timeout = expired[0]  # the oldest: the connection closes for all of them
+            self._on_timeout(pending, timeout)
+        elif next_at is not None:
+            self._arm_deadline_timer(next_at)
 
     async def request(self, request: Request[ResponseT], *, api_version: int | None = None,
                       timeout_ms: float | None = None) -> ResponseT:
@@ -599,9 +618,7 @@ class BrokerConnection:
             self.close(exc)
             return
         for pending, result in completed:
-            handle = self._timeouts.pop(pending.correlation_id, None)
-            if handle is not None:
-                handle.cancel()
+            self._deadlines.answered(pending.correlation_id)
             future = pending.context
             if future is None or future.done():  # _write attaches a future to every request
                 continue
@@ -630,7 +647,6 @@ class BrokerConnection:
         self.close(reason)
 
     def _on_timeout(self, pending: PendingRequest[_ResponseFuture], timeout: float) -> None:
-        self._timeouts.pop(pending.correlation_id, None)
         from kafkalite.protocol.messages import API_NAMES
 
         err = KafkaTimeoutError(
@@ -661,9 +677,10 @@ class BrokerConnection:
         return KafkaConnectionError(text)
 
     def _fail_pending(self, reason: BaseException | None, held: list[_HeldRequest]) -> None:
-        for handle in self._timeouts.values():
-            handle.cancel()
-        self._timeouts.clear()
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+        self._deadlines.clear()
         # The reason itself when it is specific (a malformed frame, the client closing),
         # so callers see what went wrong rather than just "closed".
         err = reason if isinstance(reason, KafkaError) else self._closed_error()
