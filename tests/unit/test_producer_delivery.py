@@ -141,6 +141,45 @@ def test_sender_wakeup_from_threads_is_one_call_while_pending() -> None:
     asyncio.run(main())
 
 
+def test_sender_wakeup_keeps_one_timer_while_its_due_time_stays() -> None:
+    # issue 27: a pass woken early (a response, a send()) mostly sleeps until the same
+    # linger deadline again; the timer armed for it is kept, not cancelled and armed anew.
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        wakeup = SenderWakeup()
+        wakeup.bind(loop)
+        armed: list[float] = []
+        original = loop.call_at
+
+        def counting(when, callback, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if callback == wakeup._on_timer:  # not wait_for()'s own timers
+                armed.append(when)
+            return original(when, callback, *args, **kwargs)
+
+        loop.call_at = counting  # type: ignore[method-assign]
+        due = time.monotonic() + 0.05
+        sleeping = asyncio.ensure_future(wakeup.sleep_until(due))
+        await asyncio.sleep(0)
+        wakeup.wake()  # woken early
+        await asyncio.wait_for(sleeping, 5)
+        assert len(armed) == 1
+        await wakeup.sleep_until(due)  # the same due time: the same timer ends it
+        assert len(armed) == 1 and time.monotonic() >= due
+        await wakeup.sleep(0.001)  # a new due time: armed anew
+        assert len(armed) == 2
+        sleeping = asyncio.ensure_future(wakeup.sleep(30))
+        await asyncio.sleep(0)
+        wakeup.wake()
+        await asyncio.wait_for(sleeping, 5)
+        wakeup.close()  # the sender stopped: no timer left on the loop
+        assert wakeup._timer is None
+        handles = [h for h in loop._scheduled  # type: ignore[attr-defined]
+                   if not h.cancelled() and h._callback == wakeup._on_timer]
+        assert handles == []
+
+    asyncio.run(main())
+
+
 class _Cluster:
     def partition_count(self, topic: str) -> int:
         return 3

@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kafkalite.clients_common.metrics import GroupConsumerMetrics, MetricGroups
-from kafkalite.metrics import Metrics
+from kafkalite.metrics import Metrics, Sensor
 from kafkalite.types import TopicPartition
 
 if TYPE_CHECKING:
@@ -75,7 +75,8 @@ class ConsumerMetrics(GroupConsumerMetrics):
         registry.gauge("records-time-lag-max", FETCH, self._time_lag_max,
                        "Largest lag in time (ms) of any assigned partition: now minus the timestamp of the "
                        "last record returned, while records are waiting", tags)
-        self._nodes: set[int] = set()
+        # Per broker: its fetch sensor and its fetch-bytes sensor, made at its first fetch.
+        self._node_sensors: dict[int, tuple[Sensor, Sensor]] = {}
         s = registry.sensor("commit-latency")
         s.add_avg("commit-latency-avg", COORDINATOR, "Average time of a commit request (ms)", tags)
         s.add_max("commit-latency-max", COORDINATOR, "Longest commit request (ms)", tags)
@@ -106,9 +107,9 @@ class ConsumerMetrics(GroupConsumerMetrics):
         now = time.monotonic()
         self.fetch_latency.record(latency_ms, now)
         self.fetch_size.record(size, now)
-        per_node = self.registry.sensor(f"node-{node}.fetch")
-        if node not in self._nodes:
-            self._nodes.add(node)
+        sensors = self._node_sensors.get(node)
+        if sensors is None:
+            per_node = self.registry.sensor(f"node-{node}.fetch")
             tags = dict(self._tags or {})
             tags["node-id"] = f"node-{node}"
             per_node.add_count("fetch-total", NODE, "Fetch requests sent to this broker", tags)
@@ -117,8 +118,9 @@ class ConsumerMetrics(GroupConsumerMetrics):
             per_node.add_max("fetch-latency-max", NODE, "Longest fetch from this broker (ms)", tags)
             bytes_sensor = self.registry.sensor(f"node-{node}.fetch-bytes")
             bytes_sensor.add_total("bytes-fetched-total", NODE, "Bytes of records fetched from this broker", tags)
-        per_node.record(latency_ms, now)
-        self.registry.sensor(f"node-{node}.fetch-bytes").record(size, now)
+            sensors = self._node_sensors[node] = (per_node, bytes_sensor)
+        sensors[0].record(latency_ms, now)
+        sensors[1].record(size, now)
 
     def fetches_by_node(self) -> dict[int, int]:
         """Fetch requests per broker id so far (from ``consumer-node-metrics``)."""

@@ -192,6 +192,7 @@ class Sender:
         tasks += extra or ()
         # One cancel() may not stop a task on Python < 3.12 (gh-86296): see cancel_and_wait.
         await cancel_and_wait(tasks, max(0.05, deadline - loop.time()))
+        self.wake_signal.close()
 
     async def _run(self) -> None:
         try:
@@ -218,8 +219,9 @@ class Sender:
         wake_signal = self.wake_signal
         while not self._stopping:
             wake_signal.begin_pass()
+            now = time.monotonic()
             try:
-                delay = self.run_once(time.monotonic())
+                delay = self.run_once(now)
             except Exception:
                 log.exception("producer sender pass failed")
                 delay = 0.1
@@ -228,7 +230,9 @@ class Sender:
             if wake_signal.pending or delay <= 0.0:
                 await asyncio.sleep(0)  # let responses in, then look again at once
                 continue
-            await wake_signal.sleep(delay)
+            # Due times on the pass's clock: a pass that finds the same next deadline
+            # (a batch's linger) keeps the timer already armed for it.
+            await wake_signal.sleep_until(now + delay)
 
     # -------------------------------------------------------------- one pass
 

@@ -16,11 +16,13 @@ Example (on the engine loop)::
     ...                                   # one pass of the sender
     if not wakeup.pending:
         await wakeup.sleep(0.5)           # returns early once someone calls wake()
+        # or: await wakeup.sleep_until(time.monotonic() + 0.5)
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 __all__ = ["SenderWakeup"]
 
@@ -28,7 +30,7 @@ __all__ = ["SenderWakeup"]
 class SenderWakeup:
     """The sender's wake-up signal (see the module doc)."""
 
-    __slots__ = ("_requested", "_waiter", "loop", "pending")
+    __slots__ = ("_requested", "_timer", "_timer_at", "_waiter", "loop", "pending")
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -36,6 +38,8 @@ class SenderWakeup:
         self.pending = False
         self._requested = False  # a call_soon_threadsafe(wake) is on its way
         self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None  # wakes the sleeping sender at _timer_at
+        self._timer_at = 0.0
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The engine loop the sender runs on (before :meth:`wake_threadsafe` reaches it)."""
@@ -66,17 +70,36 @@ class SenderWakeup:
 
     async def sleep(self, delay_s: float) -> None:
         """Sleep until :meth:`wake` or ``delay_s`` seconds passed (engine loop)."""
+        await self.sleep_until(time.monotonic() + delay_s)
+
+    async def sleep_until(self, at: float) -> None:
+        """Sleep until :meth:`wake` or ``time.monotonic()`` reaches ``at`` (engine loop)."""
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
         self._waiter = waiter
-        handle = loop.call_later(delay_s, _set_none, waiter)
+        # One timer, kept from pass to pass while the sender's next due time stays the
+        # same (a pass woken by a response or a send() mostly computes the linger
+        # deadline it computed before): a timer armed and cancelled per pass filled the
+        # loop's timer heap with cancelled handles (issue 27).
+        timer = self._timer
+        if timer is None or abs(at - self._timer_at) > 1e-6:
+            if timer is not None:
+                timer.cancel()
+            self._timer = loop.call_later(max(0.0, at - time.monotonic()), self._on_timer)
+            self._timer_at = at
         try:
             await waiter
         finally:
-            handle.cancel()
             self._waiter = None
 
+    def _on_timer(self) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
-def _set_none(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
+    def close(self) -> None:
+        """The sender stopped: its timer goes (engine loop)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
