@@ -101,6 +101,22 @@ def test_low_rate_short(kafka_broker) -> None:
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.parametrize("mode", ["cpu", "instructions"])
+def test_fetch_cycle_short(kafka_broker, mode: str) -> None:
+    out = run_benchmark("fetch_cycle.py", kafka_broker.bootstrap, *(["--instructions"] if mode == "instructions" else []))
+    rows = table_rows(out, "kafkalite / it", r"(\S+)", 2)
+    for client in CLIENTS:
+        figures = rows.get((client,))
+        assert figures is not None, f"no row for {client}:\n{out}"
+        per_cycle, _ratio = figures
+        # an idle fetch cycle (empty answer, next request) costs something, and not a whole
+        # second of CPU or a billion instructions
+        assert 0 < per_cycle < (1e9 if mode == "instructions" else 1e6), (client, figures, out)
+    if mode == "instructions":
+        assert out.count("first-level cache misses") == len(CLIENTS), out
+
+
+@pytest.mark.timeout(240)
 def test_latency_breakdown_short(kafka_broker) -> None:
     out = run_benchmark("latency_breakdown.py", kafka_broker.bootstrap)
     runs = out.split("kafkalite producer -> ")[1:]
