@@ -14,7 +14,12 @@ stamps (one clock for every process of the machine) at each step:
 * ``written_to_poll``: the sum of the three consumer-side steps.
 
 Rows for every record and for the first record of each batch (the one that waits the
-whole ``linger.ms``: the p99 of ``latency.py`` is mostly such records).
+whole ``linger.ms``: the p99 of ``latency.py`` is mostly such records). Under each
+table, what the records at or above the p99 of ``total`` are made of: each step's
+median for them less its median for all records; for kafkalite's consumer, how many of
+them came in a Fetch the consumer started only after their Produce request was written
+(no Fetch was waiting for them at the broker); and the consumer process's garbage
+collections (``gc.callbacks``) that took a millisecond or more, which stop its threads.
 ``--clients`` names the consumers to run, each in turn (the producer is kafkalite's):
 confluent-kafka's has no stamps inside it (``written_to_poll`` and ``total`` only) and
 shows what librdkafka's consumer does with the same batches.
@@ -89,33 +94,43 @@ def producer(bootstrap: str, topic: str, rate: int, seconds: float) -> None:
 def consumer_kafkalite(bootstrap: str, topic: str, expected: int) -> None:
     from kafkalite import Consumer, TopicPartition
     from kafkalite.consumer.fetch_buffer import FetchBuffer
+    from kafkalite.consumer.fetcher import Fetcher
     from kafkalite.net.transport import BrokerConnection
 
+    pauses = gc_pauses()
     last_read = [0]
-    handed: list[tuple[int, int, int]] = []  # (first offset of the fetch, answer read, handed to the buffer)
-    on_received, add = BrokerConnection._on_received, FetchBuffer.add
+    fetch_started = [0]
+    # (first offset of the fetch, answer read, handed to the buffer, its Fetch request started)
+    handed: list[tuple[int, int, int, int]] = []
+    on_received, add, answered = BrokerConnection._on_received, FetchBuffer.add, Fetcher._answered
 
     def stamped_received(self: BrokerConnection, nbytes: int) -> None:
         last_read[0] = mono()
         on_received(self, nbytes)
 
+    def stamped_answered(self: Fetcher, *args: Any) -> None:
+        fetch_started[0] = int(args[-1] * 1e9)  # _answered's last argument: time.monotonic() at _start
+        answered(self, *args)
+
     def stamped_add(self: FetchBuffer, fetch: Any) -> None:
-        handed.append((fetch.next_offset, last_read[0], mono()))
+        handed.append((fetch.next_offset, last_read[0], mono(), fetch_started[0]))
         add(self, fetch)
 
     BrokerConnection._on_received = stamped_received  # type: ignore[method-assign]
+    Fetcher._answered = stamped_answered  # type: ignore[method-assign]
     FetchBuffer.add = stamped_add  # type: ignore[method-assign]
     with Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "enable.auto.commit": False}) as c:
         c.assign([TopicPartition(topic, 0)])
         c.poll(0.5)  # the position (latest: only what is sent from now on)
         print("ready", flush=True)
         rows = poll_until(expected, lambda: [(r.value, r.offset) for r in c.poll(1.0)])
-    print(json.dumps({"rows": rows, "handed": handed}))
+    print(json.dumps({"rows": rows, "handed": handed, "gc": pauses}))
 
 
 def consumer_confluent(bootstrap: str, topic: str, expected: int) -> None:
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
+    pauses = gc_pauses()
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "enable.auto.commit": False})
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_END)])
@@ -129,7 +144,24 @@ def consumer_confluent(bootstrap: str, topic: str, expected: int) -> None:
         rows = poll_until(expected, poll)
     finally:
         c.close()
-    print(json.dumps({"rows": rows, "handed": []}))
+    print(json.dumps({"rows": rows, "handed": [], "gc": pauses}))
+
+
+def gc_pauses() -> list[tuple[int, int, int]]:
+    """A list that fills with (start, end, generation) of this process's garbage collections."""
+    import gc
+
+    pauses: list[tuple[int, int, int]] = []
+    started = [0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = mono()
+        else:
+            pauses.append((started[0], mono(), info["generation"]))
+
+    gc.callbacks.append(on_gc)
+    return pauses
 
 
 def poll_until(expected: int, poll: Any) -> list[tuple[int, int, int]]:
@@ -156,6 +188,7 @@ def breakdown(produced: list[list[int]], consumed: dict[str, Any]) -> tuple[dict
     starts = [f[0] for f in fetches]
     every: dict[str, list[int]] = {k: [] for k in STEPS}
     firsts: dict[str, list[int]] = {k: [] for k in STEPS}
+    every["fetch_started_after"] = []  # per record: its Fetch started - its Produce written (kafkalite)
     for sent, returned, offset in consumed["rows"]:
         i = bisect.bisect_right(bases, offset) - 1
         if i < 0:
@@ -165,13 +198,43 @@ def breakdown(produced: list[list[int]], consumed: dict[str, Any]) -> tuple[dict
                  "written_to_poll": returned - written}
         j = bisect.bisect_right(starts, offset) - 1
         if j >= 0:
-            _, read, handed = fetches[j]
+            _, read, handed, started = fetches[j]
             steps.update(written_to_recv=read - written, recv_to_added=handed - read, added_to_poll=returned - handed)
         for name, ns in steps.items():
             every[name].append(ns)
             if offset == base:
                 firsts[name].append(ns)
+        if j >= 0:
+            every["fetch_started_after"].append(started - written)
     return every, firsts
+
+
+def tail_report(every: dict[str, list[int]], pauses: list[tuple[int, int, int]]) -> list[str]:
+    """What the records at or above the p99 of ``total`` are made of (see the module doc)."""
+    import statistics
+
+    totals = every["total"]
+    if not totals:
+        return []
+    p99 = sorted(totals)[min(len(totals) - 1, int(0.99 * len(totals)))]
+    tail = [i for i, t in enumerate(totals) if t >= p99]
+    parts = []
+    for step in STEPS[1:]:
+        values = every[step]
+        if len(values) == len(totals):  # the step is stamped for every record
+            excess = statistics.median(values[i] for i in tail) - statistics.median(values)
+            parts.append(f"{step} {excess / 1e6:+.3f}")
+    lines = [f"  p99 records ({len(tail)}, total >= {p99 / 1e6:.3f} ms), their median less all records', ms: "
+             + ", ".join(parts)]
+    after = every["fetch_started_after"]
+    if len(after) == len(totals):
+        late = [after[i] for i in tail if after[i] > 0]
+        lines.append(f"  p99 records that came in a Fetch started after their Produce was written: {len(late)}"
+                     + (f", a median {statistics.median(late) / 1e6:.3f} ms after it" if late else ""))
+    long = sorted(((end - start) / 1e6, gen) for start, end, gen in pauses if end - start >= 1_000_000)
+    lines.append(f"  consumer garbage collections of 1 ms or more: {len(long)}"
+                 + (" (" + ", ".join(f"{ms:.1f} ms gen {gen}" for ms, gen in long[-5:]) + ")" if long else ""))
+    return lines
 
 
 def run(broker: Broker, rate: int, seconds: float, consumer: str) -> str:
@@ -194,8 +257,8 @@ def run(broker: Broker, rate: int, seconds: float, consumer: str) -> str:
         c_out, _ = cons.communicate(timeout=seconds * 4 + 180)
         if prod.returncode or cons.returncode:
             raise RuntimeError(f"a worker failed (producer exit {prod.returncode}, consumer exit {cons.returncode})")
-        every, firsts = breakdown(json.loads(p_out.strip().splitlines()[-1]),
-                                  json.loads(c_out.strip().splitlines()[-1]))
+        consumed = json.loads(c_out.strip().splitlines()[-1])
+        every, firsts = breakdown(json.loads(p_out.strip().splitlines()[-1]), consumed)
     finally:
         for proc in (cons, prod):
             if proc.poll() is None:
@@ -209,6 +272,7 @@ def run(broker: Broker, rate: int, seconds: float, consumer: str) -> str:
             a, f = sorted(every[step]), sorted(firsts[step])
             lines.append(f"  {step:18s} {percentile(a, .5):8.3f} {percentile(a, .9):8.3f} {percentile(a, .99):8.3f} "
                          f"{percentile(f, .5):10.3f} {percentile(f, .99):10.3f}")
+    lines += tail_report(every, consumed["gc"])
     return "\n".join(lines)
 
 

@@ -134,3 +134,8 @@ def test_latency_breakdown_short(kafka_broker) -> None:
         # the first record of a batch waits linger.ms (5) counted in whole milliseconds
         # as Java counts it (RecordAccumulator.linger_due): more than 4 ms, never less
         assert steps[("to_drain",)][3] > 4.0, out
+        # under the table: what the p99 records are made of, and the consumer's GC pauses
+        assert re.search(r"p99 records \(\d+, total >= [\d.]+ ms\).*: to_drain [+-][\d.]+", run), out
+        assert re.search(r"consumer garbage collections of 1 ms or more: \d+", run), out
+        fetch_line = re.search(r"p99 records that came in a Fetch started after their Produce was written: (\d+)", run)
+        assert (fetch_line is not None) == (client == "kafkalite"), out
