@@ -131,12 +131,12 @@ def test_sender_wakeup_from_threads_is_one_call_while_pending() -> None:
         await asyncio.sleep(0)
 
         started = time.monotonic()
-        sleeping = asyncio.ensure_future(wakeup.sleep(30))
+        sleeping = asyncio.ensure_future(wakeup.sleep_until(time.monotonic() + 30))
         await asyncio.sleep(0)
         wakeup.wake()
         await asyncio.wait_for(sleeping, 5)
         assert time.monotonic() - started < 5  # woken, not the 30 s timer
-        await wakeup.sleep(0.01)  # and the timer alone ends it too
+        await wakeup.sleep_until(time.monotonic() + 0.01)  # and the timer alone ends it too
 
     asyncio.run(main())
 
@@ -165,9 +165,9 @@ def test_sender_wakeup_keeps_one_timer_while_its_due_time_stays() -> None:
         assert len(armed) == 1
         await wakeup.sleep_until(due)  # the same due time: the same timer ends it
         assert len(armed) == 1 and time.monotonic() >= due
-        await wakeup.sleep(0.001)  # a new due time: armed anew
+        await wakeup.sleep_until(time.monotonic() + 0.001)  # a new due time: armed anew
         assert len(armed) == 2
-        sleeping = asyncio.ensure_future(wakeup.sleep(30))
+        sleeping = asyncio.ensure_future(wakeup.sleep_until(time.monotonic() + 30))
         await asyncio.sleep(0)
         wakeup.wake()
         await asyncio.wait_for(sleeping, 5)

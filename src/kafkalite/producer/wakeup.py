@@ -15,8 +15,7 @@ Example (on the engine loop)::
     wakeup.begin_pass()
     ...                                   # one pass of the sender
     if not wakeup.pending:
-        await wakeup.sleep(0.5)           # returns early once someone calls wake()
-        # or: await wakeup.sleep_until(time.monotonic() + 0.5)
+        await wakeup.sleep_until(time.monotonic() + 0.5)   # returns early once someone calls wake()
 """
 
 from __future__ import annotations
@@ -67,10 +66,6 @@ class SenderWakeup:
     def begin_pass(self) -> None:
         """The sender starts a pass: what woke it so far is being looked at."""
         self.pending = False
-
-    async def sleep(self, delay_s: float) -> None:
-        """Sleep until :meth:`wake` or ``delay_s`` seconds passed (engine loop)."""
-        await self.sleep_until(time.monotonic() + delay_s)
 
     async def sleep_until(self, at: float) -> None:
         """Sleep until :meth:`wake` or ``time.monotonic()`` reaches ``at`` (engine loop)."""
