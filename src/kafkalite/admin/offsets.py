@@ -1,7 +1,14 @@
 """Partition offset calls: list_offsets and delete_records, sent to partition leaders.
 
-A leader change (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH ...)
-refreshes metadata and retries the affected partitions only.
+A leader change (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE ...) refreshes metadata and
+retries the affected partitions only.
+
+ListOffsets goes without the cached leader epoch (``current_leader_epoch`` -1), as Java's
+``ListOffsetsHandler`` sends it: the admin client asks whichever broker leads the
+partition now, it does not fence a read against its own view of the log as a consumer
+does (KIP-320). With the epoch, a Metadata answer from a broker whose view lags kept
+the admin on an epoch the leader had left, and every retry came back
+FENCED_LEADER_EPOCH until the call timed out.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ async def list_offsets(core: AdminCore, specs: Mapping[TopicPartition, OffsetSpe
             topics=[ListOffsetsRequestListOffsetsTopic(name=t, partitions=[
                 ListOffsetsRequestListOffsetsPartition(
                     partition_index=tp.partition, timestamp=wanted[tp].timestamp,
-                    current_leader_epoch=core.metadata.leader_epoch(tp.topic, tp.partition))
+                    current_leader_epoch=-1)
                 for tp in tps]) for t, tps in _group_by_topic(items).items()],
             timeout_ms=core.remaining_ms(deadline),
         )

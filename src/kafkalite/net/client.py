@@ -229,17 +229,27 @@ class NetworkClient:
         return await conn.request(request, api_version=api_version, timeout_ms=timeout_ms)
 
     def least_loaded_node(self) -> int:
-        """A node to send cluster-wide requests to: connected with fewest in flight, else any."""
-        best, best_load = None, None
+        """A node to send cluster-wide requests to: connected with fewest in flight, else any.
+
+        Ties go to a random one of them, as Java's ``NetworkClient.leastLoadedNode`` starts
+        its scan at a random offset: metadata requests spread over the brokers, so one
+        whose metadata lags (it still names a leader epoch the leader has left) does not
+        answer every refresh of an idle client.
+        """
+        best: list[int] = []
+        best_load = -1
         for (node_id, channel), state in self._nodes.items():
             if channel != DEFAULT_CHANNEL or (node_id < 0 and self.metadata.brokers):
                 continue
             conn = state.connection
             if conn is not None and conn.connected:
-                if best_load is None or conn.in_flight < best_load:
-                    best, best_load = node_id, conn.in_flight
-        if best is not None:
-            return best
+                load = conn.in_flight
+                if not best or load < best_load:
+                    best, best_load = [node_id], load
+                elif load == best_load:
+                    best.append(node_id)
+        if best:
+            return best[0] if len(best) == 1 else random.choice(best)
         candidates = [n for n in self.metadata.brokers if self.reconnect_delay(n) == 0]
         if not candidates:
             candidates = list(self.metadata.brokers) or [n.node_id for n in self.bootstrap_nodes]

@@ -52,6 +52,7 @@ class TelemetryPusher:
         self.request_timeout_s = request_timeout_s
         self._wake = asyncio.Event()
         self.pushes = 0
+        self._node: int | None = None
 
     async def run(self) -> None:
         while True:
@@ -72,7 +73,12 @@ class TelemetryPusher:
                 await asyncio.sleep(0.01)
 
     async def _connection(self, api: Any) -> Any | None:
-        conn = await self.client.connection(self.client.least_loaded_node())
+        # One broker for as long as its connection holds (KIP-714; Java's TelemetrySender
+        # keeps a sticky node): the least loaded one is a random pick among idle brokers.
+        node = self._node
+        if node is None or not self.client.is_ready(node):
+            node = self._node = self.client.least_loaded_node()
+        conn = await self.client.connection(node)
         versions = conn.versions
         if versions is not None and not versions.supports(api):
             self.state.disable("the broker does not offer KIP-714 client metrics")
