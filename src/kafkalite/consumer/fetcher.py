@@ -47,6 +47,7 @@ from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetch_session import FetchPlan, FetchSessionHandler, PartitionFetchData
 from kafkalite.consumer.subscription import SubscriptionState, is_fetchable
 from kafkalite.errors import KafkaError, UnsupportedVersionForClientError, error_for_code
+from kafkalite.net.answers import DirectAnswer
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.cluster import BrokerNode
 from kafkalite.net.transport import BrokerConnection
@@ -137,7 +138,7 @@ class Fetcher:
         self._top_level_failures: dict[int, int] = {}
         self._top_level_backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self._tasks: set[asyncio.Task[None]] = set()  # fetches connecting first
-        self._responses: set[asyncio.Future[FetchResponse]] = set()  # fetches written, not answered
+        self._responses: set[DirectAnswer[FetchResponse]] = set()  # fetches written, not answered
 
     # ------------------------------------------------------------ loop
 
@@ -165,12 +166,16 @@ class Fetcher:
         return tp not in self._in_flight
 
     def close(self) -> list[asyncio.Future[Any]]:
-        """Stop fetching; cancels the fetches in flight and returns them (await with cancel_and_wait)."""
+        """Stop fetching; cancels the fetches in flight and returns the tasks still to
+        finish (await with cancel_and_wait). A fetch written and not answered is settled
+        as cancelled at once."""
         self._closed = True
         self._wake.set()
-        pending: list[asyncio.Future[Any]] = [*self._tasks, *self._responses]
-        for future in pending:
-            future.cancel()
+        for answer in list(self._responses):
+            answer.cancel()
+        pending: list[asyncio.Future[Any]] = [*self._tasks]
+        for task in pending:
+            task.cancel()
         return pending
 
     def send_fetches(self) -> float | None:
@@ -318,18 +323,21 @@ class Fetcher:
             plan = session.build(wanted)
             request = self._request(plan, version)
             timeout_ms = self.cfg["request.timeout.ms"] + self._max_wait_ms
-            response = conn.send(request, api_version=version, timeout_ms=timeout_ms)
+            # The answer comes to _answered in the turn it is read, which writes the next
+            # Fetch at once (no loop turn between them: kafkalite.net.answers).
+            response = conn.send_direct(
+                request, lambda answer: self._answered(answer, node, session, plan, wanted, tokens, version, started),
+                api_version=version, timeout_ms=timeout_ms)
         except KafkaError as exc:
             self._failed(node, wanted, tokens, exc)
             return
         except Exception:
             self._crashed(node, wanted)
             return
-        self._responses.add(response)
-        response.add_done_callback(
-            lambda answer: self._answered(answer, node, session, plan, wanted, tokens, version, started))
+        if not response.done():  # a connection that could not take it settles it at once
+            self._responses.add(response)
 
-    def _answered(self, answer: asyncio.Future[FetchResponse], node: int, session: FetchSessionHandler,
+    def _answered(self, answer: DirectAnswer[FetchResponse], node: int, session: FetchSessionHandler,
                   plan: FetchPlan, wanted: dict[TopicPartition, PartitionFetchData],
                   tokens: dict[TopicPartition, int], version: int, started: float) -> None:
         self._responses.discard(answer)
