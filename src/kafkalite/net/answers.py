@@ -9,8 +9,7 @@ under load (issue 27: two loop turns per idle fetch cycle).
 :meth:`~kafkalite.net.transport.BrokerConnection.send_direct` gives a
 :class:`DirectAnswer` instead, which calls its callback in the same turn the
 response frame is read, the connection fails, the request times out, or the caller
-cancels it (and before ``send_direct`` returns when the connection cannot take the
-request at all).
+cancels it.
 
 The callback runs inside the connection's read callback: it may write new requests
 (on this or another connection) but must not block; an exception it raises is logged

@@ -561,9 +561,7 @@ class BrokerConnection:
                     api_version: int | None = None, timeout_ms: float | None = None) -> DirectAnswer[ResponseT]:
         """Write ``request`` now; ``on_answer`` gets its answer in the same event-loop turn
         the response is read (or the connection fails, or it times out): see
-        :mod:`kafkalite.net.answers`. A connection that cannot take the request settles
-        the answer with the reason before this returns. Returns the answer, which
-        ``cancel()`` settles at once.
+        :mod:`kafkalite.net.answers`. Returns the answer, which ``cancel()`` settles at once.
 
         Example::
 
