@@ -47,7 +47,6 @@ from kafkalite.consumer.fetch_buffer import CompletedFetch, FetchBuffer
 from kafkalite.consumer.fetch_session import FetchPlan, FetchSessionHandler, PartitionFetchData
 from kafkalite.consumer.subscription import SubscriptionState, is_fetchable
 from kafkalite.errors import KafkaError, UnsupportedVersionForClientError, error_for_code
-from kafkalite.net.answers import DirectAnswer
 from kafkalite.net.client import NetworkClient
 from kafkalite.net.cluster import BrokerNode
 from kafkalite.net.transport import BrokerConnection
@@ -138,7 +137,7 @@ class Fetcher:
         self._top_level_failures: dict[int, int] = {}
         self._top_level_backoff = ExponentialBackoff(cfg["retry.backoff.ms"], cfg["retry.backoff.max.ms"])
         self._tasks: set[asyncio.Task[None]] = set()  # fetches connecting first
-        self._responses: set[DirectAnswer[FetchResponse]] = set()  # fetches written, not answered
+        self._responses: set[asyncio.Future[FetchResponse]] = set()  # fetches written, not answered
 
     # ------------------------------------------------------------ loop
 
@@ -166,16 +165,12 @@ class Fetcher:
         return tp not in self._in_flight
 
     def close(self) -> list[asyncio.Future[Any]]:
-        """Stop fetching; cancels the fetches in flight and returns the tasks still to
-        finish (await with cancel_and_wait). A fetch written and not answered is settled
-        as cancelled at once."""
+        """Stop fetching; cancels the fetches in flight and returns them (await with cancel_and_wait)."""
         self._closed = True
         self._wake.set()
-        for answer in list(self._responses):
-            answer.cancel()
-        pending: list[asyncio.Future[Any]] = [*self._tasks]
-        for task in pending:
-            task.cancel()
+        pending: list[asyncio.Future[Any]] = [*self._tasks, *self._responses]
+        for future in pending:
+            future.cancel()
         return pending
 
     def send_fetches(self) -> float | None:
@@ -323,21 +318,18 @@ class Fetcher:
             plan = session.build(wanted)
             request = self._request(plan, version)
             timeout_ms = self.cfg["request.timeout.ms"] + self._max_wait_ms
-            # The answer comes to _answered in the turn it is read, which writes the next
-            # Fetch at once (no loop turn between them: kafkalite.net.answers).
-            response = conn.send_direct(
-                request, lambda answer: self._answered(answer, node, session, plan, wanted, tokens, version, started),
-                api_version=version, timeout_ms=timeout_ms)
+            response = conn.send(request, api_version=version, timeout_ms=timeout_ms)
         except KafkaError as exc:
             self._failed(node, wanted, tokens, exc)
             return
         except Exception:
             self._crashed(node, wanted)
             return
-        if not response.done():  # a connection that could not take it settles it at once
-            self._responses.add(response)
+        self._responses.add(response)
+        response.add_done_callback(
+            lambda answer: self._answered(answer, node, session, plan, wanted, tokens, version, started))
 
-    def _answered(self, answer: DirectAnswer[FetchResponse], node: int, session: FetchSessionHandler,
+    def _answered(self, answer: asyncio.Future[FetchResponse], node: int, session: FetchSessionHandler,
                   plan: FetchPlan, wanted: dict[TopicPartition, PartitionFetchData],
                   tokens: dict[TopicPartition, int], version: int, started: float) -> None:
         self._responses.discard(answer)

@@ -40,7 +40,7 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias, TypeVar, cast, overload
+from typing import Literal, TypeVar, cast, overload
 
 from kafkalite._version import __version__
 from kafkalite.config import Config
@@ -59,7 +59,6 @@ from kafkalite.errors import (
     error_for_code,
 )
 from kafkalite.metrics import Metrics, Sensor
-from kafkalite.net.answers import DirectAnswer
 from kafkalite.net.connection import ConnectionState, PendingRequest
 from kafkalite.net.deadlines import RequestDeadlines
 from kafkalite.net.features import BrokerFeature, feature_of, require, unsupported
@@ -148,8 +147,7 @@ T = TypeVar("T")
 
 # The future of one request: its decoded response (None for a request that expects none).
 # The state machine holds it without its type; send() hands it out typed by the request.
-# send_direct() uses a DirectAnswer, which the transport settles the same way.
-_ResponseFuture: TypeAlias = asyncio.Future["Message | None"] | DirectAnswer["Message | None"]
+_ResponseFuture = asyncio.Future["Message | None"]
 
 # A request sent during a KIP-368 re-authentication, held until it ends:
 # (request, api version, timeout ms, expect a response, the caller's future).
@@ -556,27 +554,6 @@ class BrokerConnection:
         # The state machine decodes the answer with the response class the request
         # names (Request[ResponseT]), so the future holds a ResponseT.
         return cast("asyncio.Future[ResponseT | None]", future)
-
-    def send_direct(self, request: Request[ResponseT], on_answer: Callable[[DirectAnswer[ResponseT]], object], *,
-                    api_version: int | None = None, timeout_ms: float | None = None) -> DirectAnswer[ResponseT]:
-        """Write ``request`` now; ``on_answer`` gets its answer in the same event-loop turn
-        the response is read (or the connection fails, or it times out): see
-        :mod:`kafkalite.net.answers`. Returns the answer, which ``cancel()`` settles at once.
-
-        Example::
-
-            conn.send_direct(FetchRequest(...), lambda answer: handle(answer.result()))
-        """
-        answer: DirectAnswer[ResponseT] = DirectAnswer(on_answer)
-        future = cast("DirectAnswer[Message | None]", answer)  # decoded as Request[ResponseT] names (see send)
-        life = self.lifecycle
-        if life.sends_now:
-            self._write(request, api_version, timeout_ms, True, future)
-        elif life.permits.holds:
-            life.hold((request, api_version, timeout_ms, True, future))
-        else:
-            future.set_exception(self._unusable_error())
-        return answer
 
     def _send_handshake(self, request: Request[ResponseT], api_version: int | None = None) -> asyncio.Future[ResponseT]:
         """Send one of the handshake's own requests (ApiVersions, SaslHandshake,
