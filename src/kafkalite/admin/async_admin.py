@@ -237,7 +237,9 @@ class AsyncAdminClient(AsyncAdminFront):
 
             orders = ConfigResource("topic", "orders")
             (await admin.incremental_alter_configs({orders: [AlterConfigOp.set("retention.ms", "3600000")]})).all()
-            assert (await admin.describe_configs([orders])).all()[orders]["retention.ms"].value == "3600000"
+            # .all() raises if a change was refused. On KRaft the brokers apply it moments
+            # after the controller commits it, so a describe_configs() right away may
+            # still show the old value.
         """
         return await self._run(configs.incremental_alter_configs(self._core, changes, validate_only=validate_only,
                                                                  timeout=timeout), timeout)
