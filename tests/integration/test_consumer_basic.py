@@ -60,7 +60,10 @@ def test_assign_poll_in_order_with_positions_and_offsets(kafka_broker, topic_fac
 
 
 def test_seek_seek_to_end_and_offsets_for_times(kafka_broker, topic_factory) -> None:
-    topic = topic_factory(partitions=1)
+    # Records stamped in 1970 are past any time retention: without retention.ms -1 the
+    # broker's periodic retention check (every 5 minutes in a long session) may delete
+    # them mid-test, and offsets_for_times then finds nothing (seen once in CI).
+    topic = topic_factory(partitions=1, configs={"retention.ms": "-1"})
     produce(kafka_broker.bootstrap, topic, count=100, batch_size=10, timestamp=1_000_000)
     produce(kafka_broker.bootstrap, topic, count=50, batch_size=10, timestamp=2_000_000)
     tp = TopicPartition(topic, 0)
