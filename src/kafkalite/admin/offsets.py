@@ -31,6 +31,10 @@ from kafkalite.protocol.messages.list_offsets import (
 )
 from kafkalite.types import IsolationLevel, TopicPartition
 
+# NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH: the request went to
+# a broker that does not lead the partition at the epoch the client knows.
+_STALE_LEADER = frozenset({6, 74, 76})
+
 # The ListOffsets version that first understands each special timestamp.
 _MIN_VERSION = {OffsetSpec.MAX_TIMESTAMP: 7, OffsetSpec.EARLIEST_LOCAL: 8, OffsetSpec.LATEST_TIERED: 9}
 
@@ -74,6 +78,10 @@ async def list_offsets(core: AdminCore, specs: Mapping[TopicPartition, OffsetSpe
             for p in t.partitions:
                 tp = TopicPartition(t.name, p.partition_index)
                 outcome = outcome_for(p.error_code, None, topic=t.name, partition=p.partition_index)
+                if p.error_code in _STALE_LEADER:
+                    # The cached leader is wrong: forget it, so the refreshed metadata's
+                    # leader is taken whatever its epoch (ClusterMetadata.forget_leader).
+                    core.metadata.forget_leader(t.name, p.partition_index)
                 out[tp] = outcome if outcome is not None else ListOffsetsResultInfo(
                     p.offset, p.timestamp, p.leader_epoch if p.leader_epoch >= 0 else None)
         return out
